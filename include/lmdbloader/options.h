@@ -1,0 +1,93 @@
+// ReaderOptions: how a Reader opens a database and how much memory it may hold.
+//
+// A plain struct; copy it freely. Every field documents its default, and the
+// default written here is the default in code.
+#ifndef LMDBLOADER_OPTIONS_H_
+#define LMDBLOADER_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "lmdbloader/status.h"
+
+namespace lmdbloader {
+
+// How record bytes travel from the data file to the caller.
+enum class AccessMode {
+  // kPread unless the caller asks for views (Reader::View), which need kMmap.
+  kAuto,
+  // Every read is one pread() of the record's (offset, size) from the record
+  // index. Nothing of the data file stays mapped: the process holds only the
+  // index (12 bytes a record, plus keys for databases whose keys are not
+  // record numbers). The fastest mode for small records, ~0.85-1x of mapped
+  // reads for large ones.
+  kPread,
+  // The data file is mapped; reads return views into the map (zero-copy). A
+  // governor reads the kernel's RSS count after each read and releases least
+  // recently used windows of the map with MADV_DONTNEED when the process has
+  // grown past the budget.
+  kMmap,
+};
+
+struct ReaderOptions {
+  // Cap, in bytes, on the memory this reader makes its process hold because of
+  // the data file: mapped file pages, its record index, its buffers. Measured
+  // by the kernel (/proc/self/statm), not by counting bytes handed out.
+  // 0 means unbounded (mmap mode then behaves like plain LMDB).
+  // Default: 0.
+  uint64_t rss_budget = 0;
+
+  // Default: kAuto (pread).
+  AccessMode mode = AccessMode::kAuto;
+
+  // false: open without LMDB's lock file (MDB_NOLOCK): no reader table, no
+  // MDB_READERS_FULL, nothing written next to the data. Only correct when no
+  // writer touches the database while it is read.
+  // true: use the lock file and hold one read transaction for the reader's
+  // life, so a concurrent writer cannot reuse the pages the index points to.
+  // Default: false.
+  bool lock = false;
+
+  // Name of a named database inside the environment; empty for the main one.
+  // Default: "" (main database).
+  std::string db_name;
+
+  // Where the record index is saved after a cursor walk, so that later opens
+  // (other worker processes, later jobs) load it instead of walking again.
+  //   ""      beside the data file when its directory is writable, else in
+  //           $LMDBLOADER_INDEX_DIR, $XDG_CACHE_HOME/lmdbloader or
+  //           ~/.cache/lmdbloader;
+  //   "none"  never saved or loaded;
+  //   a path  that directory.
+  // A saved index is checked against the file (device, inode, size, mtime,
+  // LMDB's last transaction id) and rebuilt when stale.
+  // Default: "".
+  std::string index_dir;
+
+  // mmap mode: size of the windows the governor releases, least recently used
+  // first. Smaller windows release more precisely, larger ones with fewer
+  // madvise calls. Default: 64 MiB.
+  uint64_t mmap_window = 64ull << 20;
+
+  // mmap mode: replace the mapping by a fresh one after this many bytes were
+  // read (0: never). Live views keep the mapping they point into.
+  // Default: 0.
+  uint64_t remap_every = 0;
+};
+
+// Parses "123", "64KiB", "256MiB", "1GiB", "1.5GB", "10k" into bytes.
+// Binary suffixes (KiB, MiB, GiB, TiB; K, M, G, T) mean powers of 1024, decimal
+// ones (kB, MB, GB, TB) powers of 1000. Returns InvalidArgument otherwise.
+Status ParseByteSize(std::string_view text, uint64_t* bytes);
+
+// Parses "auto", "pread" or "mmap".
+Status ParseAccessMode(std::string_view text, AccessMode* mode);
+const char* AccessModeName(AccessMode mode);
+
+// Checks the fields that can be wrong on their own (window size, mode).
+Status ValidateOptions(const ReaderOptions& options);
+
+}  // namespace lmdbloader
+
+#endif  // LMDBLOADER_OPTIONS_H_

@@ -1,0 +1,166 @@
+// Reader: random access to the records of an LMDB database, or of an
+// lmdbloader corpus or shard set, under a per-process memory budget.
+//
+// CAVEATS (read these first)
+// - Fork: a Reader may be used in a child process after fork(). On its first
+//   use there it reopens its own file descriptors and mapping and never uses
+//   the parent's LMDB environment (lmdb.h forbids that). It then governs the
+//   child's memory, measured from the child's start.
+// - Threads: all const and non-const read methods may be called from many
+//   threads at once without external synchronization. Open and destruction
+//   must not race with reads.
+// - Writers: with ReaderOptions::lock false (the default) the database is
+//   opened without LMDB's lock file, which is only correct while no writer
+//   changes it. With lock true the Reader holds one read transaction, so a
+//   writer's later commits are invisible to it and cannot reuse the pages it
+//   reads (and the file grows meanwhile, as with any long-lived LMDB reader).
+// - mmap mode maps the data file: if another process truncates the file, a
+//   read of a missing page raises SIGBUS, as with any mapped reader. pread
+//   mode reports an error instead.
+// - Remote file systems: as for LMDB itself, do not read a database on NFS
+//   while a writer changes it.
+//
+// Positions are in key order: position i is the i-th key of the database, and
+// for an lmdbloader corpus record number i. Indexes past the end give
+// OutOfRange; a missing key gives NotFound.
+#ifndef LMDBLOADER_READER_H_
+#define LMDBLOADER_READER_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lmdbloader/options.h"
+#include "lmdbloader/record_view.h"
+#include "lmdbloader/status.h"
+
+namespace lmdbloader {
+
+// What a Reader reports about itself and about what the kernel counts.
+struct ReaderStats {
+  uint64_t rss_budget = 0;        // bytes; 0 = unbounded
+  std::string mode;               // "pread" or "mmap"
+  uint64_t records = 0;           // records in the database
+  uint64_t process_rss = 0;       // this process's RSS (/proc/self/statm)
+  uint64_t process_file_rss = 0;  // its resident file-backed + shmem pages
+  uint64_t mapped_rss = 0;        // RSS of this process's mappings of the data file(s) (smaps)
+  uint64_t drops = 0;             // releases of mapped windows (walk and governor)
+  uint64_t remaps = 0;            // mappings replaced
+  uint64_t records_read = 0;
+  uint64_t bytes_read = 0;
+  uint64_t index_bytes = 0;       // heap held by the record index(es)
+  std::string index_source;       // "built", "loaded", "built (saved to ...)"
+};
+
+// One contiguous piece of a column in one data file (one per shard).
+struct ColumnChunk {
+  std::string data_path;
+  uint64_t offset = 0;  // byte offset of the column's values in data_path
+  uint64_t size = 0;    // bytes
+};
+
+class ResidencyGovernor;
+
+class Reader {
+ public:
+  // Opens `path`: a directory holding data.mdb, an LMDB data file, or a
+  // directory holding a shard list (shards.json) written by `lmdbloader
+  // convert`. Builds the record index by a cursor walk (under the budget) or
+  // loads a saved one. Errors name the path: IOError (missing, permission
+  // denied), Corruption (not an LMDB file, truncated, damaged), NotFound (no
+  // such named database), InvalidArgument (bad options, or a budget smaller
+  // than the record index), Unsupported (MDB_DUPSORT).
+  static Status Open(const std::string& path, const ReaderOptions& options,
+                     std::unique_ptr<Reader>* reader);
+
+  ~Reader();
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+
+  uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+  const ReaderOptions& options() const { return options_; }
+  AccessMode mode() const { return mode_; }  // kPread or kMmap, never kAuto
+
+  // Size in bytes of record `index`. OutOfRange past the end.
+  Status ValueSize(uint64_t index, uint64_t* size) const;
+
+  // Copies record `index` into `dst`, which holds at least `capacity` bytes;
+  // InvalidArgument when capacity < ValueSize. The copy is exact.
+  Status ReadInto(uint64_t index, char* dst, uint64_t capacity);
+  // Copies record `index` into `*value`.
+  Status Read(uint64_t index, std::string* value);
+  // Reads `count` records: record indices[k] into dsts[k], each sized by
+  // ValueSize. All indices are checked before anything is read.
+  Status ReadBatch(const uint64_t* indices, size_t count, char* const* dsts);
+
+  // A zero-copy view of record `index` (see record_view.h). Needs mmap mode:
+  // InvalidArgument in pread mode.
+  Status View(uint64_t index, RecordView* view);
+
+  // Key of record `index`.
+  Status Key(uint64_t index, std::string* key) const;
+  // Position of `key`: NotFound when absent (an expected outcome).
+  Status Find(std::string_view key, uint64_t* index) const;
+  // First position whose key is >= `key`; size() when none.
+  uint64_t LowerBound(std::string_view key) const;
+  // Find, then Read. NotFound when absent.
+  Status Get(std::string_view key, std::string* value);
+
+  // Corpus metadata. manifest() is the JSON manifest, empty for a plain LMDB.
+  bool is_corpus() const { return !manifest_.empty(); }
+  const std::string& manifest() const { return manifest_; }
+  // Name of record `index` (corpora keep names; OutOfRange past the end,
+  // NotFound for a database without names).
+  Status Name(uint64_t index, std::string* name);
+  // Where the column's little-endian values lie, one chunk per shard.
+  // NotFound when the corpus has no such column.
+  Status Column(const std::string& name, std::vector<ColumnChunk>* chunks) const;
+  // Concatenated bytes of a column.
+  Status ReadColumn(const std::string& name, std::string* bytes);
+
+  // mmap mode: replaces the mapping by a fresh one (live views keep theirs).
+  Status Remap();
+
+  ReaderStats stats();
+
+ private:
+  struct Part;
+  Reader();
+  Status OpenPart(const std::string& path, Part* part, std::string* index_source);
+  Status EnsureProcess();  // reopens handles after fork()
+  Status ReopenHandles();
+  Status Locate(uint64_t index, Part** part, uint64_t* local);
+  Status CopyOut(Part& part, uint64_t local, char* dst);
+  // mmap mode: tells the governor, and remaps every remap_every bytes.
+  Status NoteMapped(Part& part, uint64_t offset, uint64_t size);
+  Status PreadAt(Part& part, uint64_t offset, uint64_t size, char* dst);
+  Status ReadMeta(Part& part, const std::string& key, std::string* bytes);
+
+  std::string path_;
+  ReaderOptions options_;
+  AccessMode mode_ = AccessMode::kPread;
+  uint64_t size_ = 0;
+  std::vector<std::unique_ptr<Part>> parts_;
+  std::vector<uint64_t> part_ends_;  // global end position of each part
+  std::string manifest_;
+  std::string index_source_;
+  std::unique_ptr<ResidencyGovernor> governor_;
+  uint64_t generation_ = 0;  // fork generation the handles belong to
+  std::mutex reopen_mu_;
+  std::atomic<uint64_t> records_read_{0};
+  std::atomic<uint64_t> bytes_read_{0};
+  std::atomic<uint64_t> bytes_since_remap_{0};
+  std::atomic<uint64_t> remaps_{0};
+  uint64_t walk_drops_ = 0;
+};
+
+}  // namespace lmdbloader
+
+#endif  // LMDBLOADER_READER_H_

@@ -1,0 +1,32 @@
+// The corpus layout shared by the writer and the reader (see README, "Corpus
+// format"). Records sit in the main database under 8-byte big-endian record
+// numbers, so position i is record i. Metadata keys start with kMetaPrefix,
+// whose first byte ('_', 0x5f) sorts after every record key below 2^56, so
+// metadata never shifts a record's position.
+#ifndef LMDBLOADER_SRC_CORPUS_FORMAT_H_
+#define LMDBLOADER_SRC_CORPUS_FORMAT_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace lmdbloader {
+
+inline constexpr std::string_view kMetaPrefix = "__lmdbloader__/";
+inline constexpr std::string_view kManifestKey = "__lmdbloader__/manifest";
+inline constexpr std::string_view kNamesBlobKey = "__lmdbloader__/names";
+inline constexpr std::string_view kNamesOffsetsKey = "__lmdbloader__/names.offsets";
+inline constexpr std::string_view kColumnPrefix = "__lmdbloader__/column/";
+inline constexpr const char* kShardListFile = "shards.json";
+inline constexpr const char* kCorpusFormatName = "lmdbloader-corpus";
+inline constexpr int kCorpusFormatVersion = 1;
+
+// 8-byte big-endian encoding of a record number.
+std::string RecordKey(uint64_t index);
+// True and the number when `key` is exactly 8 bytes.
+bool ParseRecordKey(std::string_view key, uint64_t* index);
+bool IsMetaKey(std::string_view key);
+
+}  // namespace lmdbloader
+
+#endif  // LMDBLOADER_SRC_CORPUS_FORMAT_H_

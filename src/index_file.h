@@ -1,0 +1,39 @@
+// Saving and loading a RecordIndex, so that many processes opening the same
+// database walk it once. The file starts with the identity of the data file it
+// describes (device, inode, size, mtime, LMDB txn id, page size, db name) and
+// is ignored when that identity no longer matches.
+#ifndef LMDBLOADER_SRC_INDEX_FILE_H_
+#define LMDBLOADER_SRC_INDEX_FILE_H_
+
+#include <string>
+
+#include "lmdb_env.h"
+#include "lmdbloader/options.h"
+#include "lmdbloader/status.h"
+#include "record_index.h"
+
+namespace lmdbloader {
+
+// Where the index of `location` is saved under `options.index_dir`; empty
+// when saving is disabled ("none").
+std::string IndexFilePath(const DataLocation& location, const ReaderOptions& options,
+                          const FileIdentity& identity);
+
+// Writes to a temporary name in the same directory and renames, so readers
+// never see half a file. Creates the cache directory when needed.
+Status SaveIndex(const std::string& path, const RecordIndex& index);
+
+// NotFound when the file is absent or describes another state of the data
+// file (stale); Corruption when it is damaged.
+Status LoadIndex(const std::string& path, const FileIdentity& expected,
+                 const std::string& db_name, RecordIndex* index);
+
+class IndexFileCodec {
+ public:
+  static std::string Encode(const RecordIndex& index);
+  static Status Decode(const std::string& bytes, const std::string& path, RecordIndex* index);
+};
+
+}  // namespace lmdbloader
+
+#endif  // LMDBLOADER_SRC_INDEX_FILE_H_

@@ -1,0 +1,464 @@
+#include "lmdbloader/reader.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "corpus_format.h"
+#include "index_builder.h"
+#include "index_file.h"
+#include "lmdb_env.h"
+#include "lmdbloader/memory.h"
+#include "mapping.h"
+#include "record_index.h"
+#include "residency.h"
+
+namespace lmdbloader {
+
+namespace {
+
+// Incremented in every child process by a pthread_atfork handler. A Reader
+// whose handles belong to an older generation reopens them before use, which
+// costs one relaxed atomic load per read instead of a getpid() system call.
+std::atomic<uint64_t> g_fork_generation{0};
+
+void RegisterForkHandler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    pthread_atfork(nullptr, nullptr, [] { g_fork_generation.fetch_add(1); });
+  });
+}
+
+std::string OutOfRangeMessage(const std::string& path, uint64_t index, uint64_t size) {
+  return "index " + std::to_string(index) + " out of range for " + path + " (" +
+         std::to_string(size) + " records)";
+}
+
+Status OpenDataFile(const std::string& path, const FileIdentity& identity, int* fd) {
+  int f = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (f < 0) return Status::FromErrno(errno, "open", path);
+  struct stat st;
+  if (::fstat(f, &st) != 0) {
+    int err = errno;
+    ::close(f);
+    return Status::FromErrno(err, "fstat", path);
+  }
+  if (st.st_dev != identity.device || st.st_ino != identity.inode ||
+      static_cast<uint64_t>(st.st_size) < identity.size) {
+    ::close(f);
+    return Status::Corruption("open " + path + ": the file was replaced or truncated since it was indexed");
+  }
+  *fd = f;
+  return Status::OK();
+}
+
+}  // namespace
+
+struct Reader::Part {
+  size_t slot = 0;  // position in parts_, the governor's slot
+  DataLocation location;
+  RecordIndex index;
+  int fd = -1;
+  std::shared_ptr<Mapping> map;  // mmap mode; read and swapped with std::atomic_load/store
+  std::unique_ptr<LmdbEnv> env;  // lock mode: holds the snapshot the index describes
+  ~Part() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+Reader::Reader() = default;
+
+Reader::~Reader() = default;
+
+Status Reader::OpenPart(const std::string& path, Part* part, std::string* index_source) {
+  LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(path, &part->location));
+  std::unique_ptr<LmdbEnv> env;
+  LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(part->location, options_.lock, options_.db_name, &env));
+  std::string index_path = IndexFilePath(part->location, options_, env->identity());
+  Status loaded = Status::NotFound("");
+  if (!index_path.empty())
+    loaded = LoadIndex(index_path, env->identity(), options_.db_name, &part->index);
+  if (loaded.ok()) {
+    *index_source = "loaded from " + index_path;
+  } else {
+    // A damaged or stale saved index is rebuilt, never trusted.
+    part->index = RecordIndex();
+    WalkReport report;
+    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name,
+                                          options_.rss_budget, &part->index, &report));
+    walk_drops_ += report.drops;
+    *index_source = "built";
+    if (!index_path.empty()) {
+      Status saved = SaveIndex(index_path, part->index);
+      *index_source += saved.ok() ? " (saved to " + index_path + ")"
+                                  : " (not saved: " + saved.message() + ")";
+    }
+  }
+  LMDBLOADER_RETURN_IF_ERROR(OpenDataFile(part->location.data_path, part->index.identity, &part->fd));
+  if (options_.lock) part->env = std::move(env);
+  return Status::OK();
+}
+
+Status Reader::Open(const std::string& path, const ReaderOptions& options,
+                    std::unique_ptr<Reader>* out) {
+  LMDBLOADER_RETURN_IF_ERROR(ValidateOptions(options));
+  RegisterForkHandler();
+  std::unique_ptr<Reader> r(new Reader());
+  r->path_ = path;
+  r->options_ = options;
+  r->mode_ = options.mode == AccessMode::kMmap ? AccessMode::kMmap : AccessMode::kPread;
+  r->generation_ = g_fork_generation.load();
+
+  // A shard set is a directory with a shard list; anything else is one LMDB.
+  std::vector<std::pair<std::string, int64_t>> part_paths;  // (path, expected records or -1)
+  const std::string shard_list = path + "/" + kShardListFile;
+  struct stat st;
+  if (::stat(shard_list.c_str(), &st) == 0) {
+    std::ifstream in(shard_list);
+    nlohmann::json list = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (list.is_discarded() || !list.is_object() || !list.contains("shards") || !list["shards"].is_array())
+      return Status::Corruption("read " + shard_list + ": not a valid shard list");
+    for (const auto& shard : list["shards"]) {
+      if (!shard.is_object() || !shard.contains("path") || !shard["path"].is_string())
+        return Status::Corruption("read " + shard_list + ": a shard entry has no path");
+      int64_t records = shard.contains("records") && shard["records"].is_number_integer()
+                            ? shard["records"].get<int64_t>() : -1;
+      part_paths.push_back({path + "/" + shard["path"].get<std::string>(), records});
+    }
+    if (part_paths.empty()) return Status::Corruption("read " + shard_list + ": no shards listed");
+  } else {
+    part_paths.push_back({path, -1});
+  }
+
+  uint64_t total = 0, index_bytes = 0;
+  for (const auto& [part_path, expected] : part_paths) {
+    auto part = std::make_unique<Part>();
+    part->slot = r->parts_.size();
+    std::string source;
+    LMDBLOADER_RETURN_IF_ERROR(r->OpenPart(part_path, part.get(), &source));
+    if (expected >= 0 && part->index.size() != static_cast<uint64_t>(expected))
+      return Status::Corruption("open " + part_path + ": shard list says " + std::to_string(expected) +
+                                " records, the shard holds " + std::to_string(part->index.size()));
+    if (r->index_source_.empty()) r->index_source_ = source;
+    total += part->index.size();
+    index_bytes += part->index.MemoryBytes();
+    r->part_ends_.push_back(total);
+    r->parts_.push_back(std::move(part));
+  }
+  r->size_ = total;
+  if (options.rss_budget != 0 && index_bytes >= options.rss_budget)
+    return Status::InvalidArgument(
+        "rss_budget of " + std::to_string(options.rss_budget) + " bytes is smaller than the record index of " +
+        path + " (" + std::to_string(index_bytes) + " bytes for " + std::to_string(total) + " records)");
+
+  Part& first = *r->parts_.front();
+  auto manifest = first.index.meta().find(std::string(kManifestKey));
+  if (manifest != first.index.meta().end())
+    LMDBLOADER_RETURN_IF_ERROR(r->ReadMeta(first, manifest->first, &r->manifest_));
+
+  if (r->mode_ == AccessMode::kMmap) {
+    uint64_t allowance = options.rss_budget ? options.rss_budget - index_bytes : 0;
+    r->governor_ = std::make_unique<ResidencyGovernor>(allowance, options.mmap_window);
+    LMDBLOADER_RETURN_IF_ERROR(r->governor_->Start());
+    for (size_t i = 0; i < r->parts_.size(); ++i) {
+      Part& p = *r->parts_[i];
+      LMDBLOADER_RETURN_IF_ERROR(Mapping::Map(p.fd, p.index.identity.size, p.location.data_path, &p.map));
+      r->governor_->Attach(i, p.map->data(), p.map->size());
+    }
+  }
+  *out = std::move(r);
+  return Status::OK();
+}
+
+Status Reader::EnsureProcess() {
+  if (generation_ == g_fork_generation.load(std::memory_order_relaxed)) return Status::OK();
+  std::lock_guard<std::mutex> lock(reopen_mu_);
+  if (generation_ == g_fork_generation.load()) return Status::OK();
+  LMDBLOADER_RETURN_IF_ERROR(ReopenHandles());
+  generation_ = g_fork_generation.load();
+  return Status::OK();
+}
+
+Status Reader::ReopenHandles() {
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    Part& p = *parts_[i];
+    if (p.env) {
+      // The parent's environment must not be touched here, not even closed
+      // (mdb_env_close would act on the parent's lock-file state): let go of
+      // it without closing, and open this process's own snapshot.
+      (void)p.env.release();
+      LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(p.location, true, options_.db_name, &p.env));
+      if (!(p.env->identity() == p.index.identity)) {
+        RecordIndex fresh;
+        LMDBLOADER_RETURN_IF_ERROR(
+            BuildIndex(*p.env, p.location, options_.db_name, options_.rss_budget, &fresh, nullptr));
+        if (fresh.size() != p.index.size())
+          return Status::Corruption("reopen " + p.location.data_path +
+                                    " after fork: the database changed its record count");
+        p.index = std::move(fresh);
+      }
+    }
+    int fd = -1;
+    LMDBLOADER_RETURN_IF_ERROR(OpenDataFile(p.location.data_path, p.index.identity, &fd));
+    ::close(p.fd);
+    p.fd = fd;
+    if (mode_ == AccessMode::kMmap) {
+      std::shared_ptr<Mapping> map;
+      LMDBLOADER_RETURN_IF_ERROR(Mapping::Map(p.fd, p.index.identity.size, p.location.data_path, &map));
+      std::atomic_store(&p.map, map);
+      governor_->Attach(i, map->data(), map->size());
+    }
+  }
+  if (governor_) LMDBLOADER_RETURN_IF_ERROR(governor_->Start());
+  return Status::OK();
+}
+
+Status Reader::Locate(uint64_t index, Part** part, uint64_t* local) {
+  if (index >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, index, size_));
+  if (parts_.size() == 1) {
+    *part = parts_[0].get();
+    *local = index;
+    return Status::OK();
+  }
+  size_t k = std::upper_bound(part_ends_.begin(), part_ends_.end(), index) - part_ends_.begin();
+  *part = parts_[k].get();
+  *local = index - (k == 0 ? 0 : part_ends_[k - 1]);
+  return Status::OK();
+}
+
+Status Reader::ValueSize(uint64_t index, uint64_t* size) const {
+  if (index >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, index, size_));
+  size_t k = parts_.size() == 1
+                 ? 0 : std::upper_bound(part_ends_.begin(), part_ends_.end(), index) - part_ends_.begin();
+  *size = parts_[k]->index.value_size(index - (k == 0 ? 0 : part_ends_[k - 1]));
+  return Status::OK();
+}
+
+Status Reader::PreadAt(Part& part, uint64_t offset, uint64_t size, char* dst) {
+  uint64_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(part.fd, dst + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, "pread", part.location.data_path);
+    }
+    if (n == 0)
+      return Status::Corruption("pread " + part.location.data_path + ": unexpected end of file at offset " +
+                                std::to_string(offset + done) + " (was the file truncated?)");
+    done += static_cast<uint64_t>(n);
+  }
+  return Status::OK();
+}
+
+Status Reader::CopyOut(Part& part, uint64_t local, char* dst) {
+  const uint64_t offset = part.index.offset(local);
+  const uint64_t size = part.index.value_size(local);
+  if (mode_ == AccessMode::kPread) {
+    LMDBLOADER_RETURN_IF_ERROR(PreadAt(part, offset, size, dst));
+  } else {
+    std::shared_ptr<Mapping> map = std::atomic_load(&part.map);
+    std::memcpy(dst, map->data() + offset, size);
+    LMDBLOADER_RETURN_IF_ERROR(NoteMapped(part, offset, size));
+  }
+  records_read_.fetch_add(1, std::memory_order_relaxed);
+  bytes_read_.fetch_add(size, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+Status Reader::NoteMapped(Part& part, uint64_t offset, uint64_t size) {
+  LMDBLOADER_RETURN_IF_ERROR(governor_->Touched(part.slot, offset, size));
+  if (options_.remap_every && bytes_since_remap_.fetch_add(size) + size >= options_.remap_every)
+    return Remap();
+  return Status::OK();
+}
+
+Status Reader::ReadInto(uint64_t index, char* dst, uint64_t capacity) {
+  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
+  Part* part = nullptr;
+  uint64_t local = 0;
+  LMDBLOADER_RETURN_IF_ERROR(Locate(index, &part, &local));
+  if (capacity < part->index.value_size(local))
+    return Status::InvalidArgument("buffer of " + std::to_string(capacity) + " bytes is too small for record " +
+                                   std::to_string(index) + " (" + std::to_string(part->index.value_size(local)) +
+                                   " bytes)");
+  return CopyOut(*part, local, dst);
+}
+
+Status Reader::Read(uint64_t index, std::string* value) {
+  uint64_t size = 0;
+  LMDBLOADER_RETURN_IF_ERROR(ValueSize(index, &size));
+  value->resize(size);
+  return ReadInto(index, value->data(), size);
+}
+
+Status Reader::ReadBatch(const uint64_t* indices, size_t count, char* const* dsts) {
+  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
+  for (size_t k = 0; k < count; ++k)
+    if (indices[k] >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, indices[k], size_));
+  for (size_t k = 0; k < count; ++k) {
+    Part* part = nullptr;
+    uint64_t local = 0;
+    LMDBLOADER_RETURN_IF_ERROR(Locate(indices[k], &part, &local));
+    LMDBLOADER_RETURN_IF_ERROR(CopyOut(*part, local, dsts[k]));
+  }
+  return Status::OK();
+}
+
+Status Reader::View(uint64_t index, RecordView* view) {
+  if (mode_ != AccessMode::kMmap)
+    return Status::InvalidArgument("views need mode=mmap; " + path_ + " was opened in pread mode");
+  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
+  Part* part = nullptr;
+  uint64_t local = 0;
+  LMDBLOADER_RETURN_IF_ERROR(Locate(index, &part, &local));
+  const uint64_t offset = part->index.offset(local);
+  const uint64_t size = part->index.value_size(local);
+  // The governor reads the kernel's count, which shows the pages touched
+  // through earlier views: a caller's touches are bounded one read late.
+  LMDBLOADER_RETURN_IF_ERROR(NoteMapped(*part, offset, size));
+  std::shared_ptr<Mapping> map = std::atomic_load(&part->map);
+  *view = RecordView(map->data() + offset, size, map);
+  records_read_.fetch_add(1, std::memory_order_relaxed);
+  bytes_read_.fetch_add(size, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+Status Reader::Remap() {
+  if (mode_ != AccessMode::kMmap) return Status::InvalidArgument("Remap needs mode=mmap");
+  std::lock_guard<std::mutex> lock(reopen_mu_);
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    Part& p = *parts_[i];
+    std::shared_ptr<Mapping> fresh;
+    LMDBLOADER_RETURN_IF_ERROR(Mapping::Map(p.fd, p.index.identity.size, p.location.data_path, &fresh));
+    std::shared_ptr<Mapping> old = std::atomic_exchange(&p.map, fresh);
+    governor_->Attach(i, fresh->data(), fresh->size());
+    // Live views keep `old` mapped; release its pages now (they refault from
+    // the page cache if a view reads them again).
+    if (old && old->size()) ::madvise(const_cast<char*>(old->data()), old->size(), MADV_DONTNEED);
+  }
+  bytes_since_remap_.store(0);
+  remaps_.fetch_add(1);
+  return Status::OK();
+}
+
+Status Reader::Key(uint64_t index, std::string* key) const {
+  if (index >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, index, size_));
+  if (parts_.size() == 1) {
+    *key = parts_[0]->index.Key(index);
+    return Status::OK();
+  }
+  // Shard sets are corpora: keys are global record numbers.
+  *key = RecordKey(index);
+  return Status::OK();
+}
+
+Status Reader::Find(std::string_view key, uint64_t* index) const {
+  bool found = parts_.size() == 1 ? parts_[0]->index.Find(key, index)
+                                  : (ParseRecordKey(key, index) && *index < size_);
+  if (!found) return Status::NotFound("key not found in " + path_);
+  return Status::OK();
+}
+
+uint64_t Reader::LowerBound(std::string_view key) const {
+  if (parts_.size() == 1) return parts_[0]->index.LowerBound(key);
+  uint64_t lo = 0, hi = size_;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (std::string_view(RecordKey(mid)) < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+Status Reader::Get(std::string_view key, std::string* value) {
+  uint64_t index = 0;
+  LMDBLOADER_RETURN_IF_ERROR(Find(key, &index));
+  return Read(index, value);
+}
+
+Status Reader::ReadMeta(Part& part, const std::string& key, std::string* bytes) {
+  auto it = part.index.meta().find(key);
+  if (it == part.index.meta().end()) return Status::NotFound(key + " not in " + part.location.data_path);
+  bytes->resize(it->second.size);
+  return PreadAt(part, it->second.offset, it->second.size, bytes->data());
+}
+
+Status Reader::Name(uint64_t index, std::string* name) {
+  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
+  Part* part = nullptr;
+  uint64_t local = 0;
+  LMDBLOADER_RETURN_IF_ERROR(Locate(index, &part, &local));
+  const auto& meta = part->index.meta();
+  auto offsets = meta.find(std::string(kNamesOffsetsKey));
+  auto blob = meta.find(std::string(kNamesBlobKey));
+  if (offsets == meta.end() || blob == meta.end())
+    return Status::NotFound(path_ + " has no record names (not an lmdbloader corpus)");
+  if (offsets->second.size < (local + 2) * 8)
+    return Status::Corruption("read " + part->location.data_path + ": name offsets too short");
+  uint64_t range[2];
+  LMDBLOADER_RETURN_IF_ERROR(PreadAt(*part, offsets->second.offset + local * 8, 16,
+                                     reinterpret_cast<char*>(range)));
+  if (range[1] < range[0] || range[1] > blob->second.size)
+    return Status::Corruption("read " + part->location.data_path + ": bad name offsets");
+  name->resize(range[1] - range[0]);
+  return PreadAt(*part, blob->second.offset + range[0], range[1] - range[0], name->data());
+}
+
+Status Reader::Column(const std::string& name, std::vector<ColumnChunk>* chunks) const {
+  chunks->clear();
+  const std::string key = std::string(kColumnPrefix) + name;
+  for (const auto& part : parts_) {
+    auto it = part->index.meta().find(key);
+    if (it == part->index.meta().end())
+      return Status::NotFound("no column '" + name + "' in " + part->location.data_path);
+    chunks->push_back(ColumnChunk{part->location.data_path, it->second.offset, it->second.size});
+  }
+  return Status::OK();
+}
+
+Status Reader::ReadColumn(const std::string& name, std::string* bytes) {
+  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
+  std::vector<ColumnChunk> chunks;
+  LMDBLOADER_RETURN_IF_ERROR(Column(name, &chunks));
+  uint64_t total = 0;
+  for (const auto& c : chunks) total += c.size;
+  bytes->resize(total);
+  uint64_t at = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    LMDBLOADER_RETURN_IF_ERROR(PreadAt(*parts_[i], chunks[i].offset, chunks[i].size, bytes->data() + at));
+    at += chunks[i].size;
+  }
+  return Status::OK();
+}
+
+ReaderStats Reader::stats() {
+  ReaderStats s;
+  s.rss_budget = options_.rss_budget;
+  s.mode = AccessModeName(mode_);
+  s.records = size_;
+  StatmProbe statm;
+  if (statm.Open().ok()) statm.Read(&s.process_rss, &s.process_file_rss);
+  for (const auto& p : parts_) {
+    uint64_t rss = 0;
+    if (MappedFileRss(0, p->location.data_path, &rss).ok()) s.mapped_rss += rss;
+    s.index_bytes += p->index.MemoryBytes();
+  }
+  s.drops = walk_drops_ + (governor_ ? governor_->drops() : 0);
+  s.remaps = remaps_.load();
+  s.records_read = records_read_.load();
+  s.bytes_read = bytes_read_.load();
+  s.index_source = index_source_;
+  return s;
+}
+
+}  // namespace lmdbloader

@@ -1,0 +1,85 @@
+// RecordIndex: where each record's value lies in the data file.
+//
+// Built once by a cursor walk (index_builder.h) or loaded from a saved file
+// (index_file.h). Holds, per record in key order, the value's file offset and
+// size (12 bytes), and the keys compactly (one buffer plus end offsets) unless
+// the keys are the corpus record numbers 0..n-1, which are computed instead.
+// Immutable after building: safe for concurrent const use.
+#ifndef LMDBLOADER_SRC_RECORD_INDEX_H_
+#define LMDBLOADER_SRC_RECORD_INDEX_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lmdbloader {
+
+// What identifies the exact state of a data file; a saved index is valid only
+// for an equal identity.
+struct FileIdentity {
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  uint64_t txnid = 0;      // LMDB's last committed transaction
+  uint32_t page_size = 0;  // LMDB page size
+  bool operator==(const FileIdentity& o) const {
+    return device == o.device && inode == o.inode && size == o.size &&
+           mtime_ns == o.mtime_ns && txnid == o.txnid && page_size == o.page_size;
+  }
+};
+
+struct ValueLocation {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+class RecordIndex {
+ public:
+  uint64_t size() const { return offsets_.size(); }
+  uint64_t offset(uint64_t i) const { return offsets_[i]; }
+  uint32_t value_size(uint64_t i) const { return sizes_[i]; }
+
+  // Appends the next record in key order.
+  void Add(std::string_view key, uint64_t offset, uint32_t size);
+  // Metadata entries of a corpus, keyed by their full key.
+  void AddMeta(std::string_view key, uint64_t offset, uint32_t size);
+  const std::map<std::string, ValueLocation>& meta() const { return meta_; }
+
+  bool sequential_keys() const { return sequential_keys_; }
+  // Keys sort bytewise (LMDB's default comparator); false for MDB_INTEGERKEY
+  // or MDB_REVERSEKEY databases, whose lookups then scan.
+  bool keys_sorted() const { return keys_sorted_; }
+  void set_keys_sorted(bool sorted) { keys_sorted_ = sorted; }
+
+  // Key of record i (i < size()).
+  std::string Key(uint64_t i) const;
+  // Position of `key`; false when absent.
+  bool Find(std::string_view key, uint64_t* i) const;
+  // First position whose key is >= `key` (size() when none).
+  uint64_t LowerBound(std::string_view key) const;
+
+  // Heap bytes this index holds.
+  uint64_t MemoryBytes() const;
+
+  FileIdentity identity;
+  std::string db_name;
+
+ private:
+  friend class IndexFileCodec;
+  std::string_view StoredKey(uint64_t i) const;
+
+  std::vector<uint64_t> offsets_;
+  std::vector<uint32_t> sizes_;
+  bool sequential_keys_ = true;
+  bool keys_sorted_ = true;
+  std::string key_blob_;            // concatenated keys (when not sequential)
+  std::vector<uint64_t> key_ends_;  // end of key i in key_blob_
+  std::map<std::string, ValueLocation> meta_;
+};
+
+}  // namespace lmdbloader
+
+#endif  // LMDBLOADER_SRC_RECORD_INDEX_H_

@@ -1,0 +1,307 @@
+#include "lmdbloader/reader.h"
+
+#include <fcntl.h>
+#include <lmdb.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "corpus_format.h"
+#include "test_util.h"
+
+namespace lmdbloader {
+namespace {
+
+using testing::RecordBytes;
+using testing::TempDir;
+
+std::unique_ptr<Reader> OpenOrDie(const std::string& path, ReaderOptions options = {}) {
+  std::unique_ptr<Reader> r;
+  Status s = Reader::Open(path, options, &r);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return r;
+}
+
+ReaderOptions NoSavedIndex() {
+  ReaderOptions options;
+  options.index_dir = "none";
+  return options;
+}
+
+class ReaderModesTest : public ::testing::TestWithParam<AccessMode> {};
+
+TEST_P(ReaderModesTest, ReadsEveryRecordByPositionKeyAndBatch) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 300, 3000);
+  ReaderOptions options;
+  options.mode = GetParam();
+  auto r = OpenOrDie(dir.Sub("db"), options);
+  ASSERT_EQ(r->size(), 300u);
+  std::string value;
+  for (uint64_t i = 0; i < 300; ++i) {
+    ASSERT_OK(r->Read(i, &value));
+    ASSERT_EQ(value, RecordBytes(i, 3000)) << "record " << i;
+  }
+  ASSERT_OK(r->Get(RecordKey(123), &value));
+  EXPECT_EQ(value, RecordBytes(123, 3000));
+  EXPECT_TRUE(r->Get("missing", &value).IsNotFound());
+
+  std::vector<uint64_t> indices = {299, 0, 150, 150};
+  std::vector<std::string> out(indices.size(), std::string(3000, '\0'));
+  std::vector<char*> dsts;
+  for (auto& o : out) dsts.push_back(o.data());
+  ASSERT_OK(r->ReadBatch(indices.data(), indices.size(), dsts.data()));
+  for (size_t k = 0; k < indices.size(); ++k) EXPECT_EQ(out[k], RecordBytes(indices[k], 3000));
+
+  ReaderStats stats = r->stats();
+  EXPECT_EQ(stats.records, 300u);
+  EXPECT_EQ(stats.records_read, 305u);
+  EXPECT_EQ(stats.bytes_read, 305u * 3000);
+  EXPECT_EQ(stats.mode, GetParam() == AccessMode::kMmap ? "mmap" : "pread");
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ReaderModesTest,
+                         ::testing::Values(AccessMode::kAuto, AccessMode::kPread, AccessMode::kMmap));
+
+TEST(ReaderTest, ForeignKeysNamedDatabaseAndSingleFile) {
+  TempDir dir;
+  std::vector<std::pair<std::string, std::string>> records = {
+      {"video/b", "bee"}, {"video/a", "ay"}, {"img/zz", std::string(5000, 'z')}, {"", "empty-key?"}};
+  records.pop_back();  // LMDB rejects empty keys
+  testing::WriteLmdb(dir.Sub("named"), records, "frames");
+  testing::WriteLmdb(dir.Sub("single.lmdb"), records, "", /*nosubdir=*/true);
+
+  ReaderOptions named;
+  named.db_name = "frames";
+  for (auto [path, options] : {std::pair{dir.Sub("named"), named}, std::pair{dir.Sub("single.lmdb"), ReaderOptions{}}}) {
+    auto r = OpenOrDie(path, options);
+    ASSERT_EQ(r->size(), 3u);
+    std::string key, value;
+    ASSERT_OK(r->Key(0, &key));
+    EXPECT_EQ(key, "img/zz");  // key order
+    ASSERT_OK(r->Key(2, &key));
+    EXPECT_EQ(key, "video/b");
+    ASSERT_OK(r->Get("video/a", &value));
+    EXPECT_EQ(value, "ay");
+    ASSERT_OK(r->Read(0, &value));
+    EXPECT_EQ(value, std::string(5000, 'z'));
+    EXPECT_EQ(r->LowerBound("video"), 1u);
+    EXPECT_TRUE(r->Get("video/c", &value).IsNotFound());
+  }
+}
+
+TEST(ReaderTest, SavedIndexIsLoadedAndRebuiltWhenStale) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 50, 100);
+  { auto r = OpenOrDie(dir.Sub("db")); EXPECT_NE(r->stats().index_source.find("saved to"), std::string::npos); }
+  { auto r = OpenOrDie(dir.Sub("db")); EXPECT_EQ(r->stats().index_source.rfind("loaded", 0), 0u); }
+  // A new write changes LMDB's transaction id: the saved index is stale.
+  testing::WriteLmdb(dir.Sub("db"), {{RecordKey(50), "new"}});
+  auto r = OpenOrDie(dir.Sub("db"));
+  EXPECT_EQ(r->stats().index_source.rfind("built", 0), 0u);
+  EXPECT_EQ(r->size(), 51u);
+  std::string value;
+  ASSERT_OK(r->Read(50, &value));
+  EXPECT_EQ(value, "new");
+}
+
+TEST(ReaderTest, IndexGoesToCacheDirWhenDatabaseDirIsReadOnly) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root ignores directory permissions";
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 10, 10);
+  ::chmod(dir.Sub("db").c_str(), 0555);
+  ReaderOptions options;
+  options.index_dir = dir.Sub("cache");
+  auto r = OpenOrDie(dir.Sub("db"), options);
+  EXPECT_NE(r->stats().index_source.find(dir.Sub("cache")), std::string::npos);
+  ::chmod(dir.Sub("db").c_str(), 0755);
+}
+
+TEST(ReaderTest, ViewsSurviveRemapAndClose) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 20, 10000);
+  ReaderOptions options;
+  options.mode = AccessMode::kMmap;
+  RecordView view;
+  {
+    auto r = OpenOrDie(dir.Sub("db"), options);
+    ASSERT_OK(r->View(7, &view));
+    ASSERT_OK(r->Remap());
+    EXPECT_EQ(view.bytes(), RecordBytes(7, 10000));
+    EXPECT_EQ(r->stats().remaps, 1u);
+  }
+  EXPECT_EQ(view.bytes(), RecordBytes(7, 10000));  // the reader is gone, the view is not
+}
+
+TEST(ReaderTest, ViewInPreadModeIsInvalidArgument) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 2, 10);
+  auto r = OpenOrDie(dir.Sub("db"));
+  RecordView view;
+  EXPECT_EQ(r->View(0, &view).code(), Status::Code::kInvalidArgument);
+}
+
+TEST(ReaderTest, ManyThreadsReadAtOnce) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 2000, 700);
+  for (AccessMode mode : {AccessMode::kPread, AccessMode::kMmap}) {
+    ReaderOptions options;
+    options.mode = mode;
+    options.rss_budget = 16 << 20;
+    auto r = OpenOrDie(dir.Sub("db"), options);
+    std::atomic<int> bad{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        std::string v;
+        for (uint64_t i = t; i < 2000; i += 3) {
+          if (!r->Read(i, &v).ok() || v != RecordBytes(i, 700)) ++bad;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(bad.load(), 0) << AccessModeName(mode);
+  }
+}
+
+TEST(ReaderTest, ChildAfterForkReopensAndReadsCorrectly) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 100, 5000);
+  for (bool lock : {false, true}) {
+    ReaderOptions options;
+    options.lock = lock;
+    auto r = OpenOrDie(dir.Sub("db"), options);
+    std::string v;
+    ASSERT_OK(r->Read(1, &v));
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int bad = 0;
+      for (uint64_t i = 0; i < 100; ++i)
+        if (!r->Read(i, &v).ok() || v != RecordBytes(i, 5000)) ++bad;
+      ::_exit(bad == 0 ? 0 : 1);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "lock=" << lock;
+    ASSERT_OK(r->Read(2, &v));  // the parent's handles still work
+    EXPECT_EQ(v, RecordBytes(2, 5000));
+  }
+}
+
+// ---- Bad input: each gives a Status of the right kind that names the file.
+
+void ExpectOpenError(const std::string& path, Status::Code code, const std::string& fragment,
+                     ReaderOptions options = {}) {
+  std::unique_ptr<Reader> r;
+  Status s = Reader::Open(path, options, &r);
+  EXPECT_EQ(s.code(), code) << s.ToString();
+  EXPECT_NE(s.message().find(fragment), std::string::npos) << s.message();
+  EXPECT_EQ(r, nullptr);
+}
+
+TEST(ReaderErrorsTest, MissingPath) {
+  ExpectOpenError("/nonexistent/db", Status::Code::kIOError, "/nonexistent/db: No such file");
+  TempDir dir;
+  ExpectOpenError(dir.path(), Status::Code::kIOError, dir.Sub("data.mdb"));
+}
+
+TEST(ReaderErrorsTest, NotAnLmdbFile) {
+  TempDir dir;
+  std::string path = dir.Sub("junk.bin");
+  std::ofstream(path) << std::string(20000, 'j');
+  ExpectOpenError(path, Status::Code::kCorruption, path);
+  ExpectOpenError(path, Status::Code::kCorruption, "not an LMDB file");
+}
+
+TEST(ReaderErrorsTest, TruncatedFile) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 200, 5000);
+  std::string data = dir.Sub("db/data.mdb");
+  ::truncate(data.c_str(), 5 * 4096);
+  ExpectOpenError(dir.Sub("db"), Status::Code::kCorruption, "truncated");
+}
+
+TEST(ReaderErrorsTest, CorruptedPages) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 3000, 100);
+  std::string data = dir.Sub("db/data.mdb");
+  // Overwrite everything past the two meta pages with junk: the tree pages
+  // the meta page points at are garbage now.
+  struct stat st;
+  ::stat(data.c_str(), &st);
+  int fd = ::open(data.c_str(), O_WRONLY);
+  std::string junk(st.st_size - 2 * 4096, '\x5a');
+  ASSERT_EQ(::pwrite(fd, junk.data(), junk.size(), 2 * 4096), static_cast<ssize_t>(junk.size()));
+  ::close(fd);
+  ExpectOpenError(dir.Sub("db"), Status::Code::kCorruption, data, NoSavedIndex());
+}
+
+TEST(ReaderErrorsTest, PermissionDenied) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads any file";
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 2, 10);
+  ::chmod(dir.Sub("db/data.mdb").c_str(), 0);
+  ExpectOpenError(dir.Sub("db"), Status::Code::kIOError, "Permission denied");
+}
+
+TEST(ReaderErrorsTest, MissingNamedDatabase) {
+  TempDir dir;
+  testing::WriteLmdb(dir.Sub("db"), {{"a", "b"}}, "present");
+  ReaderOptions options;
+  options.db_name = "absent";
+  ExpectOpenError(dir.Sub("db"), Status::Code::kNotFound, "absent", options);
+}
+
+TEST(ReaderErrorsTest, DupsortIsUnsupported) {
+  TempDir dir;
+  testing::WriteLmdb(dir.Sub("db"), {{"a", "1"}, {"a", "2"}}, "dups", false, MDB_DUPSORT);
+  ReaderOptions options;
+  options.db_name = "dups";
+  ExpectOpenError(dir.Sub("db"), Status::Code::kUnsupported, "MDB_DUPSORT", options);
+}
+
+TEST(ReaderErrorsTest, InvalidOptions) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 100000, 8);
+  ReaderOptions tiny_window;
+  tiny_window.mmap_window = 10;
+  ExpectOpenError(dir.Sub("db"), Status::Code::kInvalidArgument, "mmap_window", tiny_window);
+  ReaderOptions tiny_budget;
+  tiny_budget.rss_budget = 100000;  // smaller than 100k records x 12 bytes
+  ExpectOpenError(dir.Sub("db"), Status::Code::kInvalidArgument, "smaller than the record index", tiny_budget);
+}
+
+TEST(ReaderErrorsTest, IndexOutOfRange) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 5, 10);
+  auto r = OpenOrDie(dir.Sub("db"));
+  std::string v;
+  Status s = r->Read(5, &v);
+  EXPECT_EQ(s.code(), Status::Code::kOutOfRange);
+  EXPECT_NE(s.message().find("index 5 out of range for " + dir.Sub("db") + " (5 records)"), std::string::npos)
+      << s.message();
+  uint64_t indices[] = {0, 99};
+  char buf[2][10];
+  char* dsts[] = {buf[0], buf[1]};
+  EXPECT_EQ(r->ReadBatch(indices, 2, dsts).code(), Status::Code::kOutOfRange);
+  char small[4];
+  EXPECT_EQ(r->ReadInto(0, small, sizeof(small)).code(), Status::Code::kInvalidArgument);
+}
+
+TEST(ReaderErrorsTest, FileTruncatedAfterOpenIsAnErrorNotACrash) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 100, 5000);
+  auto r = OpenOrDie(dir.Sub("db"), NoSavedIndex());
+  ::truncate(dir.Sub("db/data.mdb").c_str(), 8192);
+  std::string v;
+  Status s = r->Read(99, &v);
+  EXPECT_EQ(s.code(), Status::Code::kCorruption) << s.ToString();
+  EXPECT_NE(s.message().find("data.mdb"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lmdbloader

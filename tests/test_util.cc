@@ -1,0 +1,128 @@
+#include "test_util.h"
+
+#include <fcntl.h>
+#include <lmdb.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+namespace lmdbloader::testing {
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/lmdbloader-test-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr) std::abort();
+  path_ = buf.data();
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+void FillRecordBytes(uint64_t i, char* out, size_t size) {
+  uint64_t x = i * 0x9E3779B97F4A7C15ull + 1;
+  size_t pos = 0;
+  while (pos < size) {
+    // splitmix64
+    x += 0x9E3779B97F4A7C15ull;
+    uint64_t z = x;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    size_t n = std::min<size_t>(8, size - pos);
+    std::memcpy(out + pos, &z, n);
+    pos += n;
+  }
+}
+
+std::string RecordBytes(uint64_t i, size_t size) {
+  std::string s(size, '\0');
+  FillRecordBytes(i, s.data(), size);
+  return s;
+}
+
+static void Check(int rc, const char* what) {
+  if (rc != MDB_SUCCESS) {
+    std::fprintf(stderr, "%s: %s\n", what, mdb_strerror(rc));
+    std::abort();
+  }
+}
+
+static std::string BigEndian(uint64_t i) {
+  std::string k(8, '\0');
+  for (int b = 7; b >= 0; --b, i >>= 8) k[b] = static_cast<char>(i & 0xff);
+  return k;
+}
+
+void WriteNumberedLmdb(const std::string& dir, uint64_t count, size_t value_size) {
+  ::mkdir(dir.c_str(), 0755);
+  MDB_env* env;
+  Check(mdb_env_create(&env), "mdb_env_create");
+  Check(mdb_env_set_mapsize(env, (count * (value_size + 4096) * 2) + (64ull << 20)), "set_mapsize");
+  Check(mdb_env_open(env, dir.c_str(), MDB_NOSYNC | MDB_NOLOCK, 0644), "mdb_env_open");
+  MDB_txn* txn;
+  MDB_dbi dbi;
+  Check(mdb_txn_begin(env, nullptr, 0, &txn), "txn_begin");
+  Check(mdb_dbi_open(txn, nullptr, 0, &dbi), "dbi_open");
+  for (uint64_t i = 0; i < count; ++i) {
+    std::string k = BigEndian(i);
+    MDB_val key{k.size(), k.data()};
+    MDB_val val{value_size, nullptr};
+    Check(mdb_put(txn, dbi, &key, &val, MDB_APPEND | MDB_RESERVE), "mdb_put");
+    FillRecordBytes(i, static_cast<char*>(val.mv_data), value_size);
+  }
+  Check(mdb_txn_commit(txn), "commit");
+  mdb_env_sync(env, 1);
+  mdb_env_close(env);
+}
+
+void WriteLmdb(const std::string& path, const std::vector<std::pair<std::string, std::string>>& records,
+               const std::string& db_name, bool nosubdir, unsigned db_flags) {
+  if (!nosubdir) ::mkdir(path.c_str(), 0755);
+  MDB_env* env;
+  Check(mdb_env_create(&env), "mdb_env_create");
+  Check(mdb_env_set_mapsize(env, 1ull << 30), "set_mapsize");
+  Check(mdb_env_set_maxdbs(env, 8), "set_maxdbs");
+  Check(mdb_env_open(env, path.c_str(), MDB_NOLOCK | (nosubdir ? MDB_NOSUBDIR : 0), 0644), "mdb_env_open");
+  MDB_txn* txn;
+  MDB_dbi dbi;
+  Check(mdb_txn_begin(env, nullptr, 0, &txn), "txn_begin");
+  Check(mdb_dbi_open(txn, db_name.empty() ? nullptr : db_name.c_str(), MDB_CREATE | db_flags, &dbi), "dbi_open");
+  for (const auto& [k, v] : records) {
+    MDB_val key{k.size(), const_cast<char*>(k.data())};
+    MDB_val val{v.size(), const_cast<char*>(v.data())};
+    Check(mdb_put(txn, dbi, &key, &val, 0), "mdb_put");
+  }
+  Check(mdb_txn_commit(txn), "commit");
+  mdb_env_close(env);
+}
+
+void WarmPageCache(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return;
+  ::fdatasync(fd);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  std::vector<char> buf(4 << 20);
+  while (::read(fd, buf.data(), buf.size()) > 0) {
+  }
+  ::close(fd);
+}
+
+uint64_t ProcessRssBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  unsigned long long size = 0, resident = 0;
+  if (f) {
+    if (std::fscanf(f, "%llu %llu", &size, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace lmdbloader::testing

@@ -1,0 +1,62 @@
+// Helpers shared by the C++ tests: temporary directories, LMDB fixtures with
+// checkable contents, the page cache, and the kernel's memory counts.
+#ifndef LMDBLOADER_TESTS_TEST_UTIL_H_
+#define LMDBLOADER_TESTS_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lmdbloader/status.h"
+
+#define ASSERT_OK(expr)                                        \
+  do {                                                         \
+    ::lmdbloader::Status _s = (expr);                          \
+    ASSERT_TRUE(_s.ok()) << #expr << " -> " << _s.ToString();  \
+  } while (0)
+#define EXPECT_OK(expr)                                        \
+  do {                                                         \
+    ::lmdbloader::Status _s = (expr);                          \
+    EXPECT_TRUE(_s.ok()) << #expr << " -> " << _s.ToString();  \
+  } while (0)
+
+namespace lmdbloader::testing {
+
+// A fresh directory, removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Deterministic contents of record i: `size` bytes from a seeded generator,
+// so a test can check any byte it reads without keeping the corpus in memory.
+std::string RecordBytes(uint64_t i, size_t size);
+void FillRecordBytes(uint64_t i, char* out, size_t size);
+
+// Writes an LMDB environment in directory `dir` (created) whose records are
+// (8-byte big-endian i, RecordBytes(i, value_size)) for i < count.
+void WriteNumberedLmdb(const std::string& dir, uint64_t count, size_t value_size);
+// Writes arbitrary (key, value) pairs; `db_name` non-empty writes a named
+// database; `nosubdir` writes a single file at `path`.
+void WriteLmdb(const std::string& path, const std::vector<std::pair<std::string, std::string>>& records,
+               const std::string& db_name = "", bool nosubdir = false, unsigned db_flags = 0);
+
+// Drops the file from the page cache, then reads it sequentially, which leaves
+// large folios in the cache (the worst case for mapped readers).
+void WarmPageCache(const std::string& path);
+
+// The kernel's count for this process, read directly from /proc/self/statm.
+uint64_t ProcessRssBytes();
+
+}  // namespace lmdbloader::testing
+
+#endif  // LMDBLOADER_TESTS_TEST_UTIL_H_
