@@ -1,1 +1,315 @@
-int main() { return 0; }
+// The `lmdbloader` command: get, scan, stat, verify, convert.
+// Errors go to stderr with exit status 1 (2 for bad usage).
+#include <CLI/CLI.hpp>
+#include <msgpack.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <random>
+
+#include "lmdbloader/inspect.h"
+#include "lmdbloader/memory.h"
+#include "lmdbloader/reader.h"
+#include "tools/convert_command.h"
+
+namespace lmdbloader {
+namespace {
+
+using json = nlohmann::json;
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "lmdbloader: %s\n", s.ToString().c_str());
+  return 1;
+}
+
+// Options shared by the reading commands.
+struct OpenFlags {
+  std::string path;
+  std::string budget = "0";
+  std::string mode = "auto";
+  std::string db;
+  bool lock = false;
+  std::string index_dir;
+
+  void Add(CLI::App* cmd) {
+    cmd->add_option("path", path, "LMDB directory, data file, or corpus / shard set")->required();
+    cmd->add_option("--rss-budget", budget, "memory budget, e.g. 64MiB (0: unbounded)");
+    cmd->add_option("--mode", mode, "auto, pread or mmap");
+    cmd->add_option("--db", db, "named database (default: the main one)");
+    cmd->add_flag("--lock", lock, "use LMDB's lock file (a writer may be active)");
+    cmd->add_option("--index-dir", index_dir, "where to save the record index ('none': never)");
+  }
+  Status Open(std::unique_ptr<Reader>* reader) const {
+    ReaderOptions options;
+    LMDBLOADER_RETURN_IF_ERROR(ParseByteSize(budget, &options.rss_budget));
+    LMDBLOADER_RETURN_IF_ERROR(ParseAccessMode(mode, &options.mode));
+    options.db_name = db;
+    options.lock = lock;
+    options.index_dir = index_dir;
+    return Reader::Open(path, options, reader);
+  }
+};
+
+Status FromHex(const std::string& hex, std::string* out) {
+  if (hex.size() % 2) return Status::InvalidArgument("--key-hex needs an even number of hex digits");
+  out->clear();
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    int v = 0;
+    for (int k = 0; k < 2; ++k) {
+      char c = hex[i + k];
+      int n = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+              : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+      if (n < 0) return Status::InvalidArgument("--key-hex: '" + hex + "' is not hexadecimal");
+      v = v * 16 + n;
+    }
+    *out += static_cast<char>(v);
+  }
+  return Status::OK();
+}
+
+int RunGet(const OpenFlags& flags, int64_t index, const std::string& key, const std::string& key_hex,
+           const std::string& output, bool name) {
+  std::unique_ptr<Reader> r;
+  Status s = flags.Open(&r);
+  if (!s.ok()) return Fail(s);
+  uint64_t position = 0;
+  if (index >= 0) {
+    position = static_cast<uint64_t>(index);
+  } else {
+    std::string k = key;
+    if (!key_hex.empty() && !(s = FromHex(key_hex, &k)).ok()) return Fail(s);
+    s = r->Find(k, &position);
+    if (!s.ok()) return Fail(s);
+  }
+  std::string value;
+  s = name ? r->Name(position, &value) : r->Read(position, &value);
+  if (!s.ok()) return Fail(s);
+  if (name) value += '\n';
+  if (output.empty() || output == "-") {
+    std::fwrite(value.data(), 1, value.size(), stdout);
+    return 0;
+  }
+  std::ofstream out(output, std::ios::binary);
+  out.write(value.data(), value.size());
+  if (!out) return Fail(Status::IOError("write " + output + " failed"));
+  return 0;
+}
+
+int RunScan(const OpenFlags& flags, int passes, const std::string& order, bool as_json) {
+  if (order != "random" && order != "key")
+    return Fail(Status::InvalidArgument("--order must be random or key, got '" + order + "'"));
+  if (passes < 1) return Fail(Status::InvalidArgument("--passes must be at least 1"));
+  StatmProbe statm;
+  Status s = statm.Open();
+  if (!s.ok()) return Fail(s);
+  uint64_t baseline = 0, rss = 0, file_rss = 0;
+  statm.Read(&baseline, &file_rss);
+  std::unique_ptr<Reader> r;
+  s = flags.Open(&r);
+  if (!s.ok()) return Fail(s);
+  std::vector<uint64_t> positions(r->size());
+  for (uint64_t i = 0; i < positions.size(); ++i) positions[i] = i;
+  std::mt19937_64 rng(12345);
+  std::string buf;
+  uint64_t peak = baseline, bytes = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (int pass = 0; pass < passes; ++pass) {
+    if (order == "random") std::shuffle(positions.begin(), positions.end(), rng);
+    for (uint64_t i : positions) {
+      uint64_t size = 0;
+      r->ValueSize(i, &size);
+      if (buf.size() < size) buf.resize(size);
+      s = r->ReadInto(i, buf.data(), buf.size());
+      if (!s.ok()) return Fail(s);
+      bytes += size;
+      statm.Read(&rss, &file_rss);  // half a microsecond: sample every read
+      peak = std::max(peak, rss);
+    }
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ReaderStats st = r->stats();
+  json out = {{"path", flags.path},
+              {"mode", st.mode},
+              {"order", order},
+              {"passes", passes},
+              {"records", r->size() * passes},
+              {"bytes", bytes},
+              {"seconds", seconds},
+              {"records_per_s", seconds > 0 ? r->size() * passes / seconds : 0.0},
+              {"mb_per_s", seconds > 0 ? bytes / seconds / 1e6 : 0.0},
+              {"rss_budget_bytes", st.rss_budget},
+              {"baseline_rss_bytes", baseline},
+              {"peak_rss_bytes", peak},
+              {"peak_growth_bytes", peak - baseline},
+              {"drops", st.drops},
+              {"index_bytes", st.index_bytes},
+              {"index_source", st.index_source}};
+  if (as_json) {
+    std::cout << out.dump(2) << std::endl;
+  } else {
+    std::printf("%s: %llu records, %.1f MB in %.2f s: %.0f records/s, %.1f MB/s (%s, %s order)\n",
+                flags.path.c_str(), static_cast<unsigned long long>(r->size() * passes), bytes / 1e6, seconds,
+                out["records_per_s"].get<double>(), out["mb_per_s"].get<double>(), st.mode.c_str(), order.c_str());
+    std::printf("peak RSS %.1f MiB (grew %.1f MiB since before the open; budget %s)\n", peak / 1048576.0,
+                (peak - baseline) / 1048576.0,
+                st.rss_budget ? (std::to_string(st.rss_budget >> 20) + " MiB").c_str() : "unbounded");
+  }
+  return 0;
+}
+
+int RunStat(const OpenFlags& flags, bool as_json) {
+  DatabaseInfo info;
+  Status s = InspectDatabase(flags.path, flags.db, &info);
+  std::unique_ptr<Reader> r;
+  if (s.ok()) s = flags.Open(&r);
+  if (!s.ok()) return Fail(s);
+  std::vector<uint64_t> sizes(r->size());
+  uint64_t total = 0;
+  for (uint64_t i = 0; i < sizes.size(); ++i) {
+    r->ValueSize(i, &sizes[i]);
+    total += sizes[i];
+  }
+  std::sort(sizes.begin(), sizes.end());
+  auto pct = [&](double p) { return sizes.empty() ? 0 : sizes[std::min<size_t>(sizes.size() - 1, p * sizes.size())]; };
+  json out = {{"path", flags.path}, {"data_file", info.data_path}, {"file_bytes", info.file_bytes},
+              {"records", r->size()}, {"page_size", info.page_size}, {"depth", info.depth},
+              {"branch_pages", info.branch_pages}, {"leaf_pages", info.leaf_pages},
+              {"overflow_pages", info.overflow_pages}, {"last_txnid", info.last_txnid},
+              {"value_bytes", {{"total", total}, {"min", sizes.empty() ? 0 : sizes.front()}, {"p50", pct(0.5)},
+                               {"p90", pct(0.9)}, {"p99", pct(0.99)}, {"max", sizes.empty() ? 0 : sizes.back()},
+                               {"mean", sizes.empty() ? 0.0 : double(total) / sizes.size()}}},
+              {"corpus", r->is_corpus()}};
+  if (r->is_corpus()) out["manifest"] = json::parse(r->manifest(), nullptr, false);
+  if (as_json) {
+    std::cout << out.dump(2) << std::endl;
+    return 0;
+  }
+  std::printf("%s\n  records         %llu\n  file            %llu bytes\n  page size       %u\n"
+              "  depth           %u\n  branch pages    %llu\n  leaf pages      %llu\n  overflow pages  %llu\n"
+              "  value bytes     min %llu  p50 %llu  p90 %llu  p99 %llu  max %llu  mean %.1f\n  corpus          %s\n",
+              flags.path.c_str(), (unsigned long long)r->size(), (unsigned long long)info.file_bytes,
+              info.page_size, info.depth, (unsigned long long)info.branch_pages, (unsigned long long)info.leaf_pages,
+              (unsigned long long)info.overflow_pages, (unsigned long long)out["value_bytes"]["min"],
+              (unsigned long long)pct(0.5), (unsigned long long)pct(0.9), (unsigned long long)pct(0.99),
+              (unsigned long long)out["value_bytes"]["max"], out["value_bytes"]["mean"].get<double>(),
+              r->is_corpus() ? "yes (lmdbloader)" : "no (plain LMDB)");
+  return 0;
+}
+
+int RunVerify(OpenFlags flags, bool as_json) {
+  flags.index_dir = "none";  // verify walks the file itself, never trusts a saved index
+  std::unique_ptr<Reader> r;
+  Status s = flags.Open(&r);
+  if (!s.ok()) return Fail(s);
+  std::vector<std::string> problems;
+  auto problem = [&](std::string p) {
+    if (problems.size() < 100) problems.push_back(std::move(p));
+  };
+  uint64_t declared = 0;
+  if (r->is_corpus()) {
+    json manifest = json::parse(r->manifest(), nullptr, false);
+    if (manifest.is_discarded() || !manifest.contains("records")) problem("manifest is not valid JSON with 'records'");
+    else declared = manifest["records"].get<uint64_t>();
+    if (declared != r->size() && r->size() == declared) problem("record count mismatch");
+  }
+  std::string value;
+  for (uint64_t i = 0; i < r->size(); ++i) {
+    s = r->Read(i, &value);
+    if (!s.ok()) {
+      problem("record " + std::to_string(i) + ": " + s.ToString());
+      continue;
+    }
+    if (r->is_corpus()) {
+      try {
+        msgpack::object_handle oh = msgpack::unpack(value.data(), value.size());
+        if (oh.get().type != msgpack::type::MAP) problem("record " + std::to_string(i) + ": not a msgpack map");
+      } catch (const std::exception& e) {
+        problem("record " + std::to_string(i) + ": undecodable msgpack (" + e.what() + ")");
+      }
+    }
+  }
+  if (r->is_corpus()) {
+    std::string name;
+    if (r->size() && !(s = r->Name(r->size() - 1, &name)).ok()) problem("names: " + s.ToString());
+    std::vector<ColumnChunk> chunks;
+    if (r->Column("label", &chunks).ok()) {
+      uint64_t bytes = 0;
+      for (auto& c : chunks) bytes += c.size;
+      if (bytes != r->size() * 8) problem("column label holds " + std::to_string(bytes) + " bytes for " +
+                                          std::to_string(r->size()) + " records");
+    }
+  }
+  if (as_json) {
+    std::cout << json{{"path", flags.path}, {"records", r->size()}, {"ok", problems.empty()}, {"problems", problems}}.dump(2)
+              << std::endl;
+  } else if (problems.empty()) {
+    std::printf("%s: OK, %llu records read\n", flags.path.c_str(), (unsigned long long)r->size());
+  } else {
+    for (auto& p : problems) std::fprintf(stderr, "%s: %s\n", flags.path.c_str(), p.c_str());
+  }
+  return problems.empty() ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace lmdbloader
+
+int main(int argc, char** argv) {
+  using namespace lmdbloader;
+  CLI::App app{"lmdbloader: read LMDB datasets under a per-process memory budget"};
+  app.require_subcommand(1);
+
+  OpenFlags get_flags, scan_flags, stat_flags, verify_flags;
+  int64_t index = -1;
+  std::string key, key_hex, output;
+  bool name = false, scan_json = false, stat_json = false, verify_json = false;
+  int passes = 1;
+  std::string order = "random";
+
+  CLI::App* get = app.add_subcommand("get", "print one record's bytes");
+  get_flags.Add(get);
+  auto* by_index = get->add_option("--index", index, "position (key order)");
+  auto* by_key = get->add_option("--key", key, "key (bytes as given)");
+  auto* by_hex = get->add_option("--key-hex", key_hex, "key in hexadecimal");
+  by_index->excludes(by_key)->excludes(by_hex);
+  by_key->excludes(by_hex);
+  get->add_option("-o,--output", output, "write to this file instead of stdout");
+  get->add_flag("--name", name, "print the record's name (corpora) instead of its bytes");
+
+  CLI::App* scan = app.add_subcommand("scan", "read every record under a budget; report throughput and peak RSS");
+  scan_flags.Add(scan);
+  scan->add_option("--passes", passes, "passes over the data (default 1)");
+  scan->add_option("--order", order, "random or key (default random)");
+  scan->add_flag("--json", scan_json, "print the report as JSON");
+
+  CLI::App* stat = app.add_subcommand("stat", "records, pages, depth, value size distribution");
+  stat_flags.Add(stat);
+  stat->add_flag("--json", stat_json, "print as JSON");
+
+  CLI::App* verify = app.add_subcommand("verify", "walk the file, read every record, check corpus metadata");
+  verify_flags.Add(verify);
+  verify->add_flag("--json", verify_json, "print as JSON");
+
+  ConvertCommand convert;
+  convert.Register(&app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (*get) {
+    if (index < 0 && !*by_key && !*by_hex) {
+      std::fprintf(stderr, "lmdbloader get: give --index, --key or --key-hex\n");
+      return 2;
+    }
+    return RunGet(get_flags, index, key, key_hex, output, name);
+  }
+  if (*scan) return RunScan(scan_flags, passes, order, scan_json);
+  if (*stat) return RunStat(stat_flags, stat_json);
+  if (*verify) return RunVerify(verify_flags, verify_json);
+  return convert.Run();
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what lmdbloader needs on a fresh Debian 12 machine: C++ libraries
+# from Debian, Python packages from PyPI (torch pinned first, so pip never
+# resolves an open range to a CUDA build), then the package itself.
+# Idempotent: a second run installs nothing new.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+DEBS=(build-essential cmake ninja-build pkg-config liblmdb-dev lmdb-utils libmsgpack-cxx-dev
+      libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev)
+missing=()
+for p in "${DEBS[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
+fi
+
+PY=${PYTHON:-python3}
+if ! $PY -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('2.13.0') else 1)" 2>/dev/null; then
+  echo "setup: installing torch==2.13.0"
+  $PY -m pip install -q torch==2.13.0
+fi
+$PY -m pip install -q -r requirements-dev.txt
+echo "setup: building and installing the lmdbloader Python package"
+$PY -m pip install -q --no-build-isolation .

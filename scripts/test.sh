@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs every test: the C++ suite (warnings as errors), the C++ suite again
+# under AddressSanitizer + UndefinedBehaviorSanitizer, then the Python suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+
+JOBS=$(nproc)
+echo "== C++ tests (Release, -Wall -Wextra -Werror)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMDBLOADER_WERROR=ON -DLMDBLOADER_BUILD_BENCHMARKS=ON
+cmake --build build -j "$JOBS"
+ctest --test-dir build --output-on-failure -j "$JOBS"
+
+echo "== C++ tests under ASan + UBSan"
+cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLMDBLOADER_WERROR=ON -DLMDBLOADER_SANITIZE=ON
+cmake --build build-sanitize -j "$JOBS"
+# The budget tests run on a smaller corpus here: the sanitizers slow every read.
+LMDBLOADER_TEST_CORPUS_MIB=64 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-sanitize --output-on-failure -j "$JOBS"
+
+echo "== Python tests"
+PATH="$PWD/build:$PATH" python3 -m pytest -q tests/python
