@@ -1,0 +1,325 @@
+// The _core extension: translates the C++ Reader to Python. No logic of its
+// own beyond building Python objects: errors are translated in one place
+// (ThrowIfError and the translator below), reads release the GIL.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <msgpack.hpp>
+
+#include "lmdbloader/memory.h"
+#include "lmdbloader/options.h"
+#include "lmdbloader/reader.h"
+
+namespace py = pybind11;
+using namespace lmdbloader;
+
+namespace {
+
+// Carries a non-OK Status to the translator.
+struct StatusError {
+  Status status;
+};
+
+void ThrowIfError(const Status& s) {
+  if (!s.ok()) throw StatusError{s};
+}
+
+// Python exception classes live in lmdbloader/errors.py.
+void TranslateStatus(const Status& s) {
+  py::module_ errors = py::module_::import("lmdbloader.errors");
+  const std::string& m = s.message();
+  switch (s.code()) {
+    case Status::Code::kNotFound: PyErr_SetString(PyExc_KeyError, m.c_str()); return;
+    case Status::Code::kOutOfRange: PyErr_SetString(PyExc_IndexError, m.c_str()); return;
+    case Status::Code::kInvalidArgument: PyErr_SetString(PyExc_ValueError, m.c_str()); return;
+    case Status::Code::kIOError:
+      if (s.sys_errno() != 0) {
+        py::object err = py::reinterpret_steal<py::object>(
+            PyObject_CallFunction(PyExc_OSError, "is", s.sys_errno(), m.c_str()));
+        PyErr_SetObject(PyExc_OSError, err.ptr());
+      } else {
+        PyErr_SetString(PyExc_OSError, m.c_str());
+      }
+      return;
+    case Status::Code::kCorruption:
+      PyErr_SetString(errors.attr("CorruptedError").ptr(), m.c_str());
+      return;
+    case Status::Code::kUnsupported:
+      PyErr_SetString(errors.attr("UnsupportedError").ptr(), m.c_str());
+      return;
+    default:
+      PyErr_SetString(errors.attr("Error").ptr(), (std::string(CodeName(s.code())) + ": " + m).c_str());
+  }
+}
+
+// ---- msgpack -> Python objects (maps, lists, bytes, ints, floats, strings).
+
+py::object ToPython(const msgpack::object& o) {
+  switch (o.type) {
+    case msgpack::type::NIL: return py::none();
+    case msgpack::type::BOOLEAN: return py::bool_(o.via.boolean);
+    case msgpack::type::POSITIVE_INTEGER:
+      return py::reinterpret_steal<py::object>(PyLong_FromUnsignedLongLong(o.via.u64));
+    case msgpack::type::NEGATIVE_INTEGER:
+      return py::reinterpret_steal<py::object>(PyLong_FromLongLong(o.via.i64));
+    case msgpack::type::FLOAT32:
+    case msgpack::type::FLOAT64: return py::float_(o.via.f64);
+    case msgpack::type::STR: {
+      PyObject* s = PyUnicode_DecodeUTF8(o.via.str.ptr, o.via.str.size, "strict");
+      if (!s) throw py::error_already_set();
+      return py::reinterpret_steal<py::object>(s);
+    }
+    case msgpack::type::BIN: return py::bytes(o.via.bin.ptr, o.via.bin.size);
+    case msgpack::type::ARRAY: {
+      py::list list(o.via.array.size);
+      for (uint32_t i = 0; i < o.via.array.size; ++i) list[i] = ToPython(o.via.array.ptr[i]);
+      return std::move(list);
+    }
+    case msgpack::type::MAP: {
+      py::dict dict;
+      for (uint32_t i = 0; i < o.via.map.size; ++i)
+        dict[ToPython(o.via.map.ptr[i].key)] = ToPython(o.via.map.ptr[i].val);
+      return std::move(dict);
+    }
+    default:
+      throw std::invalid_argument("msgpack extension types are not supported");
+  }
+}
+
+// Decodes one record; a malformed record raises lmdbloader.DecodeError
+// naming the file and the record.
+py::object DecodeRecord(const Reader& r, uint64_t index, const char* data, size_t size) {
+  try {
+    // Reference str/bin bytes in place instead of copying them into the zone.
+    msgpack::object_handle oh = msgpack::unpack(
+        data, size, [](msgpack::type::object_type, std::size_t, void*) { return true; });
+    return ToPython(oh.get());
+  } catch (py::error_already_set&) {
+    throw;
+  } catch (const std::exception& e) {
+    py::module_ errors = py::module_::import("lmdbloader.errors");
+    std::string m = "record " + std::to_string(index) + " of " + r.path() + " is not valid msgpack: " + e.what();
+    PyErr_SetString(errors.attr("DecodeError").ptr(), m.c_str());
+    throw py::error_already_set();
+  }
+}
+
+uint64_t Position(const Reader& r, int64_t index) {
+  int64_t n = static_cast<int64_t>(r.size());
+  int64_t i = index < 0 ? index + n : index;
+  if (i < 0 || i >= n)
+    throw StatusError{Status::OutOfRange("index " + std::to_string(index) + " out of range for " + r.path() +
+                                         " (" + std::to_string(n) + " records)")};
+  return static_cast<uint64_t>(i);
+}
+
+// Reads record `i` straight into a new bytes object.
+py::bytes ReadBytes(Reader& r, uint64_t i) {
+  uint64_t size = 0;
+  ThrowIfError(r.ValueSize(i, &size));
+  PyObject* obj = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
+  if (!obj) throw py::error_already_set();
+  py::bytes out = py::reinterpret_steal<py::bytes>(obj);
+  Status s;
+  // Releasing the GIL costs about as much as reading a small record.
+  if (size >= (64u << 10)) {
+    py::gil_scoped_release release;
+    s = r.ReadInto(i, PyBytes_AS_STRING(obj), size);
+  } else {
+    s = r.ReadInto(i, PyBytes_AS_STRING(obj), size);
+  }
+  ThrowIfError(s);
+  return out;
+}
+
+std::vector<uint64_t> Positions(const Reader& r, const std::vector<int64_t>& indices) {
+  std::vector<uint64_t> out(indices.size());
+  for (size_t k = 0; k < indices.size(); ++k) out[k] = Position(r, indices[k]);
+  return out;
+}
+
+py::list ReadBatchBytes(Reader& r, const std::vector<int64_t>& indices) {
+  std::vector<uint64_t> pos = Positions(r, indices);
+  py::list out(pos.size());
+  std::vector<char*> dsts(pos.size());
+  for (size_t k = 0; k < pos.size(); ++k) {
+    uint64_t size = 0;
+    ThrowIfError(r.ValueSize(pos[k], &size));
+    PyObject* obj = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
+    if (!obj) throw py::error_already_set();
+    dsts[k] = PyBytes_AS_STRING(obj);
+    out[k] = py::reinterpret_steal<py::object>(obj);
+  }
+  Status s;
+  {
+    py::gil_scoped_release release;
+    s = r.ReadBatch(pos.data(), pos.size(), dsts.data());
+  }
+  ThrowIfError(s);
+  return out;
+}
+
+py::list DecodeBatch(Reader& r, const std::vector<int64_t>& indices) {
+  std::vector<uint64_t> pos = Positions(r, indices);
+  std::vector<std::string> buffers(pos.size());
+  std::vector<char*> dsts(pos.size());
+  for (size_t k = 0; k < pos.size(); ++k) {
+    uint64_t size = 0;
+    ThrowIfError(r.ValueSize(pos[k], &size));
+    buffers[k].resize(size);
+    dsts[k] = buffers[k].data();
+  }
+  Status s;
+  {
+    py::gil_scoped_release release;
+    s = r.ReadBatch(pos.data(), pos.size(), dsts.data());
+  }
+  ThrowIfError(s);
+  py::list out(pos.size());
+  for (size_t k = 0; k < pos.size(); ++k) out[k] = DecodeRecord(r, pos[k], buffers[k].data(), buffers[k].size());
+  return out;
+}
+
+py::dict StatsDict(Reader& r) {
+  ReaderStats s = r.stats();
+  py::dict d;
+  d["rss_budget"] = s.rss_budget;
+  d["mode"] = s.mode;
+  d["records"] = s.records;
+  d["process_rss"] = s.process_rss;
+  d["process_file_rss"] = s.process_file_rss;
+  d["mapped_rss"] = s.mapped_rss;
+  d["drops"] = s.drops;
+  d["remaps"] = s.remaps;
+  d["records_read"] = s.records_read;
+  d["bytes_read"] = s.bytes_read;
+  d["index_bytes"] = s.index_bytes;
+  d["index_source"] = s.index_source;
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "lmdbloader C++ core (private; use the lmdbloader package)";
+  m.attr("__version__") = LMDBLOADER_VERSION;
+
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const StatusError& e) {
+      TranslateStatus(e.status);
+    }
+  });
+
+  m.def("parse_byte_size", [](const std::string& text) {
+    uint64_t v = 0;
+    ThrowIfError(ParseByteSize(text, &v));
+    return v;
+  });
+
+  m.def("process_memory", [](int pid) {
+    ProcessMemory mem;
+    ThrowIfError(ReadProcessMemory(pid, &mem));
+    py::dict d;
+    d["rss"] = mem.rss;
+    d["pss"] = mem.pss;
+    d["uss"] = mem.uss;
+    d["shared"] = mem.shared;
+    d["file_rss"] = mem.file_rss;
+    return d;
+  }, py::arg("pid") = 0);
+
+  // A view's bytes, exposed through the buffer protocol (read-only). The
+  // RecordView inside keeps the mapping alive.
+  py::class_<RecordView>(m, "RecordView", py::buffer_protocol())
+      .def_buffer([](RecordView& v) {
+        return py::buffer_info(const_cast<char*>(v.data()), 1, py::format_descriptor<uint8_t>::format(), 1,
+                               {static_cast<py::ssize_t>(v.size())}, {1}, /*readonly=*/true);
+      })
+      .def("__len__", &RecordView::size);
+
+  py::class_<Reader>(m, "Reader")
+      .def(py::init([](const std::string& path, uint64_t rss_budget, const std::string& mode, bool lock,
+                       const std::string& db, const std::string& index_dir, uint64_t mmap_window,
+                       uint64_t remap_every) {
+             ReaderOptions o;
+             o.rss_budget = rss_budget;
+             ThrowIfError(ParseAccessMode(mode, &o.mode));
+             o.lock = lock;
+             o.db_name = db;
+             o.index_dir = index_dir;
+             o.mmap_window = mmap_window;
+             o.remap_every = remap_every;
+             std::unique_ptr<Reader> r;
+             Status s;
+             {
+               py::gil_scoped_release release;
+               s = Reader::Open(path, o, &r);
+             }
+             ThrowIfError(s);
+             return r;
+           }),
+           py::arg("path"), py::arg("rss_budget"), py::arg("mode"), py::arg("lock"), py::arg("db"),
+           py::arg("index_dir"), py::arg("mmap_window"), py::arg("remap_every"))
+      .def("__len__", &Reader::size)
+      .def_property_readonly("path", &Reader::path)
+      .def_property_readonly("mode", [](const Reader& r) { return AccessModeName(r.mode()); })
+      .def_property_readonly("manifest", &Reader::manifest)
+      .def("read", [](Reader& r, int64_t i) { return ReadBytes(r, Position(r, i)); })
+      .def("read_batch", &ReadBatchBytes)
+      .def("decode", [](Reader& r, int64_t i) {
+        uint64_t pos = Position(r, i);
+        std::string buf;
+        Status s;
+        {
+          py::gil_scoped_release release;
+          s = r.Read(pos, &buf);
+        }
+        ThrowIfError(s);
+        return DecodeRecord(r, pos, buf.data(), buf.size());
+      })
+      .def("decode_batch", &DecodeBatch)
+      .def("value_size", [](Reader& r, int64_t i) {
+        uint64_t size = 0;
+        ThrowIfError(r.ValueSize(Position(r, i), &size));
+        return size;
+      })
+      .def("view", [](Reader& r, int64_t i) {
+        RecordView v;
+        ThrowIfError(r.View(Position(r, i), &v));
+        return v;
+      })
+      .def("key", [](Reader& r, int64_t i) {
+        std::string k;
+        ThrowIfError(r.Key(Position(r, i), &k));
+        return py::bytes(k);
+      })
+      .def("find", [](Reader& r, const py::bytes& key) -> py::object {
+        uint64_t pos = 0;
+        Status s = r.Find(std::string_view(key), &pos);
+        if (s.IsNotFound()) return py::none();
+        ThrowIfError(s);
+        return py::int_(pos);
+      })
+      .def("lower_bound", [](Reader& r, const py::bytes& key) { return r.LowerBound(std::string_view(key)); })
+      .def("name", [](Reader& r, int64_t i) {
+        std::string n;
+        ThrowIfError(r.Name(Position(r, i), &n));
+        return n;
+      })
+      .def("column_chunks", [](Reader& r, const std::string& name) {
+        std::vector<ColumnChunk> chunks;
+        ThrowIfError(r.Column(name, &chunks));
+        py::list out;
+        for (const auto& c : chunks) out.append(py::make_tuple(c.data_path, c.offset, c.size));
+        return out;
+      })
+      .def("read_column", [](Reader& r, const std::string& name) {
+        std::string bytes;
+        ThrowIfError(r.ReadColumn(name, &bytes));
+        return py::bytes(bytes);
+      })
+      .def("remap", [](Reader& r) { ThrowIfError(r.Remap()); })
+      .def("stats", &StatsDict);
+}

@@ -1,0 +1,38 @@
+"""Argument checking shared by Reader, LmdbDataset and compat."""
+
+import os
+
+from . import _core
+
+_MODES = ("auto", "pread", "mmap")
+BUDGET_ENV = "LMDBLOADER_RSS_BUDGET"
+
+
+def byte_size(value, what):
+    """Bytes from an int or a string such as "256MiB"; ValueError otherwise."""
+    if isinstance(value, bool):
+        raise ValueError(f"{what} must be a byte size, got {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"{what} must not be negative, got {value}")
+        return value
+    if isinstance(value, str):
+        try:
+            return _core.parse_byte_size(value.strip())
+        except ValueError as e:
+            raise ValueError(f"{what}: {e}") from None
+    raise ValueError(f"{what} must be an int or a string like '256MiB', got {type(value).__name__}")
+
+
+def budget_bytes(rss_budget):
+    """None means: the LMDBLOADER_RSS_BUDGET environment variable, else unbounded."""
+    if rss_budget is None:
+        env = os.environ.get(BUDGET_ENV)
+        return byte_size(env, BUDGET_ENV) if env else 0
+    return byte_size(rss_budget, "rss_budget")
+
+
+def check_mode(mode):
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
+    return mode

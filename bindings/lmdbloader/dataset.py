@@ -1,0 +1,68 @@
+"""LmdbDataset: a map-style torch Dataset over an LMDB database or corpus."""
+
+import torch.utils.data
+
+from .reader import Reader
+
+_DECODERS = ("msgpack", "raw")
+
+
+class LmdbDataset(torch.utils.data.Dataset):
+    """Map-style Dataset: ``ds[i]`` is record i, decoded and transformed.
+
+    ``decode``: "msgpack" (decoded in C++ into dicts, lists, bytes, ints,
+    floats, str), "raw" (the record's bytes) or a callable taking bytes.
+    ``transform`` is applied to the decoded record. ``__getitems__`` fetches a
+    whole batch in one C++ call (the DataLoader uses it automatically).
+    Labels and names stay in the file: use :meth:`column` and :meth:`name`
+    instead of Python lists, so forked workers copy nothing on read.
+    The other keyword arguments are those of :class:`lmdbloader.Reader`.
+    """
+
+    def __init__(self, path, *, rss_budget=None, decode="msgpack", transform=None, mode="auto",
+                 lock=False, db=None, index_dir=None):
+        if not (callable(decode) or decode in _DECODERS):
+            raise ValueError(f"decode must be 'msgpack', 'raw' or a callable; got {decode!r}")
+        if transform is not None and not callable(transform):
+            raise TypeError("transform must be callable")
+        self.reader = Reader(path, rss_budget=rss_budget, mode=mode, lock=lock, db=db,
+                             index_dir=index_dir)
+        self.decode = decode
+        self.transform = transform
+
+    def __len__(self):
+        return len(self.reader)
+
+    def __getitem__(self, index):
+        if self.decode == "msgpack":
+            record = self.reader.decode(index)
+        else:
+            record = self.reader[index]
+            if callable(self.decode):
+                record = self.decode(record)
+        return self.transform(record) if self.transform is not None else record
+
+    def __getitems__(self, indices):
+        if self.decode == "msgpack":
+            records = self.reader.decode_batch(indices)
+        else:
+            records = self.reader.get_batch(indices)
+            if callable(self.decode):
+                records = [self.decode(r) for r in records]
+        if self.transform is not None:
+            records = [self.transform(r) for r in records]
+        return records
+
+    def column(self, name):
+        """A metadata column (e.g. "label") as a read-only numpy array."""
+        return self.reader.column(name)
+
+    def name(self, index):
+        return self.reader.name(index)
+
+    @property
+    def manifest(self):
+        return self.reader.manifest
+
+    def stats(self):
+        return self.reader.stats()

@@ -1,0 +1,226 @@
+"""lmdbloader.Reader: random access to an LMDB database under a memory budget."""
+
+import json
+import mmap
+import os
+
+import numpy as np
+
+from . import _core
+from ._options import budget_bytes, byte_size, check_mode
+
+
+class Reader:
+    """Reads records of an LMDB database, corpus or shard set by position or key.
+
+    Positions follow key order; for an lmdbloader corpus position i is record i.
+    ``rss_budget`` (int bytes or a string like "256MiB"; None: the
+    LMDBLOADER_RSS_BUDGET environment variable, else unbounded) caps the memory
+    this reader makes its process hold because of the data file, as the kernel
+    counts it. ``mode``: "auto"/"pread" (nothing of the file stays mapped) or
+    "mmap" (zero-copy :meth:`view`, governed by the kernel's RSS count).
+    ``lock=False`` opens without LMDB's lock file: correct only while no writer
+    changes the database. ``db`` names a named database. ``index_dir``: where
+    the record index is saved ("none": never; None: beside the data when
+    writable, else the user's cache directory).
+
+    A Reader pickles its configuration, never its handles, and reopens lazily
+    in a new process; after ``fork()`` it reopens its own handles on first
+    use. Reads are safe from many threads and release the GIL.
+    """
+
+    def __init__(self, path, *, rss_budget=None, mode="auto", lock=False, db=None,
+                 index_dir=None, mmap_window="64MiB", remap_every=0):
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        if db is not None and not isinstance(db, (str, bytes)):
+            raise TypeError(f"db must be a str or bytes name, got {type(db).__name__}")
+        if isinstance(db, bytes):
+            db = db.decode("utf-8")
+        self._config = dict(
+            path=os.fspath(path), rss_budget=budget_bytes(rss_budget), mode=check_mode(mode),
+            lock=bool(lock), db=db or "", index_dir=index_dir or "",
+            mmap_window=byte_size(mmap_window, "mmap_window"),
+            remap_every=byte_size(remap_every, "remap_every"))
+        self._core = None
+        self._columns = {}
+        self._open()
+
+    def _open(self):
+        c = self._config
+        self._core = _core.Reader(c["path"], c["rss_budget"], c["mode"], c["lock"], c["db"],
+                                  c["index_dir"], c["mmap_window"], c["remap_every"])
+        return self._core
+
+    @property
+    def _c(self):
+        core = self._core
+        if core is None:
+            if self._config is None:
+                raise ValueError("I/O operation on a closed lmdbloader.Reader")
+            core = self._open()
+        return core
+
+    # Pickling carries the configuration only; the new process opens lazily.
+    def __getstate__(self):
+        if self._config is None:
+            raise ValueError("cannot pickle a closed lmdbloader.Reader")
+        return {"config": self._config}
+
+    def __setstate__(self, state):
+        self._config = state["config"]
+        self._core = None
+        self._columns = {}
+
+    def close(self):
+        """Releases handles and mappings; further use raises ValueError."""
+        self._core = None
+        self._columns = {}
+        self._config = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        if self._config is None:
+            return "<lmdbloader.Reader closed>"
+        return f"<lmdbloader.Reader {self._config['path']!r} records={len(self)} mode={self._c.mode}>"
+
+    @property
+    def path(self):
+        return self._config["path"]
+
+    @property
+    def rss_budget(self):
+        return self._config["rss_budget"]
+
+    def __len__(self):
+        return len(self._c)
+
+    def __getitem__(self, index):
+        """Record bytes at a position (negative counts from the end); IndexError past the end."""
+        if not isinstance(index, int):
+            raise TypeError(f"Reader indices must be integers, not {type(index).__name__}")
+        return self._c.read(index)
+
+    def get(self, key, default=None):
+        """Value of ``key`` (bytes), or ``default`` when absent."""
+        pos = self._c.find(_as_key(key))
+        return default if pos is None else self._c.read(pos)
+
+    def get_batch(self, indices):
+        """Records at many positions, read in one call with the GIL released."""
+        return self._c.read_batch(list(indices))
+
+    def decode(self, index):
+        """Record at ``index`` decoded from msgpack in C++ (maps, lists, bytes, numbers, str)."""
+        return self._c.decode(index)
+
+    def decode_batch(self, indices):
+        return self._c.decode_batch(list(indices))
+
+    def view(self, index):
+        """Zero-copy read-only memoryview of a record (mode="mmap"). It stays valid
+        after remaps and close(): it keeps its mapping alive."""
+        return memoryview(self._c.view(index))
+
+    def value_size(self, index):
+        return self._c.value_size(index)
+
+    def key(self, index):
+        return self._c.key(index)
+
+    def index_of(self, key):
+        """Position of ``key``; KeyError when absent."""
+        pos = self._c.find(_as_key(key))
+        if pos is None:
+            raise KeyError(key)
+        return pos
+
+    def lower_bound(self, key):
+        """First position whose key is >= ``key`` (len(self) when none)."""
+        return self._c.lower_bound(_as_key(key))
+
+    def keys(self):
+        """A lazy sequence of the keys (bytes); no list is built."""
+        return _Keys(self)
+
+    def remap(self):
+        self._c.remap()
+
+    def stats(self):
+        """Budget, what the kernel counts for this process, drops, remaps, bytes read."""
+        return self._c.stats()
+
+    # Corpus metadata --------------------------------------------------------
+
+    @property
+    def manifest(self):
+        """The corpus manifest as a dict (None for a plain LMDB)."""
+        text = self._c.manifest
+        return json.loads(text) if text else None
+
+    def name(self, index):
+        return self._c.name(index)
+
+    def column(self, name):
+        """A metadata column as a read-only numpy array.
+
+        For a single corpus the array is a read-only mapping of the column's
+        bytes in the data file: shared through the page cache by every process
+        and never copied by reference counting in forked workers.
+        """
+        arr = self._columns.get(name)
+        if arr is not None:
+            return arr
+        manifest = self.manifest or {}
+        dtype = np.dtype(manifest.get("columns", {}).get(name, {}).get("dtype", "<i8"))
+        chunks = self._c.column_chunks(name)
+        if len(chunks) == 1:
+            path, offset, size = chunks[0]
+            arr = _map_array(path, offset, size, dtype)
+        else:
+            arr = np.frombuffer(self._c.read_column(name), dtype=dtype)
+        self._columns[name] = arr
+        return arr
+
+
+def _map_array(path, offset, size, dtype):
+    if size == 0:
+        return np.empty(0, dtype=dtype)
+    start = offset - offset % mmap.ALLOCATIONGRANULARITY
+    with open(path, "rb") as f:
+        mm = mmap.mmap(f.fileno(), offset + size - start, offset=start, access=mmap.ACCESS_READ)
+    return np.frombuffer(mm, dtype=dtype, count=size // dtype.itemsize, offset=offset - start)
+
+
+def _as_key(key):
+    if isinstance(key, str):
+        return key.encode("utf-8")
+    if isinstance(key, (bytes, bytearray, memoryview)):
+        return bytes(key)
+    raise TypeError(f"keys must be bytes or str, not {type(key).__name__}")
+
+
+class _Keys:
+    """Sequence view of a Reader's keys."""
+
+    def __init__(self, reader):
+        self._reader = reader
+
+    def __len__(self):
+        return len(self._reader)
+
+    def __getitem__(self, i):
+        return self._reader.key(i)
+
+    def __iter__(self):
+        for i in range(len(self._reader)):
+            yield self._reader.key(i)
+
+    def __contains__(self, key):
+        return self._reader._c.find(_as_key(key)) is not None
