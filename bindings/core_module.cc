@@ -6,6 +6,8 @@
 
 #include <msgpack.hpp>
 
+#include "lmdbloader/convert.h"
+#include "lmdbloader/inspect.h"
 #include "lmdbloader/memory.h"
 #include "lmdbloader/options.h"
 #include "lmdbloader/reader.h"
@@ -216,6 +218,62 @@ PYBIND11_MODULE(_core, m) {
     uint64_t v = 0;
     ThrowIfError(ParseByteSize(text, &v));
     return v;
+  });
+
+  m.def("convert", [](const std::string& kind, const std::string& source, const std::string& output,
+                      bool overwrite, const std::string& order, uint64_t seed, uint32_t frame_step,
+                      uint32_t num_shards, int32_t shard_index, bool skip_bad, bool progress,
+                      const std::string& db) {
+    ConvertOptions o;
+    o.source_kind = kind;
+    o.source = source;
+    o.output = output;
+    o.overwrite = overwrite;
+    o.order = order;
+    o.seed = seed;
+    o.frame_step = frame_step;
+    o.num_shards = num_shards;
+    o.shard_index = shard_index;
+    o.skip_bad = skip_bad;
+    o.progress = progress;
+    o.db_name = db;
+    ConvertSummary summary;
+    Status s;
+    {
+      py::gil_scoped_release release;
+      s = Convert(o, &summary);
+    }
+    ThrowIfError(s);
+    py::dict d;
+    d["outputs"] = summary.outputs;
+    d["records"] = summary.records;
+    d["bytes"] = summary.bytes;
+    d["seconds"] = summary.seconds;
+    d["skipped"] = summary.skipped;
+    return d;
+  });
+
+  m.def("write_shard_list", [](const std::string& folder) {
+    uint64_t records = 0;
+    ThrowIfError(WriteShardList(folder, &records));
+    return records;
+  });
+
+  m.def("inspect", [](const std::string& path, const std::string& db) {
+    DatabaseInfo info;
+    ThrowIfError(InspectDatabase(path, db, &info));
+    py::dict d;
+    d["data_path"] = info.data_path;
+    d["file_bytes"] = info.file_bytes;
+    d["page_size"] = info.page_size;
+    d["depth"] = info.depth;
+    d["branch_pages"] = info.branch_pages;
+    d["leaf_pages"] = info.leaf_pages;
+    d["overflow_pages"] = info.overflow_pages;
+    d["entries"] = info.entries;
+    d["last_txnid"] = info.last_txnid;
+    d["map_size"] = info.map_size;
+    return d;
   });
 
   m.def("process_memory", [](int pid) {

@@ -1,10 +1,83 @@
 #include "tools/convert_command.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "lmdbloader/convert.h"
 
 namespace lmdbloader {
+namespace {
 
-void ConvertCommand::Register(CLI::App*) {}
-int ConvertCommand::Run() { return 2; }
+struct ConvertFlags {
+  ConvertOptions options;
+  bool as_json = false;
+  bool no_progress = false;
+  std::string shard_list_dir;
+};
+ConvertFlags flags;
+CLI::App* convert_cmd = nullptr;
+CLI::App* shard_list_cmd = nullptr;
+
+}  // namespace
+
+void ConvertCommand::Register(CLI::App* app) {
+  ConvertOptions& o = flags.options;
+  convert_cmd = app->add_subcommand("convert", "write a corpus from image folders, video frame folders, "
+                                               "a JSONL manifest or an existing LMDB");
+  convert_cmd->add_option("--from", o.source_kind, "image_folder, video_folder, jsonl or lmdb")->required();
+  convert_cmd->add_option("source", o.source, "source folder, manifest or LMDB")->required();
+  convert_cmd->add_option("output", o.output, "corpus to write (a folder of shards with --num-shards)")->required();
+  convert_cmd->add_flag("--overwrite", o.overwrite, "replace an existing output");
+  convert_cmd->add_option("--order", o.order, "given, sorted (default) or shuffle");
+  convert_cmd->add_option("--seed", o.seed, "seed for --order shuffle");
+  convert_cmd->add_option("--frame-step", o.frame_step, "video_folder: keep every k-th frame");
+  convert_cmd->add_option("--num-shards", o.num_shards, "split into this many shards");
+  convert_cmd->add_option("--shard-index", o.shard_index,
+                          "write only this shard (one job of an array); then run `lmdbloader shard-list`");
+  convert_cmd->add_flag("--skip-bad", o.skip_bad, "skip bad inputs and list them in the summary");
+  convert_cmd->add_option("--db", o.db_name, "lmdb source: named database");
+  convert_cmd->add_flag("--json", flags.as_json, "print the summary as JSON");
+  convert_cmd->add_flag("--no-progress", flags.no_progress, "no progress line on stderr");
+
+  shard_list_cmd = app->add_subcommand("shard-list", "write shards.json for a folder of part-* shards");
+  shard_list_cmd->add_option("folder", flags.shard_list_dir, "folder holding part-NNNNN-of-NNNNN corpora")->required();
+}
+
+int ConvertCommand::Run() {
+  if (shard_list_cmd && *shard_list_cmd) {
+    uint64_t records = 0;
+    Status s = WriteShardList(flags.shard_list_dir, &records);
+    if (!s.ok()) {
+      std::fprintf(stderr, "lmdbloader: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    std::printf("%s/shards.json: %llu records\n", flags.shard_list_dir.c_str(), (unsigned long long)records);
+    return 0;
+  }
+  ConvertOptions& o = flags.options;
+  o.progress = !flags.no_progress && ::isatty(2);
+  ConvertSummary summary;
+  Status s = Convert(o, &summary);
+  if (!s.ok()) {
+    std::fprintf(stderr, "lmdbloader convert: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  nlohmann::json out = {{"outputs", summary.outputs},       {"records", summary.records},
+                        {"bytes", summary.bytes},           {"seconds", summary.seconds},
+                        {"mb_per_s", summary.seconds > 0 ? summary.bytes / summary.seconds / 1e6 : 0.0},
+                        {"skipped", summary.skipped}};
+  if (flags.as_json) {
+    std::cout << out.dump(2) << std::endl;
+  } else {
+    std::printf("wrote %llu records, %.1f MB in %.2f s (%.1f MB/s) to %s\n", (unsigned long long)summary.records,
+                summary.bytes / 1e6, summary.seconds, out["mb_per_s"].get<double>(), o.output.c_str());
+    for (const auto& skipped : summary.skipped) std::printf("skipped: %s\n", skipped.c_str());
+  }
+  return 0;
+}
 
 }  // namespace lmdbloader

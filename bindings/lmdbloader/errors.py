@@ -28,5 +28,5 @@ class ReadonlyError(Error):
     """A write was requested through the read-only compat API."""
 
 
-class ConvertError(Error):
+class ConvertError(Error, ValueError):
     """Bad input to the converter (names the file or line)."""

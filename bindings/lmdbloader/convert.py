@@ -1,0 +1,32 @@
+"""lmdbloader.convert(): the converter, the same C++ code as `lmdbloader convert`."""
+
+import os
+
+from . import _core
+from .errors import ConvertError
+
+_KINDS = ("image_folder", "video_folder", "jsonl", "lmdb")
+
+
+def convert(source, output, *, kind, overwrite=False, order="sorted", seed=0, frame_step=1,
+            num_shards=1, shard_index=None, skip_bad=False, progress=False, db=None):
+    """Writes a corpus from ``source`` (see ``lmdbloader convert --help``) and
+    returns the summary: outputs, records, bytes, seconds, skipped.
+
+    Bad input or options raise ConvertError (an lmdbloader.Error and a
+    ValueError) naming the file or line; nothing is left at ``output`` then.
+    """
+    if kind not in _KINDS:
+        raise ValueError(f"kind must be one of {', '.join(_KINDS)}; got {kind!r}")
+    try:
+        return _core.convert(kind, os.fspath(source), os.fspath(output), bool(overwrite), order,
+                             int(seed), int(frame_step), int(num_shards),
+                             -1 if shard_index is None else int(shard_index), bool(skip_bad),
+                             bool(progress), db or "")
+    except ValueError as e:  # the core's InvalidArgument: bad input or options
+        raise ConvertError(str(e)) from None
+
+
+def write_shard_list(folder):
+    """Writes <folder>/shards.json for a complete set of shards; returns the record count."""
+    return _core.write_shard_list(os.fspath(folder))

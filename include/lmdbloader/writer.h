@@ -1,0 +1,77 @@
+// CorpusWriter: writes an lmdbloader corpus (see README, "Corpus format").
+//
+// The corpus is written under a temporary name beside the target and renamed
+// into place by Finish(), so an interrupted writer leaves nothing at the
+// target path. The LMDB map grows as needed. Not thread-safe: one writer, one
+// thread.
+#ifndef LMDBLOADER_WRITER_H_
+#define LMDBLOADER_WRITER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lmdbloader/status.h"
+
+namespace lmdbloader {
+
+struct WriterOptions {
+  // Replace an existing target. Default: false (InvalidArgument if it exists).
+  bool overwrite = false;
+  // Commit a write transaction after this many bytes. Default: 256 MiB.
+  uint64_t txn_bytes = 256ull << 20;
+  // Save the record index beside the data, so readers skip the walk.
+  // Default: true.
+  bool save_index = true;
+};
+
+class CorpusWriter {
+ public:
+  // Prepares `<target>.tmp-<pid>`; InvalidArgument when `target` exists
+  // and !overwrite.
+  static Status Create(const std::string& target, const WriterOptions& options,
+                       std::unique_ptr<CorpusWriter>* writer);
+  // Removes the temporary directory unless Finish() succeeded.
+  ~CorpusWriter();
+  CorpusWriter(const CorpusWriter&) = delete;
+  CorpusWriter& operator=(const CorpusWriter&) = delete;
+
+  // Appends record number size(): `record` is stored as given. `name` must be
+  // unique (InvalidArgument otherwise). `columns` holds this record's numeric
+  // column values; every record must give the same column names.
+  Status Add(std::string_view name, std::string_view record,
+             const std::map<std::string, double>& columns = {});
+  uint64_t size() const { return count_; }
+  uint64_t bytes() const { return bytes_; }
+
+  // Writes the manifest (`manifest_json`, a JSON object, gains "format",
+  // "version", "records", "columns"), names and columns, syncs, and renames
+  // the corpus into place.
+  Status Finish(const std::string& manifest_json);
+
+  // Columns whose values are all integers are stored as little-endian int64,
+  // others as float64.
+ private:
+  CorpusWriter() = default;
+  Status Put(std::string_view key, std::string_view value, bool append);
+  Status Commit();
+  Status Begin();
+
+  std::string target_, temp_;
+  WriterOptions options_;
+  struct Env;
+  std::unique_ptr<Env> env_;
+  uint64_t count_ = 0, bytes_ = 0, txn_bytes_ = 0;
+  std::string names_;
+  std::vector<uint64_t> name_ends_;
+  std::map<std::string, uint64_t> name_seen_;  // name -> record
+  std::map<std::string, std::vector<double>> columns_;
+  bool finished_ = false;
+};
+
+}  // namespace lmdbloader
+
+#endif  // LMDBLOADER_WRITER_H_

@@ -1,0 +1,437 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <set>
+
+#include <msgpack.hpp>
+#include <nlohmann/json.hpp>
+
+#include "corpus_format.h"
+#include "lmdbloader/convert.h"
+#include "lmdbloader/reader.h"
+#include "lmdbloader/writer.h"
+
+namespace lmdbloader {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+// One record to be written, as found while listing the source.
+struct Item {
+  std::string name;
+  std::vector<std::string> files;  // one image, or the frames of a video
+  bool frames = false;             // files form a list of frames
+  bool has_label = false;
+  int64_t label = 0;
+  json extra = json::object();     // jsonl: other scalar fields
+  uint64_t position = 0;           // lmdb source: record position
+  std::string origin;              // where the item came from, for errors
+};
+
+struct Listing {
+  std::vector<Item> items;
+  std::vector<std::string> label_names;
+  std::vector<std::string> skipped;
+};
+
+std::vector<fs::path> SortedEntries(const fs::path& dir, bool want_dirs) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().filename().string().rfind('.', 0) == 0) continue;  // hidden
+    if (want_dirs ? e.is_directory(ec) : e.is_regular_file(ec)) out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Status ListFolders(const ConvertOptions& o, bool video, Listing* listing) {
+  std::error_code ec;
+  if (!fs::is_directory(o.source, ec))
+    return Status::IOError("open " + o.source + ": not a directory", ENOTDIR);
+  std::vector<fs::path> classes = SortedEntries(o.source, true);
+  for (size_t c = 0; c < classes.size(); ++c) {
+    listing->label_names.push_back(classes[c].filename().string());
+    std::string cls = classes[c].filename().string();
+    if (!video) {
+      for (const fs::path& f : SortedEntries(classes[c], false)) {
+        Item it;
+        it.name = cls + "/" + f.filename().string();
+        it.files = {f.string()};
+        it.has_label = true;
+        it.label = static_cast<int64_t>(c);
+        it.origin = f.string();
+        listing->items.push_back(std::move(it));
+      }
+      continue;
+    }
+    for (const fs::path& v : SortedEntries(classes[c], true)) {
+      Item it;
+      it.name = cls + "/" + v.filename().string();
+      it.frames = true;
+      it.has_label = true;
+      it.label = static_cast<int64_t>(c);
+      it.origin = v.string();
+      std::vector<fs::path> frames = SortedEntries(v, false);
+      for (size_t k = 0; k < frames.size(); k += o.frame_step) it.files.push_back(frames[k].string());
+      if (it.files.empty()) {
+        std::string why = v.string() + ": empty folder (no frames)";
+        if (!o.skip_bad) return Status::InvalidArgument(why);
+        listing->skipped.push_back(why);
+        continue;
+      }
+      listing->items.push_back(std::move(it));
+    }
+  }
+  if (listing->items.empty())
+    return Status::InvalidArgument("no " + std::string(video ? "videos" : "images") + " found under " + o.source +
+                                   " (expected " + (video ? "class/video/frame files" : "class/image files") + ")");
+  return Status::OK();
+}
+
+// Resolves a manifest path against `root`; false when it leaves the root.
+bool ResolveInside(const fs::path& root, const std::string& relative, std::string* out) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(root / relative, ec);
+  if (ec) return false;
+  std::string s = p.string(), r = root.string();
+  if (s.size() <= r.size() || s.compare(0, r.size(), r) != 0 || s[r.size()] != '/') return false;
+  *out = s;
+  return true;
+}
+
+Status ListJsonl(const ConvertOptions& o, Listing* listing) {
+  std::ifstream in(o.source);
+  if (!in) return Status::FromErrno(errno ? errno : ENOENT, "open", o.source);
+  std::error_code ec;
+  fs::path root = fs::canonical(fs::absolute(o.source).parent_path(), ec);
+  std::map<std::string, size_t> seen;  // name -> line
+  std::string line;
+  size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    std::string where = o.source + ":" + std::to_string(number);
+    auto bad = [&](const std::string& why) -> Status {
+      if (!o.skip_bad) return Status::InvalidArgument(where + ": " + why);
+      listing->skipped.push_back(where + ": " + why);
+      return Status::OK();
+    };
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      LMDBLOADER_RETURN_IF_ERROR(bad("not a JSON object"));
+      continue;
+    }
+    Item it;
+    it.origin = where;
+    if (!j.contains("name") || !j["name"].is_string()) {
+      LMDBLOADER_RETURN_IF_ERROR(bad("missing string field 'name'"));
+      continue;
+    }
+    it.name = j["name"].get<std::string>();
+    std::vector<std::string> rel;
+    if (j.contains("path") && j["path"].is_string()) {
+      rel.push_back(j["path"].get<std::string>());
+    } else if (j.contains("paths") && j["paths"].is_array() && !j["paths"].empty()) {
+      it.frames = true;
+      for (const auto& p : j["paths"]) rel.push_back(p.is_string() ? p.get<std::string>() : std::string());
+    } else {
+      LMDBLOADER_RETURN_IF_ERROR(bad("needs 'path' (a string) or 'paths' (a list of strings)"));
+      continue;
+    }
+    bool ok = true;
+    for (const std::string& r : rel) {
+      std::string resolved;
+      if (r.empty() || !ResolveInside(root, r, &resolved)) {
+        LMDBLOADER_RETURN_IF_ERROR(bad("path '" + r + "' is outside " + root.string()));
+        ok = false;
+        break;
+      }
+      it.files.push_back(resolved);
+    }
+    if (!ok) continue;
+    if (j.contains("label")) {
+      if (!j["label"].is_number_integer()) {
+        LMDBLOADER_RETURN_IF_ERROR(bad("'label' must be an integer"));
+        continue;
+      }
+      it.has_label = true;
+      it.label = j["label"].get<int64_t>();
+    }
+    for (auto& [k, v] : j.items()) {
+      if (k == "name" || k == "path" || k == "paths" || k == "label") continue;
+      if (!v.is_primitive() || v.is_null()) {
+        LMDBLOADER_RETURN_IF_ERROR(bad("field '" + k + "' is not a scalar"));
+        ok = false;
+        break;
+      }
+      it.extra[k] = v;
+    }
+    if (!ok) continue;
+    auto [pos, inserted] = seen.emplace(it.name, number);
+    if (!inserted) {
+      LMDBLOADER_RETURN_IF_ERROR(bad("duplicate name '" + it.name + "' (first on line " +
+                                     std::to_string(pos->second) + ")"));
+      continue;
+    }
+    listing->items.push_back(std::move(it));
+  }
+  if (listing->items.empty()) return Status::InvalidArgument(o.source + ": no records");
+  return Status::OK();
+}
+
+Status ListLmdb(const ConvertOptions& o, Reader& source, Listing* listing) {
+  for (uint64_t i = 0; i < source.size(); ++i) {
+    Item it;
+    LMDBLOADER_RETURN_IF_ERROR(source.Key(i, &it.name));
+    it.position = i;
+    it.origin = o.source + " record " + std::to_string(i);
+    listing->items.push_back(std::move(it));
+  }
+  return Status::OK();
+}
+
+Status ReadFile(const std::string& path, std::string* out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "open", path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return Status::FromErrno(err, "fstat", path);
+  }
+  out->resize(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < out->size()) {
+    ssize_t n = ::read(fd, out->data() + done, out->size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      return Status::FromErrno(err, "read", path);
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return Status::OK();
+}
+
+void PackScalar(msgpack::packer<msgpack::sbuffer>& pk, const json& v) {
+  if (v.is_boolean()) v.get<bool>() ? pk.pack_true() : pk.pack_false();
+  else if (v.is_number_unsigned()) pk.pack(v.get<uint64_t>());
+  else if (v.is_number_integer()) pk.pack(v.get<int64_t>());
+  else if (v.is_number_float()) pk.pack(v.get<double>());
+  else pk.pack(v.get<std::string>());
+}
+
+// Builds the msgpack record of a file-backed item.
+Status PackItem(const Item& it, std::vector<std::string>& contents, msgpack::sbuffer* buf) {
+  buf->clear();
+  msgpack::packer<msgpack::sbuffer> pk(*buf);
+  pk.pack_map(2 + (it.has_label ? 1 : 0) + static_cast<uint32_t>(it.extra.size()));
+  pk.pack(std::string(it.frames ? "frames" : "image"));
+  if (it.frames) pk.pack_array(static_cast<uint32_t>(contents.size()));
+  for (const std::string& c : contents) {
+    pk.pack_bin(static_cast<uint32_t>(c.size()));
+    pk.pack_bin_body(c.data(), static_cast<uint32_t>(c.size()));
+  }
+  if (it.has_label) {
+    pk.pack(std::string("label"));
+    pk.pack(it.label);
+  }
+  pk.pack(std::string("name"));
+  pk.pack(it.name);
+  for (auto& [k, v] : it.extra.items()) {
+    pk.pack(k);
+    PackScalar(pk, v);
+  }
+  return Status::OK();
+}
+
+class Progress {
+ public:
+  Progress(bool on, uint64_t total) : on_(on), total_(total), start_(Clock::now()), last_(start_) {}
+  void Update(uint64_t records, uint64_t bytes) {
+    if (!on_) return;
+    auto now = Clock::now();
+    if (now - last_ < std::chrono::milliseconds(500) && records != total_) return;
+    last_ = now;
+    double s = std::chrono::duration<double>(now - start_).count();
+    double rate = s > 0 ? records / s : 0;
+    double eta = rate > 0 ? (total_ - records) / rate : 0;
+    std::fprintf(stderr, "\rconvert: %llu/%llu records, %.1f MB, %.1f MB/s, %.0f s left   ",
+                 (unsigned long long)records, (unsigned long long)total_, bytes / 1e6, s > 0 ? bytes / 1e6 / s : 0.0,
+                 eta);
+    if (records == total_) std::fputc('\n', stderr);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool on_;
+  uint64_t total_;
+  Clock::time_point start_, last_;
+};
+
+Status WriteOne(const ConvertOptions& o, const Listing& listing, size_t begin, size_t end, Reader* lmdb_source,
+                const std::string& target, ConvertSummary* summary) {
+  WriterOptions wo;
+  wo.overwrite = o.overwrite;
+  std::unique_ptr<CorpusWriter> writer;
+  LMDBLOADER_RETURN_IF_ERROR(CorpusWriter::Create(target, wo, &writer));
+  Progress progress(o.progress, end - begin);
+  msgpack::sbuffer buf;
+  std::string value;
+  std::vector<std::string> contents;
+  for (size_t i = begin; i < end; ++i) {
+    const Item& it = listing.items[i];
+    std::map<std::string, double> columns;
+    if (lmdb_source) {
+      LMDBLOADER_RETURN_IF_ERROR(lmdb_source->Read(it.position, &value));
+      LMDBLOADER_RETURN_IF_ERROR(writer->Add(it.name, value));
+    } else {
+      contents.resize(it.files.size());
+      Status s;
+      for (size_t k = 0; k < it.files.size() && s.ok(); ++k) s = ReadFile(it.files[k], &contents[k]);
+      if (!s.ok()) {
+        if (!o.skip_bad) return s;
+        summary->skipped.push_back(s.message());
+        continue;
+      }
+      LMDBLOADER_RETURN_IF_ERROR(PackItem(it, contents, &buf));
+      if (it.has_label) columns["label"] = static_cast<double>(it.label);
+      for (auto& [k, v] : it.extra.items())
+        if (v.is_number()) columns[k] = v.get<double>();
+      Status added = writer->Add(it.name, std::string_view(buf.data(), buf.size()), columns);
+      if (!added.ok()) return Status::InvalidArgument(it.origin + ": " + added.message());
+    }
+    progress.Update(i + 1 - begin, writer->bytes());
+  }
+  json manifest = {{"source", {{"kind", o.source_kind}, {"path", o.source}}},
+                   {"schema", lmdb_source ? json{{"encoding", "as-is"}}
+                                          : json{{"encoding", "msgpack"},
+                                                 {"fields", o.source_kind == "video_folder"
+                                                                ? json::array({"frames", "label", "name"})
+                                                                : json::array({"image", "label", "name"})}}}};
+  if (!listing.label_names.empty()) manifest["label_names"] = listing.label_names;
+  if (o.num_shards > 1) manifest["shard"] = {{"index", begin == 0 ? 0 : -1}, {"count", o.num_shards}};
+  LMDBLOADER_RETURN_IF_ERROR(writer->Finish(manifest.dump()));
+  summary->records += writer->size();
+  summary->bytes += writer->bytes();
+  summary->outputs.push_back(target);
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string ShardName(uint32_t index, uint32_t count) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "part-%05u-of-%05u", index, count);
+  return buf;
+}
+
+Status Convert(const ConvertOptions& o, ConvertSummary* summary) {
+  auto start = std::chrono::steady_clock::now();
+  if (o.output.empty()) return Status::InvalidArgument("no output path given");
+  if (o.order != "given" && o.order != "sorted" && o.order != "shuffle")
+    return Status::InvalidArgument("order must be given, sorted or shuffle; got '" + o.order + "'");
+  if (o.frame_step < 1) return Status::InvalidArgument("frame_step must be at least 1");
+  if (o.num_shards < 1) return Status::InvalidArgument("num_shards must be at least 1");
+  if (o.shard_index >= static_cast<int32_t>(o.num_shards))
+    return Status::InvalidArgument("shard_index " + std::to_string(o.shard_index) + " is not below num_shards " +
+                                   std::to_string(o.num_shards));
+  Listing listing;
+  std::unique_ptr<Reader> lmdb_source;
+  if (o.source_kind == "image_folder" || o.source_kind == "video_folder") {
+    LMDBLOADER_RETURN_IF_ERROR(ListFolders(o, o.source_kind == "video_folder", &listing));
+  } else if (o.source_kind == "jsonl") {
+    LMDBLOADER_RETURN_IF_ERROR(ListJsonl(o, &listing));
+  } else if (o.source_kind == "lmdb") {
+    ReaderOptions ro;
+    ro.db_name = o.db_name;
+    ro.index_dir = "none";  // never write into the source
+    LMDBLOADER_RETURN_IF_ERROR(Reader::Open(o.source, ro, &lmdb_source));
+    LMDBLOADER_RETURN_IF_ERROR(ListLmdb(o, *lmdb_source, &listing));
+  } else {
+    return Status::InvalidArgument("unknown source kind '" + o.source_kind +
+                                   "' (expected image_folder, video_folder, jsonl or lmdb)");
+  }
+  summary->skipped = listing.skipped;
+  if (o.order == "sorted") {
+    std::stable_sort(listing.items.begin(), listing.items.end(),
+                     [](const Item& a, const Item& b) { return a.name < b.name; });
+  } else if (o.order == "shuffle") {
+    std::mt19937_64 rng(o.seed);
+    std::shuffle(listing.items.begin(), listing.items.end(), rng);
+  }
+  const size_t n = listing.items.size();
+  if (o.num_shards == 1) {
+    LMDBLOADER_RETURN_IF_ERROR(WriteOne(o, listing, 0, n, lmdb_source.get(), o.output, summary));
+  } else {
+    std::error_code ec;
+    fs::create_directories(o.output, ec);
+    if (ec) return Status::IOError("mkdir " + o.output + ": " + ec.message());
+    for (uint32_t s = 0; s < o.num_shards; ++s) {
+      if (o.shard_index >= 0 && static_cast<uint32_t>(o.shard_index) != s) continue;
+      size_t begin = n * s / o.num_shards, end = n * (s + 1) / o.num_shards;
+      LMDBLOADER_RETURN_IF_ERROR(WriteOne(o, listing, begin, end, lmdb_source.get(),
+                                          o.output + "/" + ShardName(s, o.num_shards), summary));
+    }
+    if (o.shard_index < 0) {
+      uint64_t records = 0;
+      LMDBLOADER_RETURN_IF_ERROR(WriteShardList(o.output, &records));
+    }
+  }
+  summary->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return Status::OK();
+}
+
+Status WriteShardList(const std::string& folder, uint64_t* records) {
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec)) return Status::IOError("open " + folder + ": not a directory", ENOTDIR);
+  static const std::regex pattern("part-(\\d{5})-of-(\\d{5})");
+  std::map<uint32_t, std::string> parts;
+  uint32_t count = 0;
+  for (const fs::path& p : SortedEntries(folder, true)) {
+    std::smatch m;
+    std::string name = p.filename().string();
+    if (!std::regex_match(name, m, pattern)) continue;
+    uint32_t index = std::stoul(m[1]), of = std::stoul(m[2]);
+    if (count != 0 && of != count)
+      return Status::InvalidArgument(folder + ": shards of different sets (" + name + ")");
+    count = of;
+    parts[index] = name;
+  }
+  if (parts.empty()) return Status::InvalidArgument(folder + ": no part-NNNNN-of-NNNNN shards");
+  for (uint32_t i = 0; i < count; ++i)
+    if (!parts.count(i)) return Status::InvalidArgument(folder + ": shard " + ShardName(i, count) + " is missing");
+  json list = {{"format", "lmdbloader-shards"}, {"version", 1}, {"shards", json::array()}};
+  *records = 0;
+  for (const auto& [index, name] : parts) {
+    std::unique_ptr<Reader> r;
+    LMDBLOADER_RETURN_IF_ERROR(Reader::Open(folder + "/" + name, ReaderOptions(), &r));
+    list["shards"].push_back({{"path", name}, {"records", r->size()}});
+    *records += r->size();
+  }
+  list["records"] = *records;
+  std::string path = folder + "/" + kShardListFile, tmp = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    out << list.dump(2) << "\n";
+    if (!out) return Status::IOError("write " + tmp + " failed");
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) return Status::IOError("rename " + tmp + ": " + ec.message());
+  return Status::OK();
+}
+
+}  // namespace lmdbloader

@@ -1,0 +1,190 @@
+#include "lmdbloader/writer.h"
+
+#include <fcntl.h>
+#include <lmdb.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "corpus_format.h"
+#include "lmdbloader/reader.h"
+
+namespace lmdbloader {
+
+namespace fs = std::filesystem;
+
+struct CorpusWriter::Env {
+  MDB_env* env = nullptr;
+  MDB_txn* txn = nullptr;
+  MDB_dbi dbi = 0;
+  uint64_t map_size = 1ull << 30;
+  ~Env() {
+    if (txn) mdb_txn_abort(txn);
+    if (env) mdb_env_close(env);
+  }
+};
+
+Status CorpusWriter::Create(const std::string& target, const WriterOptions& options,
+                            std::unique_ptr<CorpusWriter>* out) {
+  if (target.empty()) return Status::InvalidArgument("empty output path");
+  std::error_code ec;
+  if (fs::exists(target, ec) && !options.overwrite)
+    return Status::InvalidArgument("output " + target + " exists (pass --overwrite to replace it)");
+  std::unique_ptr<CorpusWriter> w(new CorpusWriter());
+  w->target_ = target;
+  while (w->target_.size() > 1 && w->target_.back() == '/') w->target_.pop_back();
+  w->temp_ = w->target_ + ".tmp-" + std::to_string(::getpid());
+  w->options_ = options;
+  fs::remove_all(w->temp_, ec);
+  fs::path parent = fs::path(w->target_).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec))
+    return Status::IOError("output directory " + parent.string() + " does not exist", ENOENT);
+  if (::mkdir(w->temp_.c_str(), 0755) != 0) return Status::FromErrno(errno, "mkdir", w->temp_);
+  w->env_ = std::make_unique<Env>();
+  int rc = mdb_env_create(&w->env_->env);
+  if (rc == MDB_SUCCESS) rc = mdb_env_set_mapsize(w->env_->env, w->env_->map_size);
+  // One writer, nothing reads until the rename: no lock file, no sync per
+  // commit (Finish syncs once).
+  if (rc == MDB_SUCCESS) rc = mdb_env_open(w->env_->env, w->temp_.c_str(), MDB_NOLOCK | MDB_NOSYNC, 0644);
+  if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_env_open", w->temp_);
+  LMDBLOADER_RETURN_IF_ERROR(w->Begin());
+  *out = std::move(w);
+  return Status::OK();
+}
+
+CorpusWriter::~CorpusWriter() {
+  env_.reset();
+  if (!finished_ && !temp_.empty()) {
+    std::error_code ec;
+    fs::remove_all(temp_, ec);
+  }
+}
+
+Status CorpusWriter::Begin() {
+  int rc = mdb_txn_begin(env_->env, nullptr, 0, &env_->txn);
+  if (rc == MDB_SUCCESS) rc = mdb_dbi_open(env_->txn, nullptr, 0, &env_->dbi);
+  if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_txn_begin", temp_);
+  txn_bytes_ = 0;
+  return Status::OK();
+}
+
+Status CorpusWriter::Commit() {
+  MDB_txn* txn = env_->txn;
+  env_->txn = nullptr;
+  int rc = mdb_txn_commit(txn);
+  if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_txn_commit", temp_);
+  return Status::OK();
+}
+
+Status CorpusWriter::Put(std::string_view key, std::string_view value, bool append) {
+  // Grow the map before a put could fill it: LMDB answers MDB_MAP_FULL
+  // only after the transaction is lost. The estimate is deliberately
+  // generous (values, plus page overhead, plus the tree).
+  MDB_envinfo info;
+  mdb_env_info(env_->env, &info);
+  MDB_stat st;
+  mdb_env_stat(env_->env, &st);
+  uint64_t used = (static_cast<uint64_t>(info.me_last_pgno) + 1) * st.ms_psize;
+  uint64_t need = used + (txn_bytes_ + value.size()) * 5 / 4 + (16u << 20);
+  if (need > env_->map_size || txn_bytes_ >= options_.txn_bytes) {
+    LMDBLOADER_RETURN_IF_ERROR(Commit());
+    while (need > env_->map_size) env_->map_size *= 2;
+    int rc = mdb_env_set_mapsize(env_->env, env_->map_size);
+    if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_env_set_mapsize", temp_);
+    LMDBLOADER_RETURN_IF_ERROR(Begin());
+  }
+  MDB_val k{key.size(), const_cast<char*>(key.data())};
+  MDB_val v{value.size(), const_cast<char*>(value.data())};
+  int rc = mdb_put(env_->txn, env_->dbi, &k, &v, append ? MDB_APPEND : 0);
+  if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_put", temp_);
+  txn_bytes_ += value.size() + key.size() + 16;
+  return Status::OK();
+}
+
+Status CorpusWriter::Add(std::string_view name, std::string_view record,
+                         const std::map<std::string, double>& columns) {
+  auto [it, inserted] = name_seen_.emplace(std::string(name), count_);
+  if (!inserted)
+    return Status::InvalidArgument("duplicate name '" + std::string(name) + "' (records " +
+                                   std::to_string(it->second) + " and " + std::to_string(count_) + ")");
+  if (count_ == 0) {
+    for (const auto& [column, value] : columns) columns_[column];
+  } else if (columns.size() != columns_.size()) {
+    return Status::InvalidArgument("record '" + std::string(name) + "' has " + std::to_string(columns.size()) +
+                                   " columns, earlier records " + std::to_string(columns_.size()));
+  }
+  for (const auto& [column, value] : columns) {
+    auto c = columns_.find(column);
+    if (c == columns_.end())
+      return Status::InvalidArgument("record '" + std::string(name) + "' has column '" + column +
+                                     "' that earlier records lack");
+    c->second.push_back(value);
+  }
+  LMDBLOADER_RETURN_IF_ERROR(Put(RecordKey(count_), record, /*append=*/true));
+  names_.append(name.data(), name.size());
+  name_ends_.push_back(names_.size());
+  ++count_;
+  bytes_ += record.size();
+  return Status::OK();
+}
+
+Status CorpusWriter::Finish(const std::string& manifest_json) {
+  nlohmann::json manifest = nlohmann::json::parse(manifest_json, nullptr, false);
+  if (manifest.is_discarded() || !manifest.is_object())
+    return Status::InvalidArgument("manifest is not a JSON object");
+  manifest["format"] = kCorpusFormatName;
+  manifest["version"] = kCorpusFormatVersion;
+  manifest["records"] = count_;
+  nlohmann::json column_types = nlohmann::json::object();
+  // Metadata keys sort after every record key, in this order.
+  for (const auto& [column, values] : columns_) {
+    bool integral = true;
+    for (double v : values) integral = integral && std::floor(v) == v && std::fabs(v) < 9.0e15;
+    std::string bytes(values.size() * 8, '\0');
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (integral) {
+        int64_t x = static_cast<int64_t>(values[i]);
+        std::memcpy(&bytes[i * 8], &x, 8);  // little-endian on the platforms we build for
+      } else {
+        std::memcpy(&bytes[i * 8], &values[i], 8);
+      }
+    }
+    column_types[column] = {{"dtype", integral ? "<i8" : "<f8"}};
+    LMDBLOADER_RETURN_IF_ERROR(Put(std::string(kColumnPrefix) + column, bytes, false));
+  }
+  manifest["columns"] = column_types;
+  LMDBLOADER_RETURN_IF_ERROR(Put(kManifestKey, manifest.dump(), false));
+  LMDBLOADER_RETURN_IF_ERROR(Put(kNamesBlobKey, names_, false));
+  std::string offsets((count_ + 1) * 8, '\0');
+  for (uint64_t i = 0; i < count_; ++i) std::memcpy(&offsets[(i + 1) * 8], &name_ends_[i], 8);
+  LMDBLOADER_RETURN_IF_ERROR(Put(kNamesOffsetsKey, offsets, false));
+  LMDBLOADER_RETURN_IF_ERROR(Commit());
+  int rc = mdb_env_sync(env_->env, 1);
+  if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_env_sync", temp_);
+  env_.reset();
+
+  std::error_code ec;
+  std::string trash;
+  if (fs::exists(target_, ec)) {
+    trash = target_ + ".old-" + std::to_string(::getpid());
+    fs::rename(target_, trash, ec);
+    if (ec) return Status::IOError("rename " + target_ + ": " + ec.message());
+  }
+  fs::rename(temp_, target_, ec);
+  if (ec) return Status::IOError("rename " + temp_ + " to " + target_ + ": " + ec.message());
+  finished_ = true;
+  if (!trash.empty()) fs::remove_all(trash, ec);
+  if (options_.save_index) {
+    // Walk once now, so that every reader loads the saved index.
+    std::unique_ptr<Reader> reader;
+    LMDBLOADER_RETURN_IF_ERROR(Reader::Open(target_, ReaderOptions(), &reader));
+  }
+  return Status::OK();
+}
+
+}  // namespace lmdbloader
