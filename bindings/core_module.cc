@@ -11,6 +11,7 @@
 #include "lmdbloader/memory.h"
 #include "lmdbloader/options.h"
 #include "lmdbloader/reader.h"
+#include "lmdbloader/writer.h"
 
 namespace py = pybind11;
 using namespace lmdbloader;
@@ -296,6 +297,29 @@ PYBIND11_MODULE(_core, m) {
                                {static_cast<py::ssize_t>(v.size())}, {1}, /*readonly=*/true);
       })
       .def("__len__", &RecordView::size);
+
+  py::class_<CorpusWriter>(m, "CorpusWriter")
+      .def(py::init([](const std::string& target, bool overwrite) {
+             WriterOptions o;
+             o.overwrite = overwrite;
+             std::unique_ptr<CorpusWriter> w;
+             ThrowIfError(CorpusWriter::Create(target, o, &w));
+             return w;
+           }),
+           py::arg("target"), py::arg("overwrite") = false)
+      .def("add", [](CorpusWriter& w, const std::string& name, const py::bytes& record,
+                     const std::map<std::string, double>& columns) {
+        ThrowIfError(w.Add(name, std::string_view(record), columns));
+      }, py::arg("name"), py::arg("record"), py::arg("columns") = std::map<std::string, double>{})
+      .def("finish", [](CorpusWriter& w, const std::string& manifest_json) {
+        Status s;
+        {
+          py::gil_scoped_release release;
+          s = w.Finish(manifest_json);
+        }
+        ThrowIfError(s);
+      })
+      .def("__len__", &CorpusWriter::size);
 
   py::class_<Reader>(m, "Reader")
       .def(py::init([](const std::string& path, uint64_t rss_budget, const std::string& mode, bool lock,

@@ -11,10 +11,11 @@ from . import _core
 from .errors import (ConvertError, CorruptedError, DecodeError, Error, ReadonlyError,
                      UnsupportedError)
 from .reader import Reader
+from .writer import CorpusWriter
 
 __version__ = _core.__version__
 
-__all__ = ["Reader", "LmdbDataset", "convert", "Error", "CorruptedError", "UnsupportedError",
+__all__ = ["Reader", "CorpusWriter", "LmdbDataset", "convert", "Error", "CorruptedError", "UnsupportedError",
            "DecodeError", "ReadonlyError", "ConvertError", "__version__"]
 
 

@@ -1,7 +1,6 @@
 """lmdbloader.Reader: random access to an LMDB database under a memory budget."""
 
 import json
-import mmap
 import os
 
 import numpy as np
@@ -168,34 +167,20 @@ class Reader:
         return self._c.name(index)
 
     def column(self, name):
-        """A metadata column as a read-only numpy array.
+        """A metadata column as a read-only numpy array, loaded once per process.
 
-        For a single corpus the array is a read-only mapping of the column's
-        bytes in the data file: shared through the page cache by every process
-        and never copied by reference counting in forked workers.
+        The values sit in one immutable buffer that reading never writes (unlike
+        a list of Python ints, whose reference counts are written on every
+        read), so DataLoader workers forked after the first call share its
+        pages with the parent and copy nothing. KeyError when absent.
         """
         arr = self._columns.get(name)
-        if arr is not None:
-            return arr
-        manifest = self.manifest or {}
-        dtype = np.dtype(manifest.get("columns", {}).get(name, {}).get("dtype", "<i8"))
-        chunks = self._c.column_chunks(name)
-        if len(chunks) == 1:
-            path, offset, size = chunks[0]
-            arr = _map_array(path, offset, size, dtype)
-        else:
+        if arr is None:
+            manifest = self.manifest or {}
+            dtype = np.dtype(manifest.get("columns", {}).get(name, {}).get("dtype", "<i8"))
             arr = np.frombuffer(self._c.read_column(name), dtype=dtype)
-        self._columns[name] = arr
+            self._columns[name] = arr
         return arr
-
-
-def _map_array(path, offset, size, dtype):
-    if size == 0:
-        return np.empty(0, dtype=dtype)
-    start = offset - offset % mmap.ALLOCATIONGRANULARITY
-    with open(path, "rb") as f:
-        mm = mmap.mmap(f.fileno(), offset + size - start, offset=start, access=mmap.ACCESS_READ)
-    return np.frombuffer(mm, dtype=dtype, count=size // dtype.itemsize, offset=offset - start)
 
 
 def _as_key(key):
