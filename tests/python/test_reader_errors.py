@@ -1,0 +1,72 @@
+"""Bad input raises the right Python exception with a message naming the file."""
+
+import os
+import pickle
+
+import pytest
+
+import lmdbloader
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    path = str(tmp_path / "c")
+    with lmdbloader.CorpusWriter(path) as w:
+        for i in range(10):
+            w.add(f"n{i}", {"x": i, "blob": b"b" * i}, label=i)
+    return path
+
+
+def test_reader_basics_and_pickling(corpus):
+    r = lmdbloader.Reader(corpus, rss_budget="16MiB")
+    assert len(r) == 10 and r.decode(3) == {"x": 3, "blob": b"bbb"}
+    assert r.get(b"\0" * 7 + b"\x02") == r[2] and r.get(b"nope") is None
+    assert r[-1] == r[9] and r.name(4) == "n4"
+    assert list(r.column("label")) == list(range(10))
+    r2 = pickle.loads(pickle.dumps(r))
+    assert r2[5] == r[5] and r2.stats()["rss_budget"] == 16 << 20
+    with lmdbloader.Reader(corpus, mode="mmap") as m:
+        assert bytes(m.view(3)) == r[3]
+
+
+def test_errors(corpus, tmp_path):
+    with pytest.raises(OSError, match="/nonexistent"):
+        lmdbloader.Reader("/nonexistent/db")
+    junk = tmp_path / "junk"
+    junk.write_bytes(b"x" * 20000)
+    with pytest.raises(lmdbloader.CorruptedError, match="junk.*not an LMDB file"):
+        lmdbloader.Reader(str(junk))
+    with pytest.raises(TypeError):
+        lmdbloader.Reader(corpus, budget="1GiB")
+    with pytest.raises(ValueError, match="invalid byte size"):
+        lmdbloader.Reader(corpus, rss_budget="lots")
+    with pytest.raises(ValueError, match="mode"):
+        lmdbloader.Reader(corpus, mode="fast")
+    r = lmdbloader.Reader(corpus)
+    with pytest.raises(IndexError, match="out of range"):
+        r[10]
+    with pytest.raises(KeyError):
+        r.index_of(b"missing")
+    with pytest.raises(ValueError, match="views need mode=mmap"):
+        r.view(0)
+    r.close()
+    with pytest.raises(ValueError, match="closed"):
+        len(r)
+
+
+def test_undecodable_record_names_file_and_record(tmp_path):
+    path = str(tmp_path / "bad")
+    with lmdbloader.CorpusWriter(path) as w:
+        w.add("ok", {"a": 1})
+        w.add("bad", b"\xc1\xc1\xc1")  # 0xc1 is never valid msgpack
+    r = lmdbloader.Reader(path)
+    with pytest.raises(lmdbloader.DecodeError, match=r"record 1 of .*bad"):
+        r.decode(1)
+
+
+def test_importing_lmdbloader_does_not_import_torch():
+    import subprocess
+    import sys
+    code = "import sys, lmdbloader; lmdbloader.Reader; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
