@@ -10,12 +10,13 @@
 from . import _core
 from .errors import (ConvertError, CorruptedError, DecodeError, Error, ReadonlyError,
                      UnsupportedError)
+from ._convert import convert, write_shard_list
 from .reader import Reader
 from .writer import CorpusWriter
 
 __version__ = _core.__version__
 
-__all__ = ["Reader", "CorpusWriter", "LmdbDataset", "convert", "Error", "CorruptedError", "UnsupportedError",
+__all__ = ["Reader", "CorpusWriter", "LmdbDataset", "convert", "write_shard_list", "Error", "CorruptedError", "UnsupportedError",
            "DecodeError", "ReadonlyError", "ConvertError", "__version__"]
 
 
@@ -24,7 +25,4 @@ def __getattr__(name):
     if name == "LmdbDataset":
         from .dataset import LmdbDataset
         return LmdbDataset
-    if name == "convert":
-        from .convert import convert
-        return convert
     raise AttributeError(f"module 'lmdbloader' has no attribute {name!r}")

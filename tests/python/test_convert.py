@@ -1,0 +1,145 @@
+"""lmdbloader convert: every source kind, read back through Reader and py-lmdb
+byte for byte; interrupted runs leave nothing; shards read as one dataset."""
+
+import json
+import os
+import signal
+import struct
+import subprocess
+import time
+
+import msgpack
+import pytest
+
+import lmdbloader
+
+from conftest import frame_bytes, write_video_folders
+
+lmdb = pytest.importorskip("lmdb")
+
+
+def pylmdb_records(path, count):
+    with lmdb.open(path, readonly=True, lock=False) as env, env.begin() as txn:
+        return [txn.get(struct.pack(">Q", i)) for i in range(count)]
+
+
+def check_both_ways(path):
+    r = lmdbloader.Reader(path)
+    ours = [r[i] for i in range(len(r))]
+    assert ours == pylmdb_records(path, len(r))
+    return r, ours
+
+
+def test_image_folder(tmp_path):
+    for cls in ("cat", "dog"):
+        os.makedirs(tmp_path / "src" / cls)
+        for i in range(3):
+            (tmp_path / "src" / cls / f"{i}.jpg").write_bytes(f"{cls}{i}".encode() * 100)
+    summary = lmdbloader.convert(tmp_path / "src", tmp_path / "out", kind="image_folder")
+    assert summary["records"] == 6
+    r, records = check_both_ways(str(tmp_path / "out"))
+    decoded = [msgpack.unpackb(x) for x in records]
+    assert [d["name"] for d in decoded] == [r.name(i) for i in range(6)]
+    assert decoded[4] == {"image": b"dog1" * 100, "label": 1, "name": "dog/1.jpg"}
+    assert list(r.column("label")) == [0, 0, 0, 1, 1, 1]
+    assert r.manifest["label_names"] == ["cat", "dog"]
+
+
+def test_video_folder_with_frame_step(tmp_path):
+    write_video_folders(str(tmp_path / "src"), videos=5, frames=6, frame_size=100, classes=2)
+    lmdbloader.convert(tmp_path / "src", tmp_path / "out", kind="video_folder", frame_step=2)
+    r, records = check_both_ways(str(tmp_path / "out"))
+    rec = msgpack.unpackb(records[0])
+    assert rec["name"] == "class_0/video_00000"
+    assert rec["frames"] == [frame_bytes(0, f, 100) for f in (0, 2, 4)]
+
+
+def test_jsonl_with_extra_columns(tmp_path):
+    (tmp_path / "a.bin").write_bytes(b"A" * 10)
+    (tmp_path / "b.bin").write_bytes(b"B" * 20)
+    lines = [{"name": "x", "path": "a.bin", "label": 7, "weight": 0.5, "source": "web"},
+             {"name": "y", "paths": ["a.bin", "b.bin"], "label": 2, "weight": 1.5, "source": "cam"}]
+    (tmp_path / "m.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    lmdbloader.convert(tmp_path / "m.jsonl", tmp_path / "out", kind="jsonl", order="given")
+    r, records = check_both_ways(str(tmp_path / "out"))
+    assert msgpack.unpackb(records[1]) == {"frames": [b"A" * 10, b"B" * 20], "label": 2, "name": "y",
+                                           "source": "cam", "weight": 1.5}
+    assert list(r.column("label")) == [7, 2]
+    assert list(r.column("weight")) == [0.5, 1.5]
+
+
+def test_existing_lmdb_keeps_keys_as_names_and_values_as_they_are(tmp_path):
+    src = str(tmp_path / "src")
+    values = {f"key-{i}".encode(): msgpack.packb({"i": i, "data": os.urandom(i * 10)}) for i in range(50)}
+    with lmdb.open(src, map_size=1 << 26) as env, env.begin(write=True) as txn:
+        for k, v in values.items():
+            txn.put(k, v)
+    lmdbloader.convert(src, tmp_path / "out", kind="lmdb")
+    r, records = check_both_ways(str(tmp_path / "out"))
+    keys = sorted(values)
+    assert records == [values[k] for k in keys]
+    assert [r.name(i) for i in range(len(r))] == [k.decode() for k in keys]
+
+
+def test_bad_inputs_name_the_culprit_and_leave_nothing(tmp_path):
+    (tmp_path / "m.jsonl").write_text('{"name": "a", "path": "a.bin"}\n{not json\n')
+    (tmp_path / "a.bin").write_bytes(b"a")
+    out = tmp_path / "out"
+    with pytest.raises(lmdbloader.ConvertError, match=r"m.jsonl:2: not a JSON object"):
+        lmdbloader.convert(tmp_path / "m.jsonl", out, kind="jsonl")
+    assert not out.exists()
+    (tmp_path / "m.jsonl").write_text('{"name": "a", "path": "../../etc/passwd"}\n')
+    with pytest.raises(lmdbloader.ConvertError, match="outside"):
+        lmdbloader.convert(tmp_path / "m.jsonl", out, kind="jsonl")
+    (tmp_path / "m.jsonl").write_text('{"name": "a", "path": "a.bin"}\n{"name": "a", "path": "a.bin"}\n')
+    with pytest.raises(lmdbloader.ConvertError, match="duplicate name 'a'"):
+        lmdbloader.convert(tmp_path / "m.jsonl", out, kind="jsonl")
+    (tmp_path / "m.jsonl").write_text('{"name": "a", "path": "a.bin"}\n{"name": "b", "path": "gone.bin"}\n')
+    with pytest.raises(OSError, match="gone.bin"):
+        lmdbloader.convert(tmp_path / "m.jsonl", out, kind="jsonl")
+    assert not out.exists() and not list(tmp_path.glob("out.tmp-*"))
+    summary = lmdbloader.convert(tmp_path / "m.jsonl", out, kind="jsonl", skip_bad=True)
+    assert summary["records"] == 1 and "gone.bin" in summary["skipped"][0]
+    os.makedirs(tmp_path / "empty")
+    with pytest.raises(lmdbloader.ConvertError, match="no images found"):
+        lmdbloader.convert(tmp_path / "empty", tmp_path / "o2", kind="image_folder")
+    with pytest.raises(lmdbloader.ConvertError, match="exists"):
+        lmdbloader.convert(tmp_path / "m.jsonl", out, kind="jsonl")
+    proc = subprocess.run(["lmdbloader", "convert", "--from", "nope", "x", "y"], capture_output=True, text=True)
+    assert proc.returncode != 0 and "unknown source kind" in proc.stderr
+
+
+def test_sigkill_midway_leaves_nothing_then_rerun_completes(tmp_path):
+    write_video_folders(str(tmp_path / "src"), videos=400, frames=10, frame_size=64 * 1024)
+    out = tmp_path / "out"
+    cmd = ["lmdbloader", "convert", "--from", "video_folder", str(tmp_path / "src"), str(out), "--no-progress"]
+    proc = subprocess.Popen(cmd)
+    deadline = time.time() + 30
+    while not list(tmp_path.glob("out.tmp-*")) and time.time() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    assert not out.exists()
+    subprocess.run(cmd, check=True)
+    r, _ = check_both_ways(str(out))
+    assert len(r) == 400
+
+
+def test_four_shards_read_as_one_dataset(tmp_path):
+    write_video_folders(str(tmp_path / "src"), videos=37, frames=2, frame_size=50)
+    for i in range(4):  # four independent jobs, as in a SLURM array
+        subprocess.run(["lmdbloader", "convert", "--from", "video_folder", str(tmp_path / "src"),
+                        str(tmp_path / "shards"), "--num-shards", "4", "--shard-index", str(i)], check=True)
+    subprocess.run(["lmdbloader", "shard-list", str(tmp_path / "shards")], check=True)
+    r = lmdbloader.Reader(str(tmp_path / "shards"))
+    assert len(r) == 37
+    names = [msgpack.unpackb(r[i])["name"] for i in range(len(r))]
+    assert sorted(names) == sorted(set(names)) and len(set(names)) == 37
+    assert [r.name(i) for i in range(37)] == names
+    assert len(r.column("label")) == 37
+    torch = pytest.importorskip("torch")
+    ds = lmdbloader.LmdbDataset(str(tmp_path / "shards"))
+    loader = torch.utils.data.DataLoader(ds, batch_size=5, num_workers=2, collate_fn=lambda b: b)
+    assert sorted(rec["name"] for batch in loader for rec in batch) == sorted(names)
