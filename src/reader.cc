@@ -295,10 +295,12 @@ Status Reader::ReadInto(uint64_t index, char* dst, uint64_t capacity) {
 }
 
 Status Reader::Read(uint64_t index, std::string* value) {
-  uint64_t size = 0;
-  LMDBLOADER_RETURN_IF_ERROR(ValueSize(index, &size));
-  value->resize(size);
-  return ReadInto(index, value->data(), size);
+  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
+  Part* part = nullptr;
+  uint64_t local = 0;
+  LMDBLOADER_RETURN_IF_ERROR(Locate(index, &part, &local));
+  value->resize(part->index.value_size(local));
+  return CopyOut(*part, local, value->data());
 }
 
 Status Reader::ReadBatch(const uint64_t* indices, size_t count, char* const* dsts) {

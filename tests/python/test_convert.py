@@ -143,3 +143,18 @@ def test_four_shards_read_as_one_dataset(tmp_path):
     ds = lmdbloader.LmdbDataset(str(tmp_path / "shards"))
     loader = torch.utils.data.DataLoader(ds, batch_size=5, num_workers=2, collate_fn=lambda b: b)
     assert sorted(rec["name"] for batch in loader for rec in batch) == sorted(names)
+
+
+def test_verify_reports_a_manifest_that_miscounts_records(tmp_path):
+    path = str(tmp_path / "c")
+    with lmdbloader.CorpusWriter(path) as w:
+        for i in range(3):
+            w.add(f"n{i}", {"a": i})
+    ok = subprocess.run(["lmdbloader", "verify", path], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    with lmdb.open(path, lock=False) as env, env.begin(write=True) as txn:
+        manifest = json.loads(txn.get(b"__lmdbloader__/manifest"))
+        manifest["records"] = 99
+        txn.put(b"__lmdbloader__/manifest", json.dumps(manifest).encode())
+    bad = subprocess.run(["lmdbloader", "verify", path], capture_output=True, text=True)
+    assert bad.returncode == 1 and "manifest says 99 records, the database holds 3" in bad.stderr
