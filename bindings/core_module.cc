@@ -4,6 +4,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <memory>
+
 #include <msgpack.hpp>
 
 #include "lmdbloader/convert.h"
@@ -55,6 +57,58 @@ void TranslateStatus(const Status& s) {
   }
 }
 
+// Holds records between the read (GIL released) and decoding. Each thread
+// reuses one buffer: a fresh one per call costs a zero fill and, above
+// malloc's mmap threshold, a page fault per 4 KiB on every call, which
+// measured slower than the read itself. A buffer above kKeepBytes is freed
+// after use, so one huge batch does not pin its memory for the process's life.
+class ScratchBuffer {
+ public:
+  explicit ScratchBuffer(uint64_t size) {
+    Slot& slot = ThreadSlot();
+    if (slot.in_use) {  // nested use on this thread: a private buffer
+      own_.reset(new char[size ? size : 1]);
+      data_ = own_.get();
+      return;
+    }
+    if (size > slot.capacity) {
+      slot.data.reset();
+      slot.data.reset(new char[size]);
+      slot.capacity = size;
+    }
+    slot.in_use = true;
+    data_ = slot.data.get();
+    shared_ = true;
+  }
+  ~ScratchBuffer() {
+    if (!shared_) return;
+    Slot& slot = ThreadSlot();
+    slot.in_use = false;
+    if (slot.capacity > kKeepBytes) {
+      slot.data.reset();
+      slot.capacity = 0;
+    }
+  }
+  ScratchBuffer(const ScratchBuffer&) = delete;
+  ScratchBuffer& operator=(const ScratchBuffer&) = delete;
+  char* data() { return data_; }
+
+ private:
+  static constexpr uint64_t kKeepBytes = 32ull << 20;
+  struct Slot {
+    std::unique_ptr<char[]> data;
+    uint64_t capacity = 0;
+    bool in_use = false;
+  };
+  static Slot& ThreadSlot() {
+    thread_local Slot slot;
+    return slot;
+  }
+  std::unique_ptr<char[]> own_;
+  char* data_ = nullptr;
+  bool shared_ = false;
+};
+
 // ---- msgpack -> Python objects (maps, lists, bytes, ints, floats, strings).
 
 py::object ToPython(const msgpack::object& o) {
@@ -101,7 +155,7 @@ py::object DecodeRecord(const Reader& r, uint64_t index, const char* data, size_
     throw;
   } catch (const std::exception& e) {
     py::module_ errors = py::module_::import("lmdbloader.errors");
-    std::string m = "record " + std::to_string(index) + " of " + r.path() + " is not valid msgpack: " + e.what();
+    std::string m = "cannot decode record " + std::to_string(index) + " of " + r.path() + " as msgpack: " + e.what();
     PyErr_SetString(errors.attr("DecodeError").ptr(), m.c_str());
     throw py::error_already_set();
   }
@@ -162,24 +216,38 @@ py::list ReadBatchBytes(Reader& r, const std::vector<int64_t>& indices) {
   return out;
 }
 
-py::list DecodeBatch(Reader& r, const std::vector<int64_t>& indices) {
+// Records are read and decoded a cache-sized chunk at a time: reading a whole
+// batch first and decoding it afterwards measured 0.6x of per-record speed,
+// because by the time a record is decoded its bytes have left the CPU cache.
+// `transform` (or None) is applied to each record as soon as it is decoded,
+// so only one decoded record of the batch exists untransformed at a time.
+constexpr uint64_t kDecodeChunkBytes = 256u << 10;
+
+py::list DecodeBatch(Reader& r, const std::vector<int64_t>& indices, const py::object& transform) {
   std::vector<uint64_t> pos = Positions(r, indices);
-  std::vector<std::string> buffers(pos.size());
-  std::vector<char*> dsts(pos.size());
-  for (size_t k = 0; k < pos.size(); ++k) {
-    uint64_t size = 0;
-    ThrowIfError(r.ValueSize(pos[k], &size));
-    buffers[k].resize(size);
-    dsts[k] = buffers[k].data();
-  }
-  Status s;
-  {
-    py::gil_scoped_release release;
-    s = r.ReadBatch(pos.data(), pos.size(), dsts.data());
-  }
-  ThrowIfError(s);
+  std::vector<uint64_t> sizes(pos.size());
+  for (size_t k = 0; k < pos.size(); ++k) ThrowIfError(r.ValueSize(pos[k], &sizes[k]));
   py::list out(pos.size());
-  for (size_t k = 0; k < pos.size(); ++k) out[k] = DecodeRecord(r, pos[k], buffers[k].data(), buffers[k].size());
+  std::vector<char*> dsts;
+  for (size_t first = 0; first < pos.size();) {
+    size_t end = first;
+    uint64_t total = 0;
+    while (end < pos.size() && (end == first || total + sizes[end] <= kDecodeChunkBytes)) total += sizes[end++];
+    ScratchBuffer buf(total);
+    dsts.clear();
+    for (size_t k = first, at = 0; k < end; at += sizes[k], ++k) dsts.push_back(buf.data() + at);
+    Status s;
+    {
+      py::gil_scoped_release release;
+      s = r.ReadBatch(pos.data() + first, end - first, dsts.data());
+    }
+    ThrowIfError(s);
+    for (size_t k = first; k < end; ++k) {
+      py::object record = DecodeRecord(r, pos[k], dsts[k - first], sizes[k]);
+      out[k] = transform.is_none() ? record : transform(record);
+    }
+    first = end;
+  }
   return out;
 }
 
@@ -352,16 +420,18 @@ PYBIND11_MODULE(_core, m) {
       .def("read_batch", &ReadBatchBytes)
       .def("decode", [](Reader& r, int64_t i) {
         uint64_t pos = Position(r, i);
-        std::string buf;
+        uint64_t size = 0;
+        ThrowIfError(r.ValueSize(pos, &size));
+        ScratchBuffer buf(size);
         Status s;
         {
           py::gil_scoped_release release;
-          s = r.Read(pos, &buf);
+          s = r.ReadInto(pos, buf.data(), size);
         }
         ThrowIfError(s);
-        return DecodeRecord(r, pos, buf.data(), buf.size());
+        return DecodeRecord(r, pos, buf.data(), size);
       })
-      .def("decode_batch", &DecodeBatch)
+      .def("decode_batch", &DecodeBatch, py::arg("indices"), py::arg("transform") = py::none())
       .def("value_size", [](Reader& r, int64_t i) {
         uint64_t size = 0;
         ThrowIfError(r.ValueSize(Position(r, i), &size));

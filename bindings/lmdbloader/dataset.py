@@ -44,13 +44,14 @@ class LmdbDataset(torch.utils.data.Dataset):
 
     def __getitems__(self, indices):
         if self.decode == "msgpack":
-            records = self.reader.decode_batch(indices)
-        else:
-            records = self.reader.get_batch(indices)
-            if callable(self.decode):
-                records = [self.decode(r) for r in records]
-        if self.transform is not None:
-            records = [self.transform(r) for r in records]
+            return self.reader.decode_batch(indices, self.transform)
+        records = self.reader.get_batch(indices)
+        if not callable(self.decode) and self.transform is None:
+            return records
+        # Each raw record is dropped as soon as it is decoded and transformed.
+        for k, raw in enumerate(records):
+            record = self.decode(raw) if callable(self.decode) else raw
+            records[k] = self.transform(record) if self.transform is not None else record
         return records
 
     def column(self, name):

@@ -119,8 +119,13 @@ class Reader:
         """Record at ``index`` decoded from msgpack in C++ (maps, lists, bytes, numbers, str)."""
         return self._c.decode(index)
 
-    def decode_batch(self, indices):
-        return self._c.decode_batch(list(indices))
+    def decode_batch(self, indices, transform=None):
+        """Records at many positions, decoded as :meth:`decode` does. ``transform``
+        (a callable) is applied to each record as soon as it is decoded, which
+        keeps a batch's memory to one decoded record at a time."""
+        if transform is not None and not callable(transform):
+            raise TypeError("transform must be callable")
+        return self._c.decode_batch(list(indices), transform)
 
     def view(self, index):
         """Zero-copy read-only memoryview of a record (mode="mmap"). It stays valid

@@ -4,19 +4,18 @@ three epochs, while the same job over py-lmdb grows."""
 import functools
 import multiprocessing
 import os
-import struct
 import zlib
 
-import msgpack
 import pytest
 
 torch = pytest.importorskip("torch")
-from torch.utils.data import DataLoader, Dataset  # noqa: E402
+from torch.utils.data import DataLoader  # noqa: E402
 
 import lmdbloader  # noqa: E402
 from lmdbloader.memory import children, process_memory  # noqa: E402
 
 from conftest import MiB, frame_bytes, statm_rss, warm_page_cache  # noqa: E402
+from pylmdb_baseline import PyLmdbDataset  # noqa: E402
 
 BUDGET = 16 * MiB
 SLACK = 32 * MiB  # batches in flight
@@ -30,27 +29,6 @@ def summarize(record):
 def expected(name, frames=8, size=32 * 1024):
     video = int(name.rsplit("_", 1)[1])
     return zlib.crc32(b"".join(frame_bytes(video, f, size) for f in range(frames)))
-
-
-class PyLmdbVideoDataset(Dataset):
-    """The usual approach: py-lmdb opened lazily in each worker."""
-
-    def __init__(self, path):
-        import lmdb
-        self.path = path
-        with lmdb.open(path, readonly=True, lock=False) as env:
-            self.length = env.stat()["entries"] - 4  # minus the corpus metadata keys
-        self.env = None
-
-    def __len__(self):
-        return self.length
-
-    def __getitem__(self, i):
-        import lmdb
-        if self.env is None:
-            self.env = lmdb.open(self.path, readonly=True, lock=False, readahead=False, meminit=False)
-        with self.env.begin() as txn:
-            return summarize(msgpack.unpackb(txn.get(struct.pack(">Q", i))))
 
 
 def record_start_rss(folder, worker_id):
@@ -103,7 +81,8 @@ def test_lmdbloader_workers_stay_under_budget_while_pylmdb_grows(video_corpus, t
 
     pytest.importorskip("lmdb")
     warm_page_cache(os.path.join(video_corpus, "data.mdb"))
-    base_growth, _, base_bad = run_epochs(PyLmdbVideoDataset(video_corpus), tmp_path / "pylmdb", epochs=1)
+    baseline = PyLmdbDataset(video_corpus, transform=summarize)
+    base_growth, _, base_bad = run_epochs(baseline, tmp_path / "pylmdb", epochs=1)
     assert base_bad == 0
     # Each py-lmdb worker maps what it touched: far past the bound.
     assert max(base_growth.values()) > 2 * (BUDGET + SLACK), \
