@@ -76,7 +76,7 @@ def plot(results, budget, path):
             ax.plot([r["time"] for r in rows], [r["pss"] / 2**20 for r in rows], "--", color=line.get_color(),
                     label=f"worker {k} PSS")
         if starts:
-            ax.axhline((max(starts) + budget) / 2**20, color="red", linestyle=":", linewidth=1,
+            ax.axhline((min(starts) + budget) / 2**20, color="red", linestyle=":", linewidth=1,
                        label="worker start + budget")
         ax.set_title(f"{res['name']}: {res['records_per_s']:.0f} records/s")
         ax.set_xlabel("seconds since the first batch was requested")

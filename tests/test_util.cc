@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <lmdb.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -123,6 +125,24 @@ uint64_t ProcessRssBytes() {
     std::fclose(f);
   }
   return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+int RunUnprivileged(const std::function<int()>& body) {
+  pid_t pid = ::fork();
+  if (pid < 0) return 97;
+  if (pid == 0) {
+    if (::geteuid() == 0) {
+      constexpr uid_t kNobody = 65534;
+      if (::setgroups(0, nullptr) != 0 || ::setgid(kNobody) != 0) ::_exit(98);
+      if (::setuid(kNobody) != 0) ::_exit(99);
+    }
+    int code = body();
+    std::fflush(stderr);
+    ::_exit(code);
+  }
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid) return 97;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 }  // namespace lmdbloader::testing

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,6 +54,12 @@ void WriteLmdb(const std::string& path, const std::vector<std::pair<std::string,
 // Drops the file from the page cache, then reads it sequentially, which leaves
 // large folios in the cache (the worst case for mapped readers).
 void WarmPageCache(const std::string& path);
+
+// Runs `body` in a forked child that holds no privileges (when this process
+// is root, the child becomes nobody: root reads any file, so permission errors
+// can only be seen without it) and returns the child's exit status, which is
+// body's return value; 98/99 when privileges could not be dropped.
+int RunUnprivileged(const std::function<int()>& body);
 
 // The kernel's count for this process, read directly from /proc/self/statm.
 uint64_t ProcessRssBytes();

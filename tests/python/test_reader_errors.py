@@ -70,3 +70,36 @@ def test_importing_lmdbloader_does_not_import_torch():
     code = "import sys, lmdbloader; lmdbloader.Reader; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_unreadable_file_raises_permission_error_naming_it():
+    import shutil
+    import tempfile
+    base = tempfile.mkdtemp()  # pytest's tmp_path is not traversable by others
+    try:
+        os.chmod(base, 0o755)
+        path = os.path.join(base, "c")
+        with lmdbloader.CorpusWriter(path) as w:
+            w.add("n", {"x": 1})
+        data = os.path.join(path, "data.mdb")
+        os.chmod(data, 0)
+        # Root reads any file: the check runs in a forked child that gives up root.
+        pid = os.fork()
+        if pid == 0:
+            code = 3
+            try:
+                if os.geteuid() == 0:
+                    os.setgroups([])
+                    os.setgid(65534)
+                    os.setuid(65534)
+                try:
+                    lmdbloader.Reader(path)
+                    code = 1
+                except PermissionError as e:
+                    code = 0 if data in str(e) else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        shutil.rmtree(base)
