@@ -2,9 +2,9 @@
 
 Generates about 1 GiB of files (an image folder, and video frame folders),
 reads them once so the page cache is warm, then alternates `cat` of every file
-into /dev/null and `lmdbloader convert` of the folder, `--repeats` times each.
-Prints MB/s and the median ratio convert / cat; writes JSON. The converter
-also builds and commits the LMDB (a durable write), which `cat` does not.
+into /dev/null, `cat` of every file into one synced file (the floor for any
+tool that writes what it reads) and `lmdbloader convert` of the folder,
+`--repeats` times each. Prints MB/s and the median ratios; writes JSON.
 
     python bench/convert_bench.py [--mib 1024] [--repeats 3] [--out bench/out]
 """
@@ -50,6 +50,17 @@ def time_cat(files):
     return time.perf_counter() - start
 
 
+def time_cat_to_file(files, output):
+    """The floor for any converter: read every byte and write it to one file, synced."""
+    start = time.perf_counter()
+    with open(output, "wb") as out:
+        subprocess.run(["xargs", "-0", "cat"], input="\0".join(files).encode(), stdout=out, check=True)
+        os.fsync(out.fileno())
+    seconds = time.perf_counter() - start
+    os.unlink(output)
+    return seconds
+
+
 def time_convert(cli, kind, source, output):
     if os.path.exists(output):
         shutil.rmtree(output)
@@ -78,20 +89,24 @@ def main():
             files = files_of(source)
             total = sum(os.path.getsize(f) for f in files)
             time_cat(files)  # warm the page cache
-            cat_s, convert_s = [], []
+            cat_s, cat_file_s, convert_s = [], [], []
             for _ in range(args.repeats):
                 cat_s.append(time_cat(files))
+                cat_file_s.append(time_cat_to_file(files, os.path.join(tmp, "concatenated")))
                 seconds, summary = time_convert(args.cli, kind, source, os.path.join(tmp, "corpus"))
                 convert_s.append(seconds)
             ratio = statistics.median(c / v for c, v in zip(cat_s, convert_s))
+            ratio_file = statistics.median(c / v for c, v in zip(cat_file_s, convert_s))
             results[kind] = {"files": len(files), "bytes": total, "records": summary["records"],
-                             "cat_seconds": cat_s, "convert_seconds": convert_s,
+                             "cat_seconds": cat_s, "cat_to_file_seconds": cat_file_s, "convert_seconds": convert_s,
                              "cat_mb_per_s": total / 1e6 / statistics.median(cat_s),
+                             "cat_to_file_mb_per_s": total / 1e6 / statistics.median(cat_file_s),
                              "convert_mb_per_s": total / 1e6 / statistics.median(convert_s),
-                             "ratio_convert_to_cat": ratio}
+                             "ratio_convert_to_cat": ratio, "ratio_convert_to_cat_to_file": ratio_file}
             r = results[kind]
-            print(f"{kind:13s} {len(files):6d} files {total / 1e9:.2f} GB: cat {r['cat_mb_per_s']:7.0f} MB/s, "
-                  f"convert {r['convert_mb_per_s']:7.0f} MB/s, convert/cat {ratio:.2f}x (median of {args.repeats})",
+            print(f"{kind:13s} {len(files):6d} files {total / 1e9:.2f} GB: cat {r['cat_mb_per_s']:5.0f} MB/s, "
+                  f"cat > file {r['cat_to_file_mb_per_s']:5.0f} MB/s, convert {r['convert_mb_per_s']:5.0f} MB/s; "
+                  f"convert/cat {ratio:.2f}x, convert/(cat > file) {ratio_file:.2f}x (medians of {args.repeats})",
                   flush=True)
     with open(os.path.join(args.out, "convert_bench.json"), "w") as f:
         json.dump(results, f, indent=1)

@@ -1,17 +1,22 @@
 // Side-by-side read throughput: raw LMDB (mdb_get + copy, unbounded) against
 // lmdbloader's pread mode and governed mmap mode, for 100 KiB and 2 KiB
-// values, random order, warm page cache. Compare the ratios printed in one
+// values, random order, warm page cache; plus a bare pread() per record (no
+// library), the floor any pread-based reader pays. Compare the ratios printed in one
 // run; absolute times vary from machine to machine.
 //
 //   build/bench/reader_bench --benchmark_min_time=2
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
 #include <lmdb.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <map>
 #include <random>
 
+#include "corpus_format.h"
+#include "index_builder.h"
 #include "lmdbloader/reader.h"
 #include "test_util.h"
 
@@ -26,7 +31,33 @@ struct Fixture {
   uint64_t count;
   size_t value_size;
   std::vector<uint64_t> order;
+  std::vector<uint64_t> offsets;  // file offset of each value, for the bare pread floor
 };
+
+// Offsets of every value in the data file: its address in LMDB's map minus
+// the map's base (found as the library finds it, in /proc/self/maps).
+std::vector<uint64_t> ValueOffsets(const std::string& path, uint64_t count) {
+  MDB_env* env;
+  mdb_env_create(&env);
+  mdb_env_open(env, path.c_str(), MDB_RDONLY | MDB_NOLOCK, 0644);
+  MDB_txn* txn;
+  MDB_dbi dbi;
+  mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn);
+  mdb_dbi_open(txn, nullptr, 0, &dbi);
+  std::vector<uint64_t> offsets(count);
+  const char* base = nullptr;
+  uint64_t length = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    std::string key = RecordKey(i);
+    MDB_val kv{key.size(), key.data()}, val;
+    mdb_get(txn, dbi, &kv, &val);
+    if (base == nullptr && !FindMapping(val.mv_data, &base, &length).ok()) std::abort();
+    offsets[i] = static_cast<uint64_t>(static_cast<const char*>(val.mv_data) - base);
+  }
+  mdb_txn_abort(txn);
+  mdb_env_close(env);
+  return offsets;
+}
 
 Fixture& Corpus(size_t value_size) {
   static std::map<size_t, std::unique_ptr<Fixture>> cache;
@@ -41,6 +72,7 @@ Fixture& Corpus(size_t value_size) {
     f->order.resize(f->count);
     for (uint64_t i = 0; i < f->count; ++i) f->order[i] = i;
     std::shuffle(f->order.begin(), f->order.end(), std::mt19937_64(7));
+    f->offsets = ValueOffsets(f->path, f->count);
   }
   return *f;
 }
@@ -70,6 +102,21 @@ void BM_RawMdbGetCopy(benchmark::State& state) {
   mdb_env_close(env);
 }
 
+// The floor for pread mode: one pread() per record at a known offset, no
+// library at all. lmdbloader's pread mode over this ratio is its own overhead.
+void BM_BarePread(benchmark::State& state) {
+  Fixture& f = Corpus(state.range(0));
+  int fd = ::open((f.path + "/data.mdb").c_str(), O_RDONLY);
+  std::string buf(f.value_size, '\0');
+  size_t k = 0;
+  for (auto _ : state) {
+    ssize_t n = ::pread(fd, buf.data(), f.value_size, static_cast<off_t>(f.offsets[f.order[k++ % f.count]]));
+    benchmark::DoNotOptimize(n);
+  }
+  state.SetBytesProcessed(state.iterations() * f.value_size);
+  ::close(fd);
+}
+
 void BM_Lmdbloader(benchmark::State& state, AccessMode mode) {
   Fixture& f = Corpus(state.range(0));
   ReaderOptions options;
@@ -90,6 +137,7 @@ void BM_Lmdbloader(benchmark::State& state, AccessMode mode) {
 }
 
 BENCHMARK(BM_RawMdbGetCopy)->Arg(100 * 1024)->Arg(2048);
+BENCHMARK(BM_BarePread)->Arg(100 * 1024)->Arg(2048);
 BENCHMARK_CAPTURE(BM_Lmdbloader, pread_budget64MiB, AccessMode::kPread)->Arg(100 * 1024)->Arg(2048);
 BENCHMARK_CAPTURE(BM_Lmdbloader, mmap_budget64MiB, AccessMode::kMmap)->Arg(100 * 1024)->Arg(2048);
 
