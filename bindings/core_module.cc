@@ -94,7 +94,7 @@ class ScratchBuffer {
   char* data() { return data_; }
 
  private:
-  static constexpr uint64_t kKeepBytes = 32ull << 20;
+  static constexpr uint64_t kKeepBytes = 8ull << 20;
   struct Slot {
     std::unique_ptr<char[]> data;
     uint64_t capacity = 0;
