@@ -78,6 +78,8 @@ def main():
     p.add_argument("--cli", default=shutil.which("lmdbloader") or os.path.join(HERE, "..", "build", "lmdbloader"))
     p.add_argument("--out", default=os.path.join(HERE, "out"))
     args = p.parse_args()
+    if args.repeats < 1 or args.mib < 1:
+        p.error("--repeats and --mib must be at least 1")
     os.makedirs(args.out, exist_ok=True)
     results = {}
     with tempfile.TemporaryDirectory(dir=args.out) as tmp:

@@ -98,6 +98,8 @@ def main():
                    help="alternating runs of each; ratios are medians over the pairs")
     p.add_argument("--out", default=os.path.join(HERE, "out"))
     args = p.parse_args()
+    if args.epochs < 2 or args.repeats < 1:
+        p.error("--epochs must be at least 2 (epochs 2+ are reported) and --repeats at least 1")
     os.makedirs(args.out, exist_ok=True)
     budget = lmdbloader._options.byte_size(args.budget, "--budget")
     frame, frames = 32 * 1024, 8

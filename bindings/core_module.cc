@@ -66,13 +66,15 @@ class ScratchBuffer {
  public:
   explicit ScratchBuffer(uint64_t size) {
     Slot& slot = ThreadSlot();
-    if (slot.in_use) {  // nested use on this thread: a private buffer
+    // A transform called from decode_batch may read from a Reader while the
+    // batch still needs its buffer: such a nested use gets a private one.
+    if (slot.in_use) {
       own_.reset(new char[size ? size : 1]);
       data_ = own_.get();
       return;
     }
     if (size > slot.capacity) {
-      slot.data.reset();
+      slot.data.reset();  // free first: never hold the old and the new buffer together
       slot.data.reset(new char[size]);
       slot.capacity = size;
     }

@@ -35,6 +35,14 @@ def _readonly(what):
                         f"`lmdbloader convert` to write)")
 
 
+def _write_call(what):
+    """A method of py-lmdb's write API that raises ReadonlyError naming itself."""
+    def refuse(self, *args, **kwargs):
+        _readonly(what)
+    refuse.__name__ = what.split(".")[-1].rstrip("()")
+    return refuse
+
+
 def open(path, map_size=10485760, subdir=True, readonly=False, metasync=True, sync=True,
          map_async=False, mode=0o755, create=True, readahead=True, writemap=False,
          meminit=True, max_readers=126, max_dbs=0, max_spare_txns=1, lock=True, *,
@@ -134,14 +142,9 @@ class Environment:
     def reader_check(self):
         return 0
 
-    def sync(self, force=False):
-        _readonly("sync()")
-
-    def copy(self, path, compact=False, txn=None):
-        _readonly("copy()")
-
-    def set_mapsize(self, map_size):
-        _readonly("set_mapsize()")
+    sync = _write_call("sync()")
+    copy = _write_call("copy()")
+    set_mapsize = _write_call("set_mapsize()")
 
     def close(self):
         self._closed = True
@@ -200,20 +203,11 @@ class Transaction:
     def abort(self):
         pass
 
-    def put(self, *args, **kwargs):
-        _readonly("Transaction.put()")
-
-    def replace(self, *args, **kwargs):
-        _readonly("Transaction.replace()")
-
-    def pop(self, *args, **kwargs):
-        _readonly("Transaction.pop()")
-
-    def delete(self, *args, **kwargs):
-        _readonly("Transaction.delete()")
-
-    def drop(self, *args, **kwargs):
-        _readonly("Transaction.drop()")
+    put = _write_call("Transaction.put()")
+    replace = _write_call("Transaction.replace()")
+    pop = _write_call("Transaction.pop()")
+    delete = _write_call("Transaction.delete()")
+    drop = _write_call("Transaction.drop()")
 
     def __enter__(self):
         return self
@@ -299,17 +293,10 @@ class Cursor:
     def __iter__(self):
         return self.iternext()
 
-    def put(self, *args, **kwargs):
-        _readonly("Cursor.put()")
-
-    def delete(self, *args, **kwargs):
-        _readonly("Cursor.delete()")
-
-    def replace(self, *args, **kwargs):
-        _readonly("Cursor.replace()")
-
-    def pop(self, *args, **kwargs):
-        _readonly("Cursor.pop()")
+    put = _write_call("Cursor.put()")
+    delete = _write_call("Cursor.delete()")
+    replace = _write_call("Cursor.replace()")
+    pop = _write_call("Cursor.pop()")
 
     def close(self):
         self._pos = -1

@@ -1,6 +1,7 @@
 """lmdbloader.Reader: random access to an LMDB database under a memory budget."""
 
 import json
+import operator
 import os
 
 import numpy as np
@@ -102,8 +103,10 @@ class Reader:
 
     def __getitem__(self, index):
         """Record bytes at a position (negative counts from the end); IndexError past the end."""
-        if not isinstance(index, int):
-            raise TypeError(f"Reader indices must be integers, not {type(index).__name__}")
+        try:
+            index = operator.index(index)  # ints and numpy integers, as decode() takes
+        except TypeError:
+            raise TypeError(f"Reader indices must be integers, not {type(index).__name__}") from None
         return self._c.read(index)
 
     def get(self, key, default=None):

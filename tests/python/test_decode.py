@@ -59,6 +59,22 @@ def test_decode_batch_applies_transform_to_each_record(db):
         r.decode_batch([0], transform=42)
 
 
+def test_transform_that_reads_the_same_reader_leaves_the_batch_intact(db):
+    # The transform runs while the batch's read buffer holds records still to
+    # be decoded; reading a record larger than that buffer from inside it must
+    # not reuse or free it.
+    want = expected(db)
+    r = lmdbloader.Reader(db)
+    biggest = max(range(len(want)), key=lambda i: r.value_size(i))
+    small = [i for i in range(len(want)) if r.value_size(i) < 1000]
+
+    def transform(record):
+        assert r.decode(biggest) == want[biggest]
+        return record
+
+    assert r.decode_batch(small, transform) == [want[i] for i in small]
+
+
 def test_transform_errors_propagate_unchanged(db):
     r = lmdbloader.Reader(db)
 

@@ -3,6 +3,7 @@
 import os
 import pickle
 
+import numpy as np
 import pytest
 
 import lmdbloader
@@ -22,6 +23,9 @@ def test_reader_basics_and_pickling(corpus):
     assert len(r) == 10 and r.decode(3) == {"x": 3, "blob": b"bbb"}
     assert r.get(b"\0" * 7 + b"\x02") == r[2] and r.get(b"nope") is None
     assert r[-1] == r[9] and r.name(4) == "n4"
+    assert r[np.int64(2)] == r[2] and r.get_batch(np.array([2, 9])) == [r[2], r[9]]
+    with pytest.raises(TypeError, match="integers, not float"):
+        r[2.0]
     assert list(r.column("label")) == list(range(10))
     r2 = pickle.loads(pickle.dumps(r))
     assert r2[5] == r[5] and r2.stats()["rss_budget"] == 16 << 20
