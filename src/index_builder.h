@@ -1,6 +1,6 @@
-// Builds a RecordIndex by one cursor walk over an LMDB database, itself under
-// the memory budget: the walk's mapped pages are released whenever the
-// kernel's count grows past half the budget.
+// Builds a RecordIndex by one walk over an LMDB database with the checked
+// page reader (lmdb_pages.h): pages are read with pread(), nothing is mapped,
+// so the walk holds a page window (at most 1 MiB) and the index it builds.
 #ifndef LMDBLOADER_SRC_INDEX_BUILDER_H_
 #define LMDBLOADER_SRC_INDEX_BUILDER_H_
 
@@ -12,14 +12,10 @@
 
 namespace lmdbloader {
 
-struct WalkReport {
-  uint64_t drops = 0;  // times the walk released its mapping
-};
-
 // Walks `env`'s database and fills `index` (identity and db_name included).
-// `budget` 0 still releases the walk's pages every 256 MiB grown.
-Status BuildIndex(const LmdbEnv& env, const DataLocation& location, const std::string& db_name,
-                  uint64_t budget, RecordIndex* index, WalkReport* report);
+// Corruption naming the file and page when the walk meets damage.
+Status BuildIndex(LmdbEnv& env, const DataLocation& location, const std::string& db_name,
+                  RecordIndex* index);
 
 // Finds the start and length of the mapping of this process that contains
 // `address` and maps file offset 0 of the same file (/proc/self/maps), since

@@ -43,41 +43,42 @@ Status LmdbEnv::Open(const DataLocation& location, bool lock, const std::string&
                      std::unique_ptr<LmdbEnv>* out) {
   std::unique_ptr<LmdbEnv> e(new LmdbEnv());
   const std::string& where = location.data_path;
-  int rc = mdb_env_create(&e->env_);
-  if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_env_create", where);
-  if (!db_name.empty()) {
-    rc = mdb_env_set_maxdbs(e->env_, 1024);
-    if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_env_set_maxdbs", where);
+  LMDBLOADER_RETURN_IF_ERROR(e->file_.Open(where));
+  // liblmdb sees the file only after its meta pages passed the checks.
+  LMDBLOADER_RETURN_IF_ERROR(e->file_.ReadMeta(0, &e->meta_));
+  if (lock) {
+    int rc = mdb_env_create(&e->env_);
+    if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_env_create", where);
+    unsigned flags = MDB_RDONLY | MDB_NORDAHEAD | MDB_NOTLS;
+    if (!location.subdir) flags |= MDB_NOSUBDIR;
+    rc = mdb_env_open(e->env_, location.path.c_str(), flags, 0644);
+    if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_env_open", where);
+    // The snapshot's meta page can be overwritten by a writer's second commit
+    // after ours began: read it right away, and begin again if it is gone.
+    Status found;
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      rc = mdb_txn_begin(e->env_, nullptr, MDB_RDONLY, &e->txn_);
+      if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_txn_begin", where);
+      found = e->file_.ReadMeta(mdb_txn_id(e->txn_), &e->meta_);
+      if (!found.IsNotFound()) break;
+      mdb_txn_abort(e->txn_);
+      e->txn_ = nullptr;
+    }
+    LMDBLOADER_RETURN_IF_ERROR(found);
   }
-  unsigned flags = MDB_RDONLY | MDB_NORDAHEAD | MDB_NOTLS;
-  if (!lock) flags |= MDB_NOLOCK;
-  if (!location.subdir) flags |= MDB_NOSUBDIR;
-  rc = mdb_env_open(e->env_, location.path.c_str(), flags, 0644);
-  if (rc != MDB_SUCCESS) {
-    // mdb_env_open on a directory-less lock file can fail with EACCES; name
-    // the data file, which is what the user asked for.
-    return Status::FromLmdb(rc, "mdb_env_open", where);
+  if (db_name.empty()) {
+    e->tree_ = e->meta_.main_tree;
+  } else {
+    LMDBLOADER_RETURN_IF_ERROR(e->file_.FindNamedTree(e->meta_, db_name, &e->tree_));
   }
-  MDB_envinfo info;
-  MDB_stat stat;
-  mdb_env_info(e->env_, &info);
-  mdb_env_stat(e->env_, &stat);
-  LMDBLOADER_RETURN_IF_ERROR(StatIdentity(where, &e->identity_));
-  e->identity_.txnid = info.me_last_txnid;
-  e->identity_.page_size = stat.ms_psize;
-  uint64_t needed = (static_cast<uint64_t>(info.me_last_pgno) + 1) * stat.ms_psize;
-  if (e->identity_.size < needed) {
-    return Status::Corruption("open " + where + ": truncated: file has " +
-                              std::to_string(e->identity_.size) + " bytes, LMDB's meta page needs " +
-                              std::to_string(needed));
-  }
-  rc = mdb_txn_begin(e->env_, nullptr, MDB_RDONLY, &e->txn_);
-  if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_txn_begin", where);
-  rc = mdb_dbi_open(e->txn_, db_name.empty() ? nullptr : db_name.c_str(), 0, &e->dbi_);
-  if (rc == MDB_NOTFOUND)
-    return Status::NotFound("mdb_dbi_open " + where + ": no database named '" + db_name + "'");
-  if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_dbi_open", where);
-  mdb_dbi_flags(e->txn_, e->dbi_, &e->db_flags_);
+  struct stat st;
+  if (::fstat(e->file_.fd(), &st) != 0) return Status::FromErrno(errno, "fstat", where);
+  e->identity_.device = st.st_dev;
+  e->identity_.inode = st.st_ino;
+  e->identity_.size = static_cast<uint64_t>(st.st_size);
+  e->identity_.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  e->identity_.txnid = e->meta_.txnid;
+  e->identity_.page_size = e->meta_.page_size;
   *out = std::move(e);
   return Status::OK();
 }

@@ -1,9 +1,12 @@
-// LmdbEnv: an LMDB environment opened read-only with one read transaction.
+// LmdbEnv: an LMDB database opened read-only, its meta pages checked.
 //
-// Owns MDB_env* and MDB_txn*; move-only; closing is idempotent. Used by the
-// index walk (briefly) and, in lock mode, held by a Reader so a concurrent
-// writer cannot reuse pages its index points to. Never used after fork(): a
-// child opens its own (lmdb.h, Caveats).
+// The walk goes through LmdbFile (lmdb_pages.h), which checks every page it
+// reads: liblmdb never walks the file in this process. liblmdb is used only
+// in lock mode, and only to open the environment and hold one read
+// transaction (the snapshot that keeps a concurrent writer from reusing the
+// pages the index points to); it reads nothing but the meta pages, which
+// LmdbFile checked first. Owns MDB_env* and MDB_txn*; not copyable; closing is
+// idempotent. Never used after fork(): a child opens its own (lmdb.h, Caveats).
 #ifndef LMDBLOADER_SRC_LMDB_ENV_H_
 #define LMDBLOADER_SRC_LMDB_ENV_H_
 
@@ -12,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "lmdb_pages.h"
 #include "lmdbloader/status.h"
 #include "record_index.h"
 
@@ -30,29 +34,32 @@ Status ResolveLocation(const std::string& path, DataLocation* location);
 
 class LmdbEnv {
  public:
-  // Opens read-only (MDB_RDONLY | MDB_NORDAHEAD | MDB_NOTLS, and MDB_NOLOCK
-  // unless `lock`), begins a read transaction, opens `db_name` (main when
-  // empty) and fills identity(). Corruption when the file is shorter than
-  // LMDB's meta page says (touching the missing pages would raise SIGBUS).
+  // Checks the meta pages, finds `db_name` (main when empty) and fills
+  // identity(). With `lock`, also opens the environment with liblmdb
+  // (MDB_RDONLY | MDB_NORDAHEAD | MDB_NOTLS) and begins the read transaction
+  // whose snapshot the walk then reads. Corruption naming the file when the
+  // meta pages are damaged or the file is shorter than they say; NotFound
+  // when there is no database `db_name`.
   static Status Open(const DataLocation& location, bool lock, const std::string& db_name,
                      std::unique_ptr<LmdbEnv>* env);
   ~LmdbEnv();
   LmdbEnv(const LmdbEnv&) = delete;
   LmdbEnv& operator=(const LmdbEnv&) = delete;
 
-  MDB_env* env() const { return env_; }
-  MDB_txn* txn() const { return txn_; }
-  MDB_dbi dbi() const { return dbi_; }
-  unsigned db_flags() const { return db_flags_; }
+  LmdbFile& file() { return file_; }
+  const LmdbMeta& meta() const { return meta_; }
+  const LmdbTree& tree() const { return tree_; }  // the database's own tree
+  unsigned db_flags() const { return tree_.flags; }
   const FileIdentity& identity() const { return identity_; }
   void Close();
 
  private:
   LmdbEnv() = default;
-  MDB_env* env_ = nullptr;
-  MDB_txn* txn_ = nullptr;
-  MDB_dbi dbi_ = 0;
-  unsigned db_flags_ = 0;
+  MDB_env* env_ = nullptr;  // lock mode only
+  MDB_txn* txn_ = nullptr;  // lock mode only
+  LmdbFile file_;
+  LmdbMeta meta_;
+  LmdbTree tree_;
   FileIdentity identity_;
 };
 

@@ -93,10 +93,7 @@ Status Reader::OpenPart(const std::string& path, Part* part, std::string* index_
   } else {
     // A damaged or stale saved index is rebuilt, never trusted.
     part->index = RecordIndex();
-    WalkReport report;
-    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name,
-                                          options_.rss_budget, &part->index, &report));
-    walk_drops_ += report.drops;
+    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, &part->index));
     *index_source = "built";
     if (!index_path.empty()) {
       Status saved = SaveIndex(index_path, part->index);
@@ -200,8 +197,7 @@ Status Reader::ReopenHandles() {
       LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(p.location, true, options_.db_name, &p.env));
       if (!(p.env->identity() == p.index.identity)) {
         RecordIndex fresh;
-        LMDBLOADER_RETURN_IF_ERROR(
-            BuildIndex(*p.env, p.location, options_.db_name, options_.rss_budget, &fresh, nullptr));
+        LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*p.env, p.location, options_.db_name, &fresh));
         if (fresh.size() != p.index.size())
           return Status::Corruption("reopen " + p.location.data_path +
                                     " after fork: the database changed its record count");
@@ -455,7 +451,7 @@ ReaderStats Reader::stats() {
     if (MappedFileRss(0, p->location.data_path, &rss).ok()) s.mapped_rss += rss;
     s.index_bytes += p->index.MemoryBytes();
   }
-  s.drops = walk_drops_ + (governor_ ? governor_->drops() : 0);
+  s.drops = governor_ ? governor_->drops() : 0;
   s.remaps = remaps_.load();
   s.records_read = records_read_.load();
   s.bytes_read = bytes_read_.load();

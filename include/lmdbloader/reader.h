@@ -158,7 +158,6 @@ class Reader {
   std::atomic<uint64_t> bytes_read_{0};
   std::atomic<uint64_t> bytes_since_remap_{0};
   std::atomic<uint64_t> remaps_{0};
-  uint64_t walk_drops_ = 0;
 };
 
 }  // namespace lmdbloader

@@ -1,0 +1,140 @@
+// LmdbFile: a bounds-checked reader of LMDB's on-disk page format.
+//
+// liblmdb trusts every page it reads: a damaged page makes it assert
+// (abort), follow a pointer past its map (SIGSEGV) or touch a page past the
+// end of a short file (SIGBUS). A training job must survive a damaged file,
+// so the index walk never hands an unchecked file to liblmdb. This reader
+// reads pages with pread() (nothing mapped, so nothing to fault on) and
+// checks everything it follows before using it:
+// - meta pages: page flag, magic, version, page size, last page within the
+//   file, roots within the last page;
+// - every tree page: its page number in the header equals the number that
+//   led to it, its type is the one its level needs (branch above, leaf at the
+//   bottom), its free-space bounds and node offsets lie inside the page, and
+//   each node's key and inline value lie inside the page;
+// - values on overflow pages lie within the file and the last page;
+// - keys come in strictly increasing order under the database's comparator
+//   (which also catches cycles and pages reached twice), the walk visits no
+//   more pages than the file has, the tree is no deeper than it says (and
+//   than liblmdb's 32 levels), and the number of entries found equals the
+//   tree's own count.
+// Layout facts (structure sizes, flags, the 48-bit child page number of a
+// branch node) are from LMDB's mdb.c; the file format is LMDB's version 1,
+// little-endian, 64-bit page numbers.
+//
+// Not thread-safe; one walk at a time per object.
+#ifndef LMDBLOADER_SRC_LMDB_PAGES_H_
+#define LMDBLOADER_SRC_LMDB_PAGES_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "lmdbloader/status.h"
+
+namespace lmdbloader {
+
+// Database flags stored in a tree's header (lmdb.h's mdb_dbi_open flags).
+inline constexpr uint16_t kLmdbReverseKey = 0x02;
+inline constexpr uint16_t kLmdbDupSort = 0x04;
+inline constexpr uint16_t kLmdbIntegerKey = 0x08;
+inline constexpr uint16_t kLmdbDupFixed = 0x10;
+inline constexpr uint16_t kLmdbIntegerDup = 0x20;
+inline constexpr uint16_t kLmdbReverseDup = 0x40;
+
+// One B+tree's header (LMDB's MDB_db, 48 bytes on disk).
+struct LmdbTree {
+  uint32_t pad = 0;  // key size of DUPFIXED pages; the page size in the free tree
+  uint16_t flags = 0;
+  uint16_t depth = 0;
+  uint64_t branch_pages = 0;
+  uint64_t leaf_pages = 0;
+  uint64_t overflow_pages = 0;
+  uint64_t entries = 0;
+  uint64_t root = ~0ull;  // ~0: empty tree
+  static constexpr size_t kDiskSize = 48;
+  // Parses 48 bytes; false when the bytes cannot be a tree header.
+  static bool Parse(std::string_view bytes, LmdbTree* tree);
+};
+
+// The meta page LMDB reads first (the newer of the two).
+struct LmdbMeta {
+  uint32_t page_size = 0;
+  uint64_t map_size = 0;
+  uint64_t last_pgno = 0;
+  uint64_t txnid = 0;
+  int page = 0;  // 0 or 1: which meta page
+  LmdbTree free_tree;
+  LmdbTree main_tree;
+};
+
+// One item of a walk: a key and where its value lies in the file. For a
+// MDB_DUPSORT tree, one item per (key, duplicate) pair, the duplicate as the
+// value, in LMDB's order.
+struct LmdbItem {
+  std::string_view key;          // valid during the visit only
+  uint64_t value_offset = 0;     // file offset of the value's bytes
+  uint64_t value_size = 0;
+  std::string_view value;        // the value's bytes when they sit in a tree page, else empty
+  bool on_overflow_pages = false;
+  bool named_database = false;   // the value is the header of a named database (F_SUBDATA)
+};
+
+class LmdbFile {
+ public:
+  LmdbFile() = default;
+  ~LmdbFile();
+  LmdbFile(const LmdbFile&) = delete;
+  LmdbFile& operator=(const LmdbFile&) = delete;
+
+  // Opens `data_path` read-only. IOError when it cannot be opened.
+  Status Open(const std::string& data_path);
+  uint64_t file_size() const { return file_size_; }
+  int fd() const { return fd_; }
+
+  // Reads and checks both meta pages and picks the one LMDB would use (the
+  // higher transaction id), or, when `txnid` is not 0, the one that holds it
+  // (NotFound when neither does). Corruption naming the file otherwise.
+  Status ReadMeta(uint64_t txnid, LmdbMeta* meta);
+
+  // The header of the named database `name` in `meta`'s main tree. NotFound
+  // when there is none.
+  Status FindNamedTree(const LmdbMeta& meta, std::string_view name, LmdbTree* tree);
+
+  // Visits every item of `tree` in key order. The visitor's first non-OK
+  // status stops the walk and is returned. Corruption naming the file and the
+  // page when anything is out of place.
+  using Visitor = std::function<Status(const LmdbItem&)>;
+  Status Walk(const LmdbMeta& meta, const LmdbTree& tree, const Visitor& visit);
+
+  // Checks the header of the overflow page run holding a value found at
+  // `value_offset` (page type, page number, page count). The walk itself
+  // does not read overflow pages (it would cost one random read per record on
+  // a cold open); `lmdbloader verify` does.
+  Status CheckOverflow(const LmdbMeta& meta, uint64_t value_offset, uint64_t value_size);
+
+  const std::string& path() const { return path_; }
+
+ private:
+  struct WalkState;
+  Status ReadPages(uint64_t first, uint64_t count, uint32_t page_size);
+  Status WalkPage(WalkState& st, uint64_t pgno, int level);
+  Status VisitLeaf(WalkState& st, const char* page, uint64_t pgno);
+  Status VisitDuplicates(WalkState& st, std::string_view key, const char* node_data, uint64_t data_size,
+                         uint64_t data_offset, bool subtree, uint64_t pgno);
+  Status Damaged(uint64_t pgno, const std::string& what) const;
+
+  std::string path_;
+  int fd_ = -1;
+  uint64_t file_size_ = 0;
+  // A run of consecutive pages read by one pread: a branch's children are
+  // usually neighbours, so one read serves many leaves.
+  std::string window_;
+  uint64_t window_first_ = 0;
+  uint64_t window_count_ = 0;
+};
+
+}  // namespace lmdbloader
+
+#endif  // LMDBLOADER_SRC_LMDB_PAGES_H_
