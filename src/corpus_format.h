@@ -14,6 +14,10 @@ namespace lmdbloader {
 
 inline constexpr std::string_view kMetaPrefix = "__lmdbloader__/";
 inline constexpr std::string_view kManifestKey = "__lmdbloader__/manifest";
+// XXH3-64 of the manifest's bytes, 8 bytes little-endian.
+inline constexpr std::string_view kManifestChecksumKey = "__lmdbloader__/manifest.xxh3";
+// XXH3-64 of every record, 8 bytes little-endian each, in record order.
+inline constexpr std::string_view kChecksumsKey = "__lmdbloader__/checksums";
 inline constexpr std::string_view kNamesBlobKey = "__lmdbloader__/names";
 inline constexpr std::string_view kNamesOffsetsKey = "__lmdbloader__/names.offsets";
 inline constexpr std::string_view kColumnPrefix = "__lmdbloader__/column/";

@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <fstream>
@@ -32,7 +33,7 @@ Status FindMapping(const void* address, const char** base, uint64_t* length) {
 }
 
 Status BuildIndex(LmdbEnv& env, const DataLocation& location, const std::string& db_name,
-                  RecordIndex* index) {
+                  bool corpus_meta, RecordIndex* index) {
   const std::string& where = location.data_path;
   if (env.db_flags() & kLmdbDupSort)
     return Status::Unsupported("open " + where +
@@ -40,7 +41,10 @@ Status BuildIndex(LmdbEnv& env, const DataLocation& location, const std::string&
   index->identity = env.identity();
   index->db_name = db_name;
   index->set_keys_sorted((env.db_flags() & (kLmdbIntegerKey | kLmdbReverseKey)) == 0);
-  const bool corpus_meta_allowed = db_name.empty();
+  const bool corpus_meta_allowed = corpus_meta && db_name.empty();
+  // The tree's own count, capped by what the file could hold (a node takes
+  // at least 10 bytes of a page), so a damaged count cannot allocate much.
+  index->Reserve(std::min<uint64_t>(env.tree().entries, env.identity().size / 10));
   uint64_t count = 0;
   // LmdbFile checked that every value lies inside the file.
   return env.file().Walk(env.meta(), env.tree(), [&](const LmdbItem& item) -> Status {

@@ -13,9 +13,11 @@
 namespace lmdbloader {
 
 // Walks `env`'s database and fills `index` (identity and db_name included).
-// Corruption naming the file and page when the walk meets damage.
+// With `corpus_meta`, keys under the corpus metadata prefix go to the index's
+// metadata instead of its records. Corruption naming the file and page when
+// the walk meets damage.
 Status BuildIndex(LmdbEnv& env, const DataLocation& location, const std::string& db_name,
-                  RecordIndex* index);
+                  bool corpus_meta, RecordIndex* index);
 
 // Finds the start and length of the mapping of this process that contains
 // `address` and maps file offset 0 of the same file (/proc/self/maps), since

@@ -10,12 +10,16 @@
 #include <fstream>
 #include <sstream>
 
+#include "checksum.h"
+
 namespace lmdbloader {
 
 namespace {
 
 constexpr char kMagic[8] = {'L', 'M', 'D', 'B', 'L', 'I', 'D', 'X'};
-constexpr uint32_t kVersion = 1;
+// Version 2 ends with the XXH3-64 of every byte before it: a flipped bit in a
+// saved index makes it rebuilt, never trusted.
+constexpr uint32_t kVersion = 2;
 
 std::string HexOf(const std::string& s) {
   static const char* digits = "0123456789abcdef";
@@ -77,7 +81,7 @@ class Cursor {
   bool GetArray(std::vector<T>* v, uint64_t n) {
     if ((b_.size() - pos_) / sizeof(T) < n) return false;
     v->resize(n);
-    std::memcpy(v->data(), b_.data() + pos_, n * sizeof(T));
+    if (n) std::memcpy(v->data(), b_.data() + pos_, n * sizeof(T));
     pos_ += n * sizeof(T);
     return true;
   }
@@ -140,6 +144,7 @@ std::string IndexFileCodec::Encode(const RecordIndex& index) {
     Put(&out, loc.offset);
     Put(&out, loc.size);
   }
+  Put<uint64_t>(&out, Checksum(out));
   return out;
 }
 
@@ -147,12 +152,17 @@ Status IndexFileCodec::Decode(const std::string& bytes, const std::string& path,
   auto damaged = [&](const char* what) {
     return Status::Corruption("index file " + path + ": " + what);
   };
-  Cursor c(bytes);
+  if (bytes.size() < sizeof(kMagic) + 8) return damaged("truncated");
+  uint64_t stored = 0;
+  std::memcpy(&stored, bytes.data() + bytes.size() - 8, 8);
+  const std::string body = bytes.substr(0, bytes.size() - 8);
+  Cursor c(body);
   std::string magic;
   uint32_t version = 0, flags = 0;
   if (!c.GetBytes(&magic, sizeof(kMagic)) || std::memcmp(magic.data(), kMagic, sizeof(kMagic)) != 0)
     return damaged("bad magic");
   if (!c.Get(&version) || version != kVersion) return damaged("unknown version");
+  if (Checksum(body) != stored) return damaged("checksum mismatch");
   FileIdentity& id = index->identity;
   uint64_t n = 0;
   if (!c.Get(&flags) || !c.Get(&id.device) || !c.Get(&id.inode) || !c.Get(&id.size) ||
@@ -175,11 +185,14 @@ Status IndexFileCodec::Decode(const std::string& bytes, const std::string& path,
     std::string key;
     ValueLocation loc;
     if (!c.GetString(&key) || !c.Get(&loc.offset) || !c.Get(&loc.size)) return damaged("truncated metadata");
+    if (loc.offset > id.size || loc.size > id.size - loc.offset) return damaged("metadata past the data file");
     index->meta_[key] = loc;
   }
   if (!c.done()) return damaged("trailing bytes");
+  // Written so that no sum can wrap past 2^64.
   for (uint64_t i = 0; i < n; ++i)
-    if (index->offsets_[i] + index->sizes_[i] > id.size) return damaged("offset past the data file");
+    if (index->offsets_[i] > id.size || index->sizes_[i] > id.size - index->offsets_[i])
+      return damaged("offset past the data file");
   return Status::OK();
 }
 

@@ -10,10 +10,12 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "checksum.h"
 #include "corpus_format.h"
 #include "index_builder.h"
 #include "index_file.h"
@@ -71,6 +73,9 @@ struct Reader::Part {
   int fd = -1;
   std::shared_ptr<Mapping> map;  // mmap mode; read and swapped with std::atomic_load/store
   std::unique_ptr<LmdbEnv> env;  // lock mode: holds the snapshot the index describes
+  std::string manifest;          // corpora: the manifest's JSON, checked
+  std::vector<uint64_t> checksums;            // corpora: XXH3-64 of each record
+  std::map<std::string, uint64_t> meta_sums;  // corpora: of each metadata value, by key
   ~Part() {
     if (fd >= 0) ::close(fd);
   }
@@ -93,7 +98,7 @@ Status Reader::OpenPart(const std::string& path, Part* part, std::string* index_
   } else {
     // A damaged or stale saved index is rebuilt, never trusted.
     part->index = RecordIndex();
-    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, &part->index));
+    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, true, &part->index));
     *index_source = "built";
     if (!index_path.empty()) {
       Status saved = SaveIndex(index_path, part->index);
@@ -102,7 +107,97 @@ Status Reader::OpenPart(const std::string& path, Part* part, std::string* index_
     }
   }
   LMDBLOADER_RETURN_IF_ERROR(OpenDataFile(part->location.data_path, part->index.identity, &part->fd));
+  bool corpus = false;
+  LMDBLOADER_RETURN_IF_ERROR(LoadCorpusMeta(*part, &corpus));
+  if (!corpus && !part->index.meta().empty()) {
+    // Keys that merely start with the metadata prefix in a plain LMDB are
+    // records like any other: walk again, keeping them.
+    part->index = RecordIndex();
+    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, false, &part->index));
+    if (!index_path.empty()) SaveIndex(index_path, part->index);
+  }
   if (options_.lock) part->env = std::move(env);
+  return Status::OK();
+}
+
+Status Reader::LoadCorpusMeta(Part& part, bool* corpus) {
+  *corpus = false;
+  const auto& meta = part.index.meta();
+  auto manifest = meta.find(std::string(kManifestKey));
+  if (manifest == meta.end() || !part.index.sequential_keys() || !options_.db_name.empty()) return Status::OK();
+  const std::string& where = part.location.data_path;
+  std::string bytes;
+  LMDBLOADER_RETURN_IF_ERROR(ReadMeta(part, manifest->first, &bytes));
+  auto damaged = [&](const std::string& what) { return Status::Corruption("corpus " + where + ": " + what); };
+  auto stored_sum = meta.find(std::string(kManifestChecksumKey));
+  if (stored_sum != meta.end()) {
+    std::string sum;
+    LMDBLOADER_RETURN_IF_ERROR(ReadMeta(part, stored_sum->first, &sum));
+    uint64_t expected = 0;
+    if (sum.size() != 8) return damaged("the manifest's checksum is not 8 bytes");
+    std::memcpy(&expected, sum.data(), 8);
+    if (Checksum(bytes) != expected) return damaged("the manifest is damaged (checksum mismatch)");
+  }
+  nlohmann::json m = nlohmann::json::parse(bytes, nullptr, /*allow_exceptions=*/false);
+  if (m.is_discarded() || !m.is_object() || !m.contains("format") || m["format"] != kCorpusFormatName) {
+    if (stored_sum != meta.end()) return damaged("the manifest is not a corpus manifest");
+    return Status::OK();  // a plain LMDB that happens to hold such a key
+  }
+  *corpus = true;
+  if (!m.contains("records") || !m["records"].is_number_unsigned())
+    return damaged("the manifest's 'records' is not a non-negative integer");
+  if (m["records"].get<uint64_t>() != part.index.size())
+    return damaged("the manifest says " + m["records"].dump() + " records, the database holds " +
+                   std::to_string(part.index.size()));
+  if (m.contains("columns")) {
+    if (!m["columns"].is_object()) return damaged("the manifest's 'columns' is not an object");
+    for (const auto& [name, column] : m["columns"].items()) {
+      if (!column.is_object() || !column.contains("dtype") || !column["dtype"].is_string() ||
+          (column["dtype"] != "<i8" && column["dtype"] != "<f8"))
+        return damaged("column '" + name + "' has no dtype of <i8 or <f8");
+      auto c = meta.find(std::string(kColumnPrefix) + name);
+      if (c == meta.end()) return damaged("column '" + name + "' is listed but absent");
+      if (c->second.size != part.index.size() * 8)
+        return damaged("column '" + name + "' holds " + std::to_string(c->second.size) + " bytes for " +
+                       std::to_string(part.index.size()) + " records");
+    }
+  }
+  if (m.contains("checksums")) {
+    const auto& sums = m["checksums"];
+    if (!sums.is_object() || !sums.contains("algorithm") || !sums["algorithm"].is_string() ||
+        !sums.contains("meta") || !sums["meta"].is_object())
+      return damaged("the manifest's 'checksums' is malformed");
+    if (sums["algorithm"] != kChecksumAlgorithm)
+      return Status::Unsupported("corpus " + where + ": checksum algorithm " + sums["algorithm"].dump() +
+                                 " is unknown (this reader knows " + kChecksumAlgorithm + ")");
+    for (const auto& [key, hex] : sums["meta"].items()) {
+      uint64_t v = 0;
+      if (!hex.is_string() || hex.get<std::string>().size() != 16) return damaged("checksum of " + key + " is malformed");
+      for (char ch : hex.get<std::string>()) {
+        int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+        if (d < 0) return damaged("checksum of " + key + " is malformed");
+        v = (v << 4) | static_cast<uint64_t>(d);
+      }
+      part.meta_sums[std::string(kMetaPrefix) + key] = v;
+    }
+    auto records = meta.find(std::string(kChecksumsKey));
+    if (records == meta.end() || records->second.size != part.index.size() * 8)
+      return damaged("the record checksums are missing or do not match the record count");
+    std::string blob;
+    LMDBLOADER_RETURN_IF_ERROR(ReadCheckedMeta(part, records->first, &blob));
+    part.checksums.resize(part.index.size());
+    if (!blob.empty()) std::memcpy(part.checksums.data(), blob.data(), blob.size());
+  }
+  part.manifest = std::move(bytes);
+  return Status::OK();
+}
+
+Status Reader::ReadCheckedMeta(Part& part, const std::string& key, std::string* bytes) {
+  LMDBLOADER_RETURN_IF_ERROR(ReadMeta(part, key, bytes));
+  auto sum = part.meta_sums.find(key);
+  if (sum != part.meta_sums.end() && Checksum(*bytes) != sum->second)
+    return Status::Corruption("corpus " + part.location.data_path + ": " + key.substr(kMetaPrefix.size()) +
+                              " is damaged (checksum mismatch)");
   return Status::OK();
 }
 
@@ -130,7 +225,17 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
         return Status::Corruption("read " + shard_list + ": a shard entry has no path");
       int64_t records = shard.contains("records") && shard["records"].is_number_integer()
                             ? shard["records"].get<int64_t>() : -1;
-      part_paths.push_back({path + "/" + shard["path"].get<std::string>(), records});
+      const std::string name = shard["path"].get<std::string>();
+      // Parts live inside the shard set's folder, each listed once.
+      if (name.empty() || name[0] == '/' || name == ".." || name.find("/../") != std::string::npos ||
+          name.rfind("../", 0) == 0 || (name.size() >= 3 && name.compare(name.size() - 3, 3, "/..") == 0))
+        return Status::Corruption("read " + shard_list + ": part '" + name + "' lies outside " + path);
+      for (const auto& seen : part_paths)
+        if (seen.first == path + "/" + name)
+          return Status::Corruption("read " + shard_list + ": part '" + name + "' is listed twice");
+      if (shard.contains("records") && !shard["records"].is_number_unsigned())
+        return Status::Corruption("read " + shard_list + ": part '" + name + "' has a 'records' that is not a count");
+      part_paths.push_back({path + "/" + name, records});
     }
     if (part_paths.empty()) return Status::Corruption("read " + shard_list + ": no shards listed");
   } else {
@@ -146,9 +251,14 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
     if (expected >= 0 && part->index.size() != static_cast<uint64_t>(expected))
       return Status::Corruption("open " + part_path + ": shard list says " + std::to_string(expected) +
                                 " records, the shard holds " + std::to_string(part->index.size()));
+    if (part_paths.size() > 1 || expected >= 0) {
+      if (part->manifest.empty())
+        return Status::Corruption("open " + part_path + ": a part listed in " + shard_list +
+                                  " is not an lmdbloader corpus");
+    }
     if (r->index_source_.empty()) r->index_source_ = source;
     total += part->index.size();
-    index_bytes += part->index.MemoryBytes();
+    index_bytes += part->index.MemoryBytes() + part->checksums.size() * 8;
     r->part_ends_.push_back(total);
     r->parts_.push_back(std::move(part));
   }
@@ -158,10 +268,7 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
         "rss_budget of " + std::to_string(options.rss_budget) + " bytes is smaller than the record index of " +
         path + " (" + std::to_string(index_bytes) + " bytes for " + std::to_string(total) + " records)");
 
-  Part& first = *r->parts_.front();
-  auto manifest = first.index.meta().find(std::string(kManifestKey));
-  if (manifest != first.index.meta().end())
-    LMDBLOADER_RETURN_IF_ERROR(r->ReadMeta(first, manifest->first, &r->manifest_));
+  r->manifest_ = r->parts_.front()->manifest;
 
   if (r->mode_ == AccessMode::kMmap) {
     uint64_t allowance = options.rss_budget ? options.rss_budget - index_bytes : 0;
@@ -197,7 +304,7 @@ Status Reader::ReopenHandles() {
       LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(p.location, true, options_.db_name, &p.env));
       if (!(p.env->identity() == p.index.identity)) {
         RecordIndex fresh;
-        LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*p.env, p.location, options_.db_name, &fresh));
+        LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*p.env, p.location, options_.db_name, true, &fresh));
         if (fresh.size() != p.index.size())
           return Status::Corruption("reopen " + p.location.data_path +
                                     " after fork: the database changed its record count");
@@ -256,6 +363,13 @@ Status Reader::PreadAt(Part& part, uint64_t offset, uint64_t size, char* dst) {
   return Status::OK();
 }
 
+Status Reader::VerifyRecord(const Part& part, uint64_t local, const char* data, uint64_t size) const {
+  if (part.checksums.empty() || !options_.verify_checksums) return Status::OK();
+  if (Checksum(data, size) == part.checksums[local]) return Status::OK();
+  return Status::Corruption("record " + std::to_string(local) + " of " + part.location.data_path +
+                            " is damaged: its checksum does not match (" + std::to_string(size) + " bytes)");
+}
+
 Status Reader::CopyOut(Part& part, uint64_t local, char* dst) {
   const uint64_t offset = part.index.offset(local);
   const uint64_t size = part.index.value_size(local);
@@ -266,6 +380,7 @@ Status Reader::CopyOut(Part& part, uint64_t local, char* dst) {
     std::memcpy(dst, map->data() + offset, size);
     LMDBLOADER_RETURN_IF_ERROR(NoteMapped(part, offset, size));
   }
+  LMDBLOADER_RETURN_IF_ERROR(VerifyRecord(part, local, dst, size));
   records_read_.fetch_add(1, std::memory_order_relaxed);
   bytes_read_.fetch_add(size, std::memory_order_relaxed);
   return Status::OK();
@@ -325,6 +440,7 @@ Status Reader::View(uint64_t index, RecordView* view) {
   // through earlier views: a caller's touches are bounded one read late.
   LMDBLOADER_RETURN_IF_ERROR(NoteMapped(*part, offset, size));
   std::shared_ptr<Mapping> map = std::atomic_load(&part->map);
+  LMDBLOADER_RETURN_IF_ERROR(VerifyRecord(*part, local, map->data() + offset, size));
   *view = RecordView(map->data() + offset, size, map);
   records_read_.fetch_add(1, std::memory_order_relaxed);
   bytes_read_.fetch_add(size, std::memory_order_relaxed);
@@ -387,6 +503,8 @@ Status Reader::Get(std::string_view key, std::string* value) {
 Status Reader::ReadMeta(Part& part, const std::string& key, std::string* bytes) {
   auto it = part.index.meta().find(key);
   if (it == part.index.meta().end()) return Status::NotFound(key + " not in " + part.location.data_path);
+  if (it->second.offset > part.index.identity.size || it->second.size > part.index.identity.size - it->second.offset)
+    return Status::Corruption("read " + part.location.data_path + ": " + key + " lies past the end of the file");
   bytes->resize(it->second.size);
   return PreadAt(part, it->second.offset, it->second.size, bytes->data());
 }
@@ -433,7 +551,9 @@ Status Reader::ReadColumn(const std::string& name, std::string* bytes) {
   bytes->resize(total);
   uint64_t at = 0;
   for (size_t i = 0; i < chunks.size(); ++i) {
-    LMDBLOADER_RETURN_IF_ERROR(PreadAt(*parts_[i], chunks[i].offset, chunks[i].size, bytes->data() + at));
+    std::string chunk;
+    LMDBLOADER_RETURN_IF_ERROR(ReadCheckedMeta(*parts_[i], std::string(kColumnPrefix) + name, &chunk));
+    std::memcpy(bytes->data() + at, chunk.data(), chunk.size());
     at += chunks[i].size;
   }
   return Status::OK();

@@ -42,6 +42,12 @@ class RecordIndex {
   uint64_t offset(uint64_t i) const { return offsets_[i]; }
   uint32_t value_size(uint64_t i) const { return sizes_[i]; }
 
+  // Room for `n` records, so that building does not hold twice the index
+  // while a vector grows.
+  void Reserve(uint64_t n) {
+    offsets_.reserve(n);
+    sizes_.reserve(n);
+  }
   // Appends the next record in key order.
   void Add(std::string_view key, uint64_t offset, uint32_t size);
   // Metadata entries of a corpus, keyed by their full key.

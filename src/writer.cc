@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checksum.h"
 #include "corpus_format.h"
 #include "lmdbloader/reader.h"
 
@@ -126,6 +127,8 @@ Status CorpusWriter::Add(std::string_view name, std::string_view record,
     c->second.push_back(value);
   }
   LMDBLOADER_RETURN_IF_ERROR(Put(RecordKey(count_), record, /*append=*/true));
+  const uint64_t sum = Checksum(record);
+  checksums_.append(reinterpret_cast<const char*>(&sum), 8);  // little-endian
   names_.append(name.data(), name.size());
   name_ends_.push_back(names_.size());
   ++count_;
@@ -140,8 +143,14 @@ Status CorpusWriter::Finish(const std::string& manifest_json) {
   manifest["format"] = kCorpusFormatName;
   manifest["version"] = kCorpusFormatVersion;
   manifest["records"] = count_;
+  // Every metadata value's checksum goes into the manifest, and the
+  // manifest's own into kManifestChecksumKey: a reader checks each before use.
+  nlohmann::json sums = nlohmann::json::object();
+  auto put_meta = [&](std::string_view key, const std::string& bytes) {
+    sums[std::string(key.substr(kMetaPrefix.size()))] = ChecksumHex(Checksum(bytes));
+    return Put(key, bytes, false);
+  };
   nlohmann::json column_types = nlohmann::json::object();
-  // Metadata keys sort after every record key, in this order.
   for (const auto& [column, values] : columns_) {
     bool integral = true;
     for (double v : values) integral = integral && std::floor(v) == v && std::fabs(v) < 9.0e15;
@@ -155,14 +164,21 @@ Status CorpusWriter::Finish(const std::string& manifest_json) {
       }
     }
     column_types[column] = {{"dtype", integral ? "<i8" : "<f8"}};
-    LMDBLOADER_RETURN_IF_ERROR(Put(std::string(kColumnPrefix) + column, bytes, false));
+    LMDBLOADER_RETURN_IF_ERROR(put_meta(std::string(kColumnPrefix) + column, bytes));
   }
   manifest["columns"] = column_types;
-  LMDBLOADER_RETURN_IF_ERROR(Put(kManifestKey, manifest.dump(), false));
-  LMDBLOADER_RETURN_IF_ERROR(Put(kNamesBlobKey, names_, false));
+  LMDBLOADER_RETURN_IF_ERROR(put_meta(kNamesBlobKey, names_));
   std::string offsets((count_ + 1) * 8, '\0');
   for (uint64_t i = 0; i < count_; ++i) std::memcpy(&offsets[(i + 1) * 8], &name_ends_[i], 8);
-  LMDBLOADER_RETURN_IF_ERROR(Put(kNamesOffsetsKey, offsets, false));
+  LMDBLOADER_RETURN_IF_ERROR(put_meta(kNamesOffsetsKey, offsets));
+  LMDBLOADER_RETURN_IF_ERROR(put_meta(kChecksumsKey, checksums_));
+  manifest["checksums"] = {{"algorithm", kChecksumAlgorithm}, {"records", std::string(kChecksumsKey)},
+                           {"meta", sums}};
+  const std::string manifest_bytes = manifest.dump();
+  LMDBLOADER_RETURN_IF_ERROR(Put(kManifestKey, manifest_bytes, false));
+  const uint64_t manifest_sum = Checksum(manifest_bytes);
+  LMDBLOADER_RETURN_IF_ERROR(
+      Put(kManifestChecksumKey, std::string(reinterpret_cast<const char*>(&manifest_sum), 8), false));
   LMDBLOADER_RETURN_IF_ERROR(Commit());
   int rc = mdb_env_sync(env_->env, 1);
   if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_env_sync", temp_);

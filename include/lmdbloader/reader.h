@@ -142,6 +142,13 @@ class Reader {
   Status NoteMapped(Part& part, uint64_t offset, uint64_t size);
   Status PreadAt(Part& part, uint64_t offset, uint64_t size, char* dst);
   Status ReadMeta(Part& part, const std::string& key, std::string* bytes);
+  // ReadMeta, then the value's checksum from the manifest (when it has one).
+  Status ReadCheckedMeta(Part& part, const std::string& key, std::string* bytes);
+  // Checks and loads a corpus's manifest, columns and record checksums;
+  // `corpus` false for a plain LMDB.
+  Status LoadCorpusMeta(Part& part, bool* corpus);
+  // Corruption naming the record and file when its checksum differs.
+  Status VerifyRecord(const Part& part, uint64_t local, const char* data, uint64_t size) const;
 
   std::string path_;
   ReaderOptions options_;

@@ -66,6 +66,7 @@ class CorpusWriter {
   std::unique_ptr<Env> env_;
   uint64_t count_ = 0, bytes_ = 0, txn_bytes_ = 0;
   std::string names_;
+  std::string checksums_;  // XXH3-64 of each record, little-endian
   std::vector<uint64_t> name_ends_;
   std::map<std::string, uint64_t> name_seen_;  // name -> record
   std::map<std::string, std::vector<double>> columns_;

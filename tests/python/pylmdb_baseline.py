@@ -2,11 +2,10 @@
 opened lazily in each DataLoader worker, one read transaction per record. The
 baseline for the budget tests and for bench/dataloader_bench.py."""
 
+import json
 import struct
 
 import msgpack
-
-CORPUS_METADATA_KEYS = 4  # manifest, names, names.offsets, column/label
 
 
 class PyLmdbDataset:
@@ -17,7 +16,8 @@ class PyLmdbDataset:
         import lmdb
         self.path, self.transform, self.env = path, transform, None
         with lmdb.open(path, readonly=True, lock=False) as env:
-            self.length = env.stat()["entries"] - CORPUS_METADATA_KEYS
+            with env.begin() as txn:
+                self.length = json.loads(txn.get(b"__lmdbloader__/manifest"))["records"]
 
     def __len__(self):
         return self.length

@@ -157,4 +157,10 @@ def test_verify_reports_a_manifest_that_miscounts_records(tmp_path):
         manifest["records"] = 99
         txn.put(b"__lmdbloader__/manifest", json.dumps(manifest).encode())
     bad = subprocess.run(["lmdbloader", "verify", path], capture_output=True, text=True)
+    assert bad.returncode == 1 and "the manifest is damaged (checksum mismatch)" in bad.stderr
+    assert path in bad.stderr
+    # Without its checksum the manifest is read, and its count checked.
+    with lmdb.open(path, lock=False) as env, env.begin(write=True) as txn:
+        txn.delete(b"__lmdbloader__/manifest.xxh3")
+    bad = subprocess.run(["lmdbloader", "verify", path], capture_output=True, text=True)
     assert bad.returncode == 1 and "manifest says 99 records, the database holds 3" in bad.stderr

@@ -1,0 +1,187 @@
+// Integrity of corpora: record checksums checked on every read, damaged
+// manifests, saved indexes and shard lists reported (or rebuilt), never
+// trusted; a plain LMDB is never mistaken for a corpus.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "lmdbloader/reader.h"
+#include "lmdbloader/writer.h"
+#include "test_util.h"
+
+namespace lmdbloader {
+namespace {
+
+using testing::TempDir;
+
+constexpr size_t kValue = 5000;
+
+void WriteCorpus(const std::string& path, int records, const std::string& manifest = "{}") {
+  std::unique_ptr<CorpusWriter> w;
+  ASSERT_OK(CorpusWriter::Create(path, WriterOptions(), &w));
+  for (int i = 0; i < records; ++i)
+    ASSERT_OK(w->Add("r" + std::to_string(i), testing::RecordBytes(i, kValue), {{"label", i % 3}}));
+  ASSERT_OK(w->Finish(manifest));
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Flips one bit of the first occurrence of `needle` in the file, in place
+// (same size; the mtime changes, so a saved index is rebuilt).
+void FlipInside(const std::string& path, const std::string& needle, size_t at = 0) {
+  std::string bytes = ReadAll(path);
+  size_t pos = bytes.find(needle);
+  ASSERT_NE(pos, std::string::npos) << "needle not in " << path;
+  int fd = ::open(path.c_str(), O_WRONLY);
+  char c = static_cast<char>(bytes[pos + at] ^ 0x10);
+  ASSERT_EQ(::pwrite(fd, &c, 1, static_cast<off_t>(pos + at)), 1);
+  ::close(fd);
+}
+
+Status OpenWith(const std::string& path, std::unique_ptr<Reader>* r, AccessMode mode = AccessMode::kPread,
+                bool verify = true) {
+  ReaderOptions o;
+  o.mode = mode;
+  o.verify_checksums = verify;
+  return Reader::Open(path, o, r);
+}
+
+TEST(CorpusIntegrityTest, DamagedRecordIsCorruptionNamingRecordAndFileInBothModes) {
+  TempDir dir;
+  WriteCorpus(dir.Sub("c"), 40);
+  FlipInside(dir.Sub("c/data.mdb"), testing::RecordBytes(7, kValue), 1234);
+  for (AccessMode mode : {AccessMode::kPread, AccessMode::kMmap}) {
+    std::unique_ptr<Reader> r;
+    ASSERT_OK(OpenWith(dir.Sub("c"), &r, mode));
+    std::string value;
+    Status s = r->Read(7, &value);
+    EXPECT_EQ(s.code(), Status::Code::kCorruption) << s.ToString();
+    EXPECT_NE(s.message().find("record 7 of " + dir.Sub("c/data.mdb")), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("checksum"), std::string::npos) << s.message();
+    ASSERT_OK(r->Read(8, &value));
+    EXPECT_EQ(value, testing::RecordBytes(8, kValue));
+    uint64_t indices[2] = {8, 7};
+    std::string a(kValue, '\0'), b(kValue, '\0');
+    char* dsts[2] = {a.data(), b.data()};
+    EXPECT_EQ(r->ReadBatch(indices, 2, dsts).code(), Status::Code::kCorruption);
+    if (mode == AccessMode::kMmap) {
+      RecordView view;
+      EXPECT_EQ(r->View(7, &view).code(), Status::Code::kCorruption);
+    }
+  }
+  // Skipping the check hands out the damaged bytes, as asked.
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(OpenWith(dir.Sub("c"), &r, AccessMode::kPread, /*verify=*/false));
+  std::string value;
+  ASSERT_OK(r->Read(7, &value));
+  EXPECT_NE(value, testing::RecordBytes(7, kValue));
+}
+
+TEST(CorpusIntegrityTest, DamagedManifestIsCorruptionNamingTheFile) {
+  TempDir dir;
+  WriteCorpus(dir.Sub("c"), 5);
+  FlipInside(dir.Sub("c/data.mdb"), "lmdbloader-corpus", 3);
+  std::unique_ptr<Reader> r;
+  Status s = OpenWith(dir.Sub("c"), &r);
+  EXPECT_EQ(s.code(), Status::Code::kCorruption) << s.ToString();
+  EXPECT_NE(s.message().find(dir.Sub("c/data.mdb")), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("manifest"), std::string::npos) << s.message();
+}
+
+TEST(CorpusIntegrityTest, DamagedColumnIsCorruptionOnRead) {
+  TempDir dir;
+  WriteCorpus(dir.Sub("c"), 300);
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(OpenWith(dir.Sub("c"), &r));
+  std::string column;
+  ASSERT_OK(r->ReadColumn("label", &column));
+  r.reset();
+  FlipInside(dir.Sub("c/data.mdb"), column.substr(0, 64), 9);
+  ASSERT_OK(OpenWith(dir.Sub("c"), &r));
+  Status s = r->ReadColumn("label", &column);
+  EXPECT_EQ(s.code(), Status::Code::kCorruption) << s.ToString();
+  EXPECT_NE(s.message().find("column/label"), std::string::npos) << s.message();
+}
+
+TEST(CorpusIntegrityTest, SavedIndexWithAFlippedBitIsRebuiltNotTrusted) {
+  TempDir dir;
+  WriteCorpus(dir.Sub("c"), 40);
+  const std::string idx = dir.Sub("c/lmdbloader.idx");
+  std::string bytes = ReadAll(idx);
+  ASSERT_GT(bytes.size(), 200u);
+  int fd = ::open(idx.c_str(), O_WRONLY);
+  char c = static_cast<char>(bytes[150] ^ 0x04);  // inside the offsets
+  ASSERT_EQ(::pwrite(fd, &c, 1, 150), 1);
+  ::close(fd);
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(OpenWith(dir.Sub("c"), &r));
+  EXPECT_EQ(r->stats().index_source.rfind("built", 0), 0u) << r->stats().index_source;
+  std::string value;
+  for (uint64_t i = 0; i < r->size(); ++i) {
+    ASSERT_OK(r->Read(i, &value));
+    EXPECT_EQ(value, testing::RecordBytes(i, kValue));
+  }
+}
+
+TEST(CorpusIntegrityTest, PlainLmdbWithAMetadataLikeKeyKeepsThatRecord) {
+  TempDir dir;
+  testing::WriteLmdb(dir.Sub("db"), {{"a", "1"}, {"__lmdbloader__/manifest", "{\"format\": 3}"},
+                                     {"__lmdbloader__/x", "2"}, {"z", "3"}});
+  for (int open = 0; open < 2; ++open) {  // built, then loaded from the saved index
+    std::unique_ptr<Reader> r;
+    ASSERT_OK(OpenWith(dir.Sub("db"), &r));
+    EXPECT_FALSE(r->is_corpus());
+    ASSERT_EQ(r->size(), 4u);
+    std::string value;
+    ASSERT_OK(r->Get("__lmdbloader__/x", &value));
+    EXPECT_EQ(value, "2");
+  }
+}
+
+void WriteShardList(const std::string& dir, const std::string& json) { std::ofstream(dir + "/shards.json") << json; }
+
+TEST(CorpusIntegrityTest, ShardListIsCheckedNotTrusted) {
+  TempDir dir;
+  const std::string set = dir.Sub("set");
+  ::mkdir(set.c_str(), 0755);
+  WriteCorpus(set + "/part-00000-of-00002", 3);
+  WriteCorpus(set + "/part-00001-of-00002", 4);
+  testing::WriteNumberedLmdb(dir.Sub("plain"), 3, 10);
+  testing::WriteNumberedLmdb(set + "/plain", 3, 10);
+  struct Case {
+    const char* list;
+    const char* needle;
+  } cases[] = {
+      {R"({"shards": [{"path": "part-00000-of-00002"}, {"path": "part-00000-of-00002"}]})", "listed twice"},
+      {R"({"shards": [{"path": "../plain"}]})", "outside"},
+      {R"({"shards": [{"path": "/etc"}]})", "outside"},
+      {R"({"shards": [{"path": "part-00000-of-00002"}, {"path": "plain"}]})", "not an lmdbloader corpus"},
+      {R"({"shards": [{"path": "part-00000-of-00002", "records": -1}]})", "not a count"},
+      {R"({"shards": [{"path": "part-00000-of-00002", "records": 5}]})", "shard list says 5"},
+      {R"({"shards": []})", "no shards"},
+      {R"([1, 2])", "not a valid shard list"},
+  };
+  for (const Case& c : cases) {
+    WriteShardList(set, c.list);
+    std::unique_ptr<Reader> r;
+    Status s = OpenWith(set, &r);
+    EXPECT_EQ(s.code(), Status::Code::kCorruption) << c.list << " -> " << s.ToString();
+    EXPECT_NE(s.message().find(c.needle), std::string::npos) << c.list << " -> " << s.message();
+    EXPECT_NE(s.message().find(set), std::string::npos) << s.message();
+  }
+  WriteShardList(set, R"({"shards": [{"path": "part-00000-of-00002", "records": 3},
+                                     {"path": "part-00001-of-00002", "records": 4}]})");
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(OpenWith(set, &r));
+  EXPECT_EQ(r->size(), 7u);
+}
+
+}  // namespace
+}  // namespace lmdbloader
