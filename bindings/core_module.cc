@@ -14,6 +14,7 @@
 #include "lmdbloader/options.h"
 #include "lmdbloader/reader.h"
 #include "lmdbloader/writer.h"
+#include "msgpack_record.h"
 
 namespace py = pybind11;
 using namespace lmdbloader;
@@ -123,7 +124,7 @@ py::object ToPython(const msgpack::object& o) {
       return py::reinterpret_steal<py::object>(PyLong_FromLongLong(o.via.i64));
     case msgpack::type::FLOAT32:
     case msgpack::type::FLOAT64: return py::float_(o.via.f64);
-    case msgpack::type::STR: {
+    case msgpack::type::STR: {  // UnpackRecord checked the UTF-8
       PyObject* s = PyUnicode_DecodeUTF8(o.via.str.ptr, o.via.str.size, "strict");
       if (!s) throw py::error_already_set();
       return py::reinterpret_steal<py::object>(s);
@@ -148,19 +149,15 @@ py::object ToPython(const msgpack::object& o) {
 // Decodes one record; a malformed record raises lmdbloader.DecodeError
 // naming the file and the record.
 py::object DecodeRecord(const Reader& r, uint64_t index, const char* data, size_t size) {
-  try {
-    // Reference str/bin bytes in place instead of copying them into the zone.
-    msgpack::object_handle oh = msgpack::unpack(
-        data, size, [](msgpack::type::object_type, std::size_t, void*) { return true; });
-    return ToPython(oh.get());
-  } catch (py::error_already_set&) {
-    throw;
-  } catch (const std::exception& e) {
+  msgpack::object_handle oh;
+  std::string error;
+  if (!UnpackRecord(data, size, &oh, &error)) {
     py::module_ errors = py::module_::import("lmdbloader.errors");
-    std::string m = "cannot decode record " + std::to_string(index) + " of " + r.path() + " as msgpack: " + e.what();
+    std::string m = "cannot decode record " + std::to_string(index) + " of " + r.path() + " as msgpack: " + error;
     PyErr_SetString(errors.attr("DecodeError").ptr(), m.c_str());
     throw py::error_already_set();
   }
+  return ToPython(oh.get());
 }
 
 uint64_t Position(const Reader& r, int64_t index) {

@@ -14,6 +14,7 @@
 #include "lmdbloader/inspect.h"
 #include "lmdbloader/memory.h"
 #include "lmdbloader/reader.h"
+#include "msgpack_record.h"
 #include "tools/convert_command.h"
 
 namespace lmdbloader {
@@ -228,12 +229,12 @@ int RunVerify(OpenFlags flags, bool as_json) {
       continue;
     }
     if (r->is_corpus()) {
-      try {
-        msgpack::object_handle oh = msgpack::unpack(value.data(), value.size());
-        if (oh.get().type != msgpack::type::MAP) problem("record " + std::to_string(i) + ": not a msgpack map");
-      } catch (const std::exception& e) {
-        problem("record " + std::to_string(i) + ": undecodable msgpack (" + e.what() + ")");
-      }
+      msgpack::object_handle oh;
+      std::string error;
+      if (!UnpackRecord(value.data(), value.size(), &oh, &error))
+        problem("record " + std::to_string(i) + ": undecodable msgpack (" + error + ")");
+      else if (oh.get().type != msgpack::type::MAP)
+        problem("record " + std::to_string(i) + ": not a msgpack map");
     }
   }
   if (r->is_corpus()) {

@@ -102,3 +102,31 @@ def test_extension_types_raise_decode_error_naming_record(tmp_path):
         r.decode(0)
     with pytest.raises(lmdbloader.DecodeError):
         r.decode_batch([0])
+
+
+BAD_RECORDS = {
+    "nested deeper than 512 levels": b"\x91" * 100_000 + b"\xc0",
+    "not valid UTF-8": b"\x81\xa1a\xa2\xff\xfe",
+    "map key is an array or a map": b"\x81\x91\x01\x02",
+    "bytes follow the msgpack value": msgpack.packb({"a": 1}) + b"\x00\x01",
+    "array size overflow": b"\xdd\xff\xff\xff\xff",  # array32 claiming 4G elements
+}
+
+
+@pytest.mark.parametrize("what", list(BAD_RECORDS))
+def test_malformed_records_raise_decode_error_naming_record_never_crash(tmp_path, what):
+    path = str(tmp_path / "bad")
+    with lmdb.open(path, map_size=1 << 24) as env, env.begin(write=True) as txn:
+        txn.put(b"a", msgpack.packb({"ok": 1}))
+        txn.put(b"b", BAD_RECORDS[what])
+    r = lmdbloader.Reader(path)
+    assert r.decode(0) == {"ok": 1}
+    with pytest.raises(lmdbloader.DecodeError, match=f"record 1 of .*bad as msgpack: .*({what})"):
+        r.decode(1)
+    with pytest.raises(lmdbloader.DecodeError, match="record 1 of"):
+        r.decode_batch([0, 1])
+    ds = lmdbloader.LmdbDataset(path)
+    with pytest.raises(lmdbloader.DecodeError, match="record 1 of"):
+        ds[1]
+    with pytest.raises(lmdbloader.DecodeError, match="record 1 of"):
+        ds.__getitems__([1, 0])
