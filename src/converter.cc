@@ -55,16 +55,35 @@ std::vector<fs::path> SortedEntries(const fs::path& dir, bool want_dirs) {
   return out;
 }
 
+// Record and class names are msgpack strings and JSON in the manifest: they
+// must be UTF-8, which file names need not be.
+bool IsUtf8(const std::string& s) {
+  json j = s;
+  try {
+    (void)j.dump();
+  } catch (const json::exception&) {
+    return false;
+  }
+  return true;
+}
+
+Status CheckName(const fs::path& path) {
+  if (IsUtf8(path.filename().string())) return Status::OK();
+  return Status::InvalidArgument(path.string() + ": the name is not valid UTF-8 (record and class names must be)");
+}
+
 Status ListFolders(const ConvertOptions& o, bool video, Listing* listing) {
   std::error_code ec;
   if (!fs::is_directory(o.source, ec))
     return Status::IOError("open " + o.source + ": not a directory", ENOTDIR);
   std::vector<fs::path> classes = SortedEntries(o.source, true);
   for (size_t c = 0; c < classes.size(); ++c) {
+    LMDBLOADER_RETURN_IF_ERROR(CheckName(classes[c]));
     listing->label_names.push_back(classes[c].filename().string());
     std::string cls = classes[c].filename().string();
     if (!video) {
       for (const fs::path& f : SortedEntries(classes[c], false)) {
+        LMDBLOADER_RETURN_IF_ERROR(CheckName(f));
         Item it;
         it.name = cls + "/" + f.filename().string();
         it.files = {f.string()};
@@ -76,6 +95,7 @@ Status ListFolders(const ConvertOptions& o, bool video, Listing* listing) {
       continue;
     }
     for (const fs::path& v : SortedEntries(classes[c], true)) {
+      LMDBLOADER_RETURN_IF_ERROR(CheckName(v));
       Item it;
       it.name = cls + "/" + v.filename().string();
       it.frames = true;
@@ -161,8 +181,12 @@ Status ListJsonl(const ConvertOptions& o, Listing* listing) {
     }
     if (!ok) continue;
     if (j.contains("label")) {
-      if (!j["label"].is_number_integer()) {
-        LMDBLOADER_RETURN_IF_ERROR(bad("'label' must be an integer"));
+      // Labels go to an int64 column read as float64 on the way: exact up to 2^53.
+      constexpr int64_t kExact = int64_t{1} << 53;
+      if (!j["label"].is_number_integer() ||
+          (j["label"].is_number_unsigned() ? j["label"].get<uint64_t>() > static_cast<uint64_t>(kExact)
+                                           : std::llabs(j["label"].get<int64_t>()) > kExact)) {
+        LMDBLOADER_RETURN_IF_ERROR(bad("'label' must be an integer between -2^53 and 2^53"));
         continue;
       }
       it.has_label = true;
@@ -170,6 +194,21 @@ Status ListJsonl(const ConvertOptions& o, Listing* listing) {
     }
     for (auto& [k, v] : j.items()) {
       if (k == "name" || k == "path" || k == "paths" || k == "label") continue;
+      if (k == "image" || k == "frames") {
+        LMDBLOADER_RETURN_IF_ERROR(bad("field '" + k + "' is reserved: it holds the bytes of 'path' or 'paths'"));
+        ok = false;
+        break;
+      }
+      if (v.is_number_integer() && !v.is_number_unsigned() && std::llabs(v.get<int64_t>()) > (int64_t{1} << 53)) {
+        LMDBLOADER_RETURN_IF_ERROR(bad("field '" + k + "' is an integer beyond 2^53, which its column cannot hold exactly"));
+        ok = false;
+        break;
+      }
+      if (v.is_number_unsigned() && v.get<uint64_t>() > (uint64_t{1} << 53)) {
+        LMDBLOADER_RETURN_IF_ERROR(bad("field '" + k + "' is an integer beyond 2^53, which its column cannot hold exactly"));
+        ok = false;
+        break;
+      }
       if (!v.is_primitive() || v.is_null()) {
         LMDBLOADER_RETURN_IF_ERROR(bad("field '" + k + "' is not a scalar"));
         ok = false;
@@ -324,7 +363,7 @@ Status WriteOne(const ConvertOptions& o, const Listing& listing, size_t begin, s
                                                                 : json::array({"image", "label", "name"})}}}};
   if (!listing.label_names.empty()) manifest["label_names"] = listing.label_names;
   if (o.num_shards > 1) manifest["shard"] = {{"index", begin == 0 ? 0 : -1}, {"count", o.num_shards}};
-  LMDBLOADER_RETURN_IF_ERROR(writer->Finish(manifest.dump()));
+  LMDBLOADER_RETURN_IF_ERROR(writer->Finish(manifest.dump(-1, ' ', false, json::error_handler_t::replace)));
   summary->records += writer->size();
   summary->bytes += writer->bytes();
   summary->outputs.push_back(target);
@@ -426,7 +465,7 @@ Status WriteShardList(const std::string& folder, uint64_t* records) {
   std::string path = folder + "/" + kShardListFile, tmp = path + ".tmp-" + std::to_string(::getpid());
   {
     std::ofstream out(tmp);
-    out << list.dump(2) << "\n";
+    out << list.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     if (!out) return Status::IOError("write " + tmp + " failed");
   }
   fs::rename(tmp, path, ec);

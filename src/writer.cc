@@ -1,6 +1,8 @@
 #include "lmdbloader/writer.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <lmdb.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +20,37 @@
 namespace lmdbloader {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Tests stop the writer at a named point (LMDBLOADER_TEST_KILL_AT) to check
+// what a kill there leaves behind.
+void KillPoint(const char* name) {
+  const char* at = std::getenv("LMDBLOADER_TEST_KILL_AT");
+  if (at && std::strcmp(at, name) == 0) ::raise(SIGKILL);
+}
+
+// Removes `<target>.tmp-<pid>` and `<target>.old-<pid>` left by writers that
+// were killed: their process no longer exists.
+void RemoveLeftovers(const std::string& target) {
+  std::error_code ec;
+  fs::path t(target);
+  fs::path dir = t.parent_path().empty() ? fs::path(".") : t.parent_path();
+  const std::string base = t.filename().string();
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    for (const char* tag : {".tmp-", ".old-"}) {
+      const std::string prefix = base + tag;
+      if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+      const std::string digits = name.substr(prefix.size());
+      if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
+      const pid_t pid = static_cast<pid_t>(std::stol(digits));
+      if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) fs::remove_all(e.path(), ec);
+    }
+  }
+}
+
+}  // namespace
 
 struct CorpusWriter::Env {
   MDB_env* env = nullptr;
@@ -41,6 +74,7 @@ Status CorpusWriter::Create(const std::string& target, const WriterOptions& opti
   while (w->target_.size() > 1 && w->target_.back() == '/') w->target_.pop_back();
   w->temp_ = w->target_ + ".tmp-" + std::to_string(::getpid());
   w->options_ = options;
+  RemoveLeftovers(w->target_);
   fs::remove_all(w->temp_, ec);
   fs::path parent = fs::path(w->target_).parent_path();
   if (!parent.empty() && !fs::is_directory(parent, ec))
@@ -174,7 +208,8 @@ Status CorpusWriter::Finish(const std::string& manifest_json) {
   LMDBLOADER_RETURN_IF_ERROR(put_meta(kChecksumsKey, checksums_));
   manifest["checksums"] = {{"algorithm", kChecksumAlgorithm}, {"records", std::string(kChecksumsKey)},
                            {"meta", sums}};
-  const std::string manifest_bytes = manifest.dump();
+  // Names that are not UTF-8 (file systems allow them) are replaced by U+FFFD here.
+  const std::string manifest_bytes = manifest.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   LMDBLOADER_RETURN_IF_ERROR(Put(kManifestKey, manifest_bytes, false));
   const uint64_t manifest_sum = Checksum(manifest_bytes);
   LMDBLOADER_RETURN_IF_ERROR(
@@ -184,22 +219,48 @@ Status CorpusWriter::Finish(const std::string& manifest_json) {
   if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_env_sync", temp_);
   env_.reset();
 
-  std::error_code ec;
-  std::string trash;
-  if (fs::exists(target_, ec)) {
-    trash = target_ + ".old-" + std::to_string(::getpid());
-    fs::rename(target_, trash, ec);
-    if (ec) return Status::IOError("rename " + target_ + ": " + ec.message());
-  }
-  fs::rename(temp_, target_, ec);
-  if (ec) return Status::IOError("rename " + temp_ + " to " + target_ + ": " + ec.message());
+  LMDBLOADER_RETURN_IF_ERROR(SwapIntoPlace());
   finished_ = true;
-  if (!trash.empty()) fs::remove_all(trash, ec);
   if (options_.save_index) {
     // Walk once now, so that every reader loads the saved index.
     std::unique_ptr<Reader> reader;
     LMDBLOADER_RETURN_IF_ERROR(Reader::Open(target_, ReaderOptions(), &reader));
   }
+  return Status::OK();
+}
+
+Status CorpusWriter::SwapIntoPlace() {
+  // The target path always holds a whole corpus, old or new: with an old
+  // one, the two directories trade names in one step (renameat2's
+  // RENAME_EXCHANGE), and the old one is removed from the temporary name.
+  std::error_code ec;
+  const bool replacing = fs::symlink_status(target_, ec).type() != fs::file_type::not_found;
+  if (replacing && !options_.overwrite)
+    return Status::InvalidArgument("output " + target_ + " appeared while writing (pass --overwrite to replace it)");
+  KillPoint("writer-before-swap");
+  if (!replacing) {
+    if (::renameat2(AT_FDCWD, temp_.c_str(), AT_FDCWD, target_.c_str(), RENAME_NOREPLACE) == 0) return Status::OK();
+    if (errno != EINVAL && errno != ENOSYS) return Status::FromErrno(errno, "rename " + temp_ + " to", target_);
+    if (::rename(temp_.c_str(), target_.c_str()) != 0) return Status::FromErrno(errno, "rename " + temp_ + " to", target_);
+    return Status::OK();
+  }
+  if (::renameat2(AT_FDCWD, temp_.c_str(), AT_FDCWD, target_.c_str(), RENAME_EXCHANGE) == 0) {
+    KillPoint("writer-after-swap");
+    fs::remove_all(temp_, ec);  // the old corpus, now under the temporary name
+    return Status::OK();
+  }
+  if (errno != EINVAL && errno != ENOSYS) return Status::FromErrno(errno, "exchange " + temp_ + " with", target_);
+  // A file system without RENAME_EXCHANGE: two renames, with a moment
+  // between them where the target is absent (the old corpus stays at
+  // `.old-<pid>` until the new one is in place).
+  const std::string trash = target_ + ".old-" + std::to_string(::getpid());
+  if (::rename(target_.c_str(), trash.c_str()) != 0) return Status::FromErrno(errno, "rename", target_);
+  if (::rename(temp_.c_str(), target_.c_str()) != 0) {
+    int err = errno;
+    ::rename(trash.c_str(), target_.c_str());
+    return Status::FromErrno(err, "rename " + temp_ + " to", target_);
+  }
+  fs::remove_all(trash, ec);
   return Status::OK();
 }
 

@@ -71,7 +71,7 @@ int ConvertCommand::Run() {
                         {"mb_per_s", summary.seconds > 0 ? summary.bytes / summary.seconds / 1e6 : 0.0},
                         {"skipped", summary.skipped}};
   if (flags.as_json) {
-    std::cout << out.dump(2) << std::endl;
+    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
   } else {
     std::printf("wrote %llu records, %.1f MB in %.2f s (%.1f MB/s) to %s\n", (unsigned long long)summary.records,
                 summary.bytes / 1e6, summary.seconds, out["mb_per_s"].get<double>(), o.output.c_str());

@@ -150,7 +150,7 @@ int RunScan(const OpenFlags& flags, int passes, const std::string& order, bool a
               {"index_bytes", st.index_bytes},
               {"index_source", st.index_source}};
   if (as_json) {
-    std::cout << out.dump(2) << std::endl;
+    std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << std::endl;
   } else {
     std::printf("%s: %llu records, %.1f MB in %.2f s: %.0f records/s, %.1f MB/s (%s, %s order)\n",
                 flags.path.c_str(), static_cast<unsigned long long>(r->size() * passes), bytes / 1e6, seconds,
@@ -186,7 +186,7 @@ int RunStat(const OpenFlags& flags, bool as_json) {
               {"corpus", r->is_corpus()}};
   if (r->is_corpus()) out["manifest"] = json::parse(r->manifest(), nullptr, false);
   if (as_json) {
-    std::cout << out.dump(2) << std::endl;
+    std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << std::endl;
     return 0;
   }
   std::printf("%s\n  records         %llu\n  file            %llu bytes\n  page size       %u\n"
@@ -249,7 +249,7 @@ int RunVerify(OpenFlags flags, bool as_json) {
     }
   }
   if (as_json) {
-    std::cout << json{{"path", flags.path}, {"records", r->size()}, {"ok", problems.empty()}, {"problems", problems}}.dump(2)
+    std::cout << json{{"path", flags.path}, {"records", r->size()}, {"ok", problems.empty()}, {"problems", problems}}.dump(2, ' ', false, json::error_handler_t::replace)
               << std::endl;
   } else if (problems.empty()) {
     std::printf("%s: OK, %llu records read\n", flags.path.c_str(), (unsigned long long)r->size());

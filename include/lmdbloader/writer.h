@@ -1,8 +1,11 @@
 // CorpusWriter: writes an lmdbloader corpus (see README, "Corpus format").
 //
-// The corpus is written under a temporary name beside the target and renamed
-// into place by Finish(), so an interrupted writer leaves nothing at the
-// target path. The LMDB map grows as needed. Not thread-safe: one writer, one
+// The corpus is written under a temporary name beside the target
+// (`<target>.tmp-<pid>`) and put in place by Finish(): an interrupted writer
+// leaves nothing at the target path, and with overwrite the old and the new
+// corpus trade places in one step (renameat2 RENAME_EXCHANGE), so the target
+// always holds a whole corpus, old or new. Create() removes what killed
+// writers left beside the target. The LMDB map grows as needed. Not thread-safe: one writer, one
 // thread.
 #ifndef LMDBLOADER_WRITER_H_
 #define LMDBLOADER_WRITER_H_
@@ -59,6 +62,7 @@ class CorpusWriter {
   Status Put(std::string_view key, std::string_view value, bool append);
   Status Commit();
   Status Begin();
+  Status SwapIntoPlace();
 
   std::string target_, temp_;
   WriterOptions options_;

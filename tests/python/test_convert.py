@@ -164,3 +164,59 @@ def test_verify_reports_a_manifest_that_miscounts_records(tmp_path):
         txn.delete(b"__lmdbloader__/manifest.xxh3")
     bad = subprocess.run(["lmdbloader", "verify", path], capture_output=True, text=True)
     assert bad.returncode == 1 and "manifest says 99 records, the database holds 3" in bad.stderr
+
+
+def _image_folder(root, tag, n=3):
+    os.makedirs(root / "cls", exist_ok=True)
+    for i in range(n):
+        (root / "cls" / f"{i}.jpg").write_bytes(f"{tag}{i}".encode() * 50)
+
+
+@pytest.mark.parametrize("point", ["writer-before-swap", "writer-after-swap"])
+def test_overwrite_killed_at_the_swap_leaves_a_whole_corpus(tmp_path, point):
+    _image_folder(tmp_path / "old", "old")
+    _image_folder(tmp_path / "new", "new", n=5)
+    out = tmp_path / "out"
+    subprocess.run(["lmdbloader", "convert", "--from", "image_folder", str(tmp_path / "old"), str(out)], check=True)
+    env = dict(os.environ, LMDBLOADER_TEST_KILL_AT=point)
+    killed = subprocess.run(["lmdbloader", "convert", "--from", "image_folder", "--overwrite",
+                             str(tmp_path / "new"), str(out)], env=env, capture_output=True)
+    assert killed.returncode == -signal.SIGKILL
+    r = lmdbloader.Reader(str(out))  # a whole corpus, old or new, checked by its checksums
+    assert len(r) == (3 if point == "writer-before-swap" else 5)
+    assert all(r.decode(i)["name"] for i in range(len(r)))
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith("out.")]
+    assert leftovers, "the kill should have left the other corpus under a temporary name"
+    # The next run removes what the killed one left, and completes.
+    subprocess.run(["lmdbloader", "convert", "--from", "image_folder", "--overwrite",
+                    str(tmp_path / "new"), str(out)], check=True)
+    assert len(lmdbloader.Reader(str(out))) == 5
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("out.")] == []
+
+
+@pytest.mark.parametrize("line,why", [
+    ({"name": "a", "path": "f.bin", "image": "x"}, "field 'image' is reserved"),
+    ({"name": "a", "path": "f.bin", "label": 2**64 - 1}, "'label' must be an integer between -2^53 and 2^53"),
+    ({"name": "a", "path": "f.bin", "label": 2**60}, "'label' must be an integer between -2^53 and 2^53"),
+    ({"name": "a", "path": "f.bin", "id": 2**60}, "field 'id' is an integer beyond 2^53"),
+])
+def test_jsonl_fields_that_cannot_be_stored_exactly_are_refused(tmp_path, line, why):
+    (tmp_path / "f.bin").write_bytes(b"payload")
+    (tmp_path / "m.jsonl").write_text(json.dumps(line) + "\n")
+    res = subprocess.run(["lmdbloader", "convert", "--from", "jsonl", str(tmp_path / "m.jsonl"),
+                          str(tmp_path / "out")], capture_output=True, text=True)
+    assert res.returncode == 1, res.stderr
+    assert why in res.stderr and "m.jsonl:1" in res.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_names_that_are_not_utf8_are_refused_naming_the_path(tmp_path):
+    src = os.fsencode(str(tmp_path / "src"))
+    os.makedirs(os.path.join(src, b"cl\xffass"))
+    with open(os.path.join(src, b"cl\xffass", b"a.jpg"), "wb") as f:
+        f.write(b"x")
+    res = subprocess.run([b"lmdbloader", b"convert", b"--from", b"image_folder", src,
+                          os.fsencode(str(tmp_path / "out"))], capture_output=True)
+    assert res.returncode == 1, res.stderr
+    assert b"not valid UTF-8" in res.stderr and b"cl\xffass" in res.stderr
+    assert not (tmp_path / "out").exists()
