@@ -160,12 +160,22 @@ py::object DecodeRecord(const Reader& r, uint64_t index, const char* data, size_
   return ToPython(oh.get());
 }
 
-uint64_t Position(const Reader& r, int64_t index) {
-  int64_t n = static_cast<int64_t>(r.size());
-  int64_t i = index < 0 ? index + n : index;
-  if (i < 0 || i >= n)
-    throw StatusError{Status::OutOfRange("index " + std::to_string(index) + " out of range for " + r.path() +
-                                         " (" + std::to_string(n) + " records)")};
+// Any Python integer (numpy's too) to a position; negative counts from the
+// end; IndexError naming the file for anything out of range, however large.
+uint64_t Position(const Reader& r, const py::handle& index) {
+  PyObject* number = PyNumber_Index(index.ptr());
+  if (!number) {
+    PyErr_Clear();
+    throw py::type_error(std::string("indices must be integers, not ") + Py_TYPE(index.ptr())->tp_name);
+  }
+  py::object owner = py::reinterpret_steal<py::object>(number);
+  int overflow = 0;
+  long long value = PyLong_AsLongLongAndOverflow(number, &overflow);
+  const int64_t n = static_cast<int64_t>(r.size());
+  const int64_t i = overflow ? -1 : value < 0 ? value + n : value;
+  if (overflow || i < 0 || i >= n)
+    throw StatusError{Status::OutOfRange("index " + py::str(owner).cast<std::string>() + " out of range for " +
+                                         r.path() + " (" + std::to_string(n) + " records)")};
   return static_cast<uint64_t>(i);
 }
 
@@ -188,13 +198,13 @@ py::bytes ReadBytes(Reader& r, uint64_t i) {
   return out;
 }
 
-std::vector<uint64_t> Positions(const Reader& r, const std::vector<int64_t>& indices) {
-  std::vector<uint64_t> out(indices.size());
-  for (size_t k = 0; k < indices.size(); ++k) out[k] = Position(r, indices[k]);
+std::vector<uint64_t> Positions(const Reader& r, const py::iterable& indices) {
+  std::vector<uint64_t> out;
+  for (py::handle index : indices) out.push_back(Position(r, index));
   return out;
 }
 
-py::list ReadBatchBytes(Reader& r, const std::vector<int64_t>& indices) {
+py::list ReadBatchBytes(Reader& r, const py::iterable& indices) {
   std::vector<uint64_t> pos = Positions(r, indices);
   py::list out(pos.size());
   std::vector<char*> dsts(pos.size());
@@ -222,7 +232,7 @@ py::list ReadBatchBytes(Reader& r, const std::vector<int64_t>& indices) {
 // so only one decoded record of the batch exists untransformed at a time.
 constexpr uint64_t kDecodeChunkBytes = 256u << 10;
 
-py::list DecodeBatch(Reader& r, const std::vector<int64_t>& indices, const py::object& transform) {
+py::list DecodeBatch(Reader& r, const py::iterable& indices, const py::object& transform) {
   std::vector<uint64_t> pos = Positions(r, indices);
   std::vector<uint64_t> sizes(pos.size());
   for (size_t k = 0; k < pos.size(); ++k) ThrowIfError(r.ValueSize(pos[k], &sizes[k]));
@@ -415,9 +425,9 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("path", &Reader::path)
       .def_property_readonly("mode", [](const Reader& r) { return AccessModeName(r.mode()); })
       .def_property_readonly("manifest", &Reader::manifest)
-      .def("read", [](Reader& r, int64_t i) { return ReadBytes(r, Position(r, i)); })
+      .def("read", [](Reader& r, const py::object& i) { return ReadBytes(r, Position(r, i)); })
       .def("read_batch", &ReadBatchBytes)
-      .def("decode", [](Reader& r, int64_t i) {
+      .def("decode", [](Reader& r, const py::object& i) {
         uint64_t pos = Position(r, i);
         uint64_t size = 0;
         ThrowIfError(r.ValueSize(pos, &size));
@@ -431,17 +441,17 @@ PYBIND11_MODULE(_core, m) {
         return DecodeRecord(r, pos, buf.data(), size);
       })
       .def("decode_batch", &DecodeBatch, py::arg("indices"), py::arg("transform") = py::none())
-      .def("value_size", [](Reader& r, int64_t i) {
+      .def("value_size", [](Reader& r, const py::object& i) {
         uint64_t size = 0;
         ThrowIfError(r.ValueSize(Position(r, i), &size));
         return size;
       })
-      .def("view", [](Reader& r, int64_t i) {
+      .def("view", [](Reader& r, const py::object& i) {
         RecordView v;
         ThrowIfError(r.View(Position(r, i), &v));
         return v;
       })
-      .def("key", [](Reader& r, int64_t i) {
+      .def("key", [](Reader& r, const py::object& i) {
         std::string k;
         ThrowIfError(r.Key(Position(r, i), &k));
         return py::bytes(k);
@@ -454,7 +464,7 @@ PYBIND11_MODULE(_core, m) {
         return py::int_(pos);
       })
       .def("lower_bound", [](Reader& r, const py::bytes& key) { return r.LowerBound(std::string_view(key)); })
-      .def("name", [](Reader& r, int64_t i) {
+      .def("name", [](Reader& r, const py::object& i) {
         std::string n;
         ThrowIfError(r.Name(Position(r, i), &n));
         return n;

@@ -372,6 +372,36 @@ Status WriteOne(const ConvertOptions& o, const Listing& listing, size_t begin, s
 
 }  // namespace
 
+Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::FromErrno(errno, "open", tmp);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return Status::FromErrno(err, "write", tmp);
+    }
+    done += static_cast<size_t>(n);
+  }
+  // Space is really claimed by fsync on some file systems: fail here, not later.
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return Status::FromErrno(err, "write", tmp);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return Status::FromErrno(err, "rename " + tmp + " to", path);
+  }
+  return Status::OK();
+}
+
 std::string ShardName(uint32_t index, uint32_t count) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "part-%05u-of-%05u", index, count);
@@ -458,19 +488,15 @@ Status WriteShardList(const std::string& folder, uint64_t* records) {
   for (const auto& [index, name] : parts) {
     std::unique_ptr<Reader> r;
     LMDBLOADER_RETURN_IF_ERROR(Reader::Open(folder + "/" + name, ReaderOptions(), &r));
+    if (!r->is_corpus())
+      return Status::InvalidArgument(folder + "/" + name + ": not an lmdbloader corpus (write shards with "
+                                     "`lmdbloader convert --num-shards N --shard-index I`)");
     list["shards"].push_back({{"path", name}, {"records", r->size()}});
     *records += r->size();
   }
   list["records"] = *records;
   std::string path = folder + "/" + kShardListFile, tmp = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp);
-    out << list.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
-    if (!out) return Status::IOError("write " + tmp + " failed");
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) return Status::IOError("rename " + tmp + ": " + ec.message());
-  return Status::OK();
+  return WriteFileAtomically(path, list.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
 }  // namespace lmdbloader

@@ -1,10 +1,15 @@
 #include "lmdbloader/inspect.h"
 
+#include <algorithm>
+
 #include "lmdb_env.h"
+#include "shard_list.h"
 
 namespace lmdbloader {
 
-Status InspectDatabase(const std::string& path, const std::string& db_name, DatabaseInfo* info) {
+namespace {
+
+Status InspectOne(const std::string& path, const std::string& db_name, DatabaseInfo* info) {
   DataLocation location;
   LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(path, &location));
   std::unique_ptr<LmdbEnv> env;
@@ -21,6 +26,59 @@ Status InspectDatabase(const std::string& path, const std::string& db_name, Data
   info->entries = tree.entries;
   info->last_txnid = env->meta().txnid;
   info->map_size = env->meta().map_size;
+  return Status::OK();
+}
+
+}  // namespace
+
+Status CheckPages(const std::string& path, const std::string& db_name, std::vector<std::string>* problems) {
+  bool shard_set = false;
+  std::vector<ShardEntry> parts;
+  LMDBLOADER_RETURN_IF_ERROR(ReadShardList(path, &shard_set, &parts));
+  if (!shard_set) parts.push_back({path, -1});
+  for (const ShardEntry& part : parts) {
+    DataLocation location;
+    LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(part.path, &location));
+    std::unique_ptr<LmdbEnv> env;
+    Status s = LmdbEnv::Open(location, false, db_name, &env);
+    if (!s.ok()) {
+      problems->push_back(s.ToString());
+      continue;
+    }
+    LmdbFile& file = env->file();
+    uint64_t damaged = 0;
+    s = file.Walk(env->meta(), env->tree(), [&](const LmdbItem& item) -> Status {
+      if (!item.on_overflow_pages) return Status::OK();
+      Status c = file.CheckOverflow(env->meta(), item.value_offset, item.value_size);
+      if (!c.ok() && ++damaged <= 100) problems->push_back(c.ToString());
+      return Status::OK();
+    });
+    if (!s.ok()) problems->push_back(s.ToString());
+  }
+  return Status::OK();
+}
+
+Status InspectDatabase(const std::string& path, const std::string& db_name, DatabaseInfo* info) {
+  bool shard_set = false;
+  std::vector<ShardEntry> parts;
+  LMDBLOADER_RETURN_IF_ERROR(ReadShardList(path, &shard_set, &parts));
+  if (!shard_set) return InspectOne(path, db_name, info);
+  // A shard set: the parts' counts summed, the deepest tree, the newest txn.
+  *info = DatabaseInfo();
+  info->data_path = path;
+  for (const ShardEntry& part : parts) {
+    DatabaseInfo one;
+    LMDBLOADER_RETURN_IF_ERROR(InspectOne(part.path, db_name, &one));
+    info->file_bytes += one.file_bytes;
+    info->page_size = one.page_size;
+    info->depth = std::max(info->depth, one.depth);
+    info->branch_pages += one.branch_pages;
+    info->leaf_pages += one.leaf_pages;
+    info->overflow_pages += one.overflow_pages;
+    info->entries += one.entries;
+    info->last_txnid = std::max(info->last_txnid, one.last_txnid);
+    info->map_size += one.map_size;
+  }
   return Status::OK();
 }
 

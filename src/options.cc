@@ -36,8 +36,11 @@ Status ParseByteSize(std::string_view text, uint64_t* bytes) {
   else if (u == "tb") scale = 1e12;
   else return bad();
   double result = value * scale;
-  if (result >= 1.8e19) return bad();
-  *bytes = static_cast<uint64_t>(std::llround(result));
+  if (result >= 1.8e19) return Status::InvalidArgument("byte size '" + s + "' is too large");
+  // "0.4" must not silently mean 0 (unbounded): bytes are whole.
+  if (result != std::floor(result))
+    return Status::InvalidArgument("byte size '" + s + "' is not a whole number of bytes");
+  *bytes = static_cast<uint64_t>(result);
   return Status::OK();
 }
 

@@ -24,6 +24,7 @@
 #include "mapping.h"
 #include "record_index.h"
 #include "residency.h"
+#include "shard_list.h"
 
 namespace lmdbloader {
 
@@ -140,8 +141,12 @@ Status Reader::LoadCorpusMeta(Part& part, bool* corpus) {
   }
   nlohmann::json m = nlohmann::json::parse(bytes, nullptr, /*allow_exceptions=*/false);
   if (m.is_discarded() || !m.is_object() || !m.contains("format") || m["format"] != kCorpusFormatName) {
-    if (stored_sum != meta.end()) return damaged("the manifest is not a corpus manifest");
-    return Status::OK();  // a plain LMDB that happens to hold such a key
+    // With the rest of a corpus's metadata beside it, this is a corpus whose
+    // manifest is damaged; alone, a plain LMDB that happens to hold the key.
+    const bool corpus_like = stored_sum != meta.end() || meta.count(std::string(kChecksumsKey)) ||
+                             (meta.count(std::string(kNamesBlobKey)) && meta.count(std::string(kNamesOffsetsKey)));
+    if (corpus_like) return damaged("the manifest is not a corpus manifest (damaged or not JSON)");
+    return Status::OK();
   }
   *corpus = true;
   if (!m.contains("records") || !m["records"].is_number_unsigned())
@@ -212,35 +217,11 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
   r->generation_ = g_fork_generation.load();
 
   // A shard set is a directory with a shard list; anything else is one LMDB.
-  std::vector<std::pair<std::string, int64_t>> part_paths;  // (path, expected records or -1)
+  bool shard_set = false;
+  std::vector<ShardEntry> part_paths;
+  LMDBLOADER_RETURN_IF_ERROR(ReadShardList(path, &shard_set, &part_paths));
   const std::string shard_list = path + "/" + kShardListFile;
-  struct stat st;
-  if (::stat(shard_list.c_str(), &st) == 0) {
-    std::ifstream in(shard_list);
-    nlohmann::json list = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (list.is_discarded() || !list.is_object() || !list.contains("shards") || !list["shards"].is_array())
-      return Status::Corruption("read " + shard_list + ": not a valid shard list");
-    for (const auto& shard : list["shards"]) {
-      if (!shard.is_object() || !shard.contains("path") || !shard["path"].is_string())
-        return Status::Corruption("read " + shard_list + ": a shard entry has no path");
-      int64_t records = shard.contains("records") && shard["records"].is_number_integer()
-                            ? shard["records"].get<int64_t>() : -1;
-      const std::string name = shard["path"].get<std::string>();
-      // Parts live inside the shard set's folder, each listed once.
-      if (name.empty() || name[0] == '/' || name == ".." || name.find("/../") != std::string::npos ||
-          name.rfind("../", 0) == 0 || (name.size() >= 3 && name.compare(name.size() - 3, 3, "/..") == 0))
-        return Status::Corruption("read " + shard_list + ": part '" + name + "' lies outside " + path);
-      for (const auto& seen : part_paths)
-        if (seen.first == path + "/" + name)
-          return Status::Corruption("read " + shard_list + ": part '" + name + "' is listed twice");
-      if (shard.contains("records") && !shard["records"].is_number_unsigned())
-        return Status::Corruption("read " + shard_list + ": part '" + name + "' has a 'records' that is not a count");
-      part_paths.push_back({path + "/" + name, records});
-    }
-    if (part_paths.empty()) return Status::Corruption("read " + shard_list + ": no shards listed");
-  } else {
-    part_paths.push_back({path, -1});
-  }
+  if (!shard_set) part_paths.push_back({path, -1});
 
   uint64_t total = 0, index_bytes = 0;
   for (const auto& [part_path, expected] : part_paths) {
@@ -251,7 +232,7 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
     if (expected >= 0 && part->index.size() != static_cast<uint64_t>(expected))
       return Status::Corruption("open " + part_path + ": shard list says " + std::to_string(expected) +
                                 " records, the shard holds " + std::to_string(part->index.size()));
-    if (part_paths.size() > 1 || expected >= 0) {
+    if (shard_set) {
       if (part->manifest.empty())
         return Status::Corruption("open " + part_path + ": a part listed in " + shard_list +
                                   " is not an lmdbloader corpus");
@@ -555,6 +536,20 @@ Status Reader::ReadColumn(const std::string& name, std::string* bytes) {
     LMDBLOADER_RETURN_IF_ERROR(ReadCheckedMeta(*parts_[i], std::string(kColumnPrefix) + name, &chunk));
     std::memcpy(bytes->data() + at, chunk.data(), chunk.size());
     at += chunks[i].size;
+  }
+  return Status::OK();
+}
+
+Status Reader::CheckMetadata() {
+  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
+  for (const auto& part : parts_) {
+    for (const auto& [key, sum] : part->meta_sums) {
+      if (part->index.meta().find(key) == part->index.meta().end())
+        return Status::Corruption("corpus " + part->location.data_path + ": " + key.substr(kMetaPrefix.size()) +
+                                  " is listed in the manifest but absent");
+      std::string bytes;
+      LMDBLOADER_RETURN_IF_ERROR(ReadCheckedMeta(*part, key, &bytes));
+    }
   }
   return Status::OK();
 }

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <random>
 
+#include "lmdbloader/convert.h"
 #include "lmdbloader/inspect.h"
 #include "lmdbloader/memory.h"
 #include "lmdbloader/reader.h"
@@ -91,13 +92,13 @@ int RunGet(const OpenFlags& flags, int64_t index, const std::string& key, const 
   if (!s.ok()) return Fail(s);
   if (name) value += '\n';
   if (output.empty() || output == "-") {
-    std::fwrite(value.data(), 1, value.size(), stdout);
+    // A full disk or closed pipe shows only when the buffer is flushed.
+    if (std::fwrite(value.data(), 1, value.size(), stdout) != value.size() || std::fflush(stdout) != 0)
+      return Fail(Status::FromErrno(errno, "write", "standard output"));
     return 0;
   }
-  std::ofstream out(output, std::ios::binary);
-  out.write(value.data(), value.size());
-  if (!out) return Fail(Status::IOError("write " + output + " failed"));
-  return 0;
+  s = WriteFileAtomically(output, value);
+  return s.ok() ? 0 : Fail(s);
 }
 
 int RunScan(const OpenFlags& flags, int passes, const std::string& order, bool as_json) {
@@ -203,23 +204,28 @@ int RunStat(const OpenFlags& flags, bool as_json) {
 
 int RunVerify(OpenFlags flags, bool as_json) {
   flags.index_dir = "none";  // verify walks the file itself, never trusts a saved index
-  std::unique_ptr<Reader> r;
-  Status s = flags.Open(&r);
-  if (!s.ok()) return Fail(s);
   std::vector<std::string> problems;
   auto problem = [&](std::string p) {
     if (problems.size() < 100) problems.push_back(std::move(p));
   };
-  uint64_t declared = 0;
+  // Every page, overflow headers included, before anything else reads the file.
+  Status s = CheckPages(flags.path, flags.db, &problems);
+  if (!s.ok()) return Fail(s);
+  std::unique_ptr<Reader> r;
+  s = flags.Open(&r);
+  if (!s.ok()) problem(s.ToString());
+  if (!r) {
+    for (auto& p : problems) std::fprintf(stderr, "%s: %s\n", flags.path.c_str(), p.c_str());
+    if (as_json)
+      std::cout << json{{"path", flags.path}, {"records", 0}, {"ok", false}, {"problems", problems}}.dump(
+                       2, ' ', false, json::error_handler_t::replace)
+                << std::endl;
+    return 1;
+  }
   if (r->is_corpus()) {
-    json manifest = json::parse(r->manifest(), nullptr, false);
-    if (manifest.is_discarded() || !manifest.contains("records")) problem("manifest is not valid JSON with 'records'");
-    else declared = manifest["records"].get<uint64_t>();
-    // A shard's manifest counts that shard only; a shard set is checked by
-    // Reader::Open against shards.json instead.
-    if (!manifest.contains("shard") && declared != r->size())
-      problem("manifest says " + std::to_string(declared) + " records, the database holds " +
-              std::to_string(r->size()));
+    // Open checked the manifest (JSON, format, record count, column dtypes
+    // and sizes); these are the values it does not read.
+    if (!(s = r->CheckMetadata()).ok()) problem(s.ToString());
   }
   std::string value;
   for (uint64_t i = 0; i < r->size(); ++i) {
@@ -246,6 +252,8 @@ int RunVerify(OpenFlags flags, bool as_json) {
       for (auto& c : chunks) bytes += c.size;
       if (bytes != r->size() * 8) problem("column label holds " + std::to_string(bytes) + " bytes for " +
                                           std::to_string(r->size()) + " records");
+      std::string column;
+      if (!(s = r->ReadColumn("label", &column)).ok()) problem(s.ToString());
     }
   }
   if (as_json) {

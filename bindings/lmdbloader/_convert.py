@@ -18,6 +18,15 @@ def convert(source, output, *, kind, overwrite=False, order="sorted", seed=0, fr
     """
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {', '.join(_KINDS)}; got {kind!r}")
+    limits = {"seed": (seed, 0, 2**64 - 1), "frame_step": (frame_step, 1, 2**31 - 1),
+              "num_shards": (num_shards, 1, 99999)}
+    if shard_index is not None:
+        limits["shard_index"] = (shard_index, 0, 99998)
+    for what, (value, low, high) in limits.items():
+        if isinstance(value, bool) or not isinstance(value, int) and not hasattr(value, "__index__"):
+            raise ConvertError(f"{what} must be an integer, got {type(value).__name__}")
+        if not low <= int(value) <= high:
+            raise ConvertError(f"{what} must be between {low} and {high}, got {value}")
     try:
         return _core.convert(kind, os.fspath(source), os.fspath(output), bool(overwrite), order,
                              int(seed), int(frame_step), int(num_shards),

@@ -1,5 +1,6 @@
 """Argument checking shared by Reader, LmdbDataset and compat."""
 
+import operator
 import os
 
 from . import _core
@@ -12,16 +13,21 @@ def byte_size(value, what):
     """Bytes from an int or a string such as "256MiB"; ValueError otherwise."""
     if isinstance(value, bool):
         raise ValueError(f"{what} must be a byte size, got {value!r}")
-    if isinstance(value, int):
+    if not isinstance(value, str):
+        try:
+            value = operator.index(value)  # ints and numpy integers
+        except TypeError:
+            raise ValueError(f"{what} must be an int or a string like '256MiB', "
+                             f"got {type(value).__name__}") from None
         if value < 0:
             raise ValueError(f"{what} must not be negative, got {value}")
+        if value >= 2**64:
+            raise ValueError(f"{what} must be below 2**64 bytes, got {value}")
         return value
-    if isinstance(value, str):
-        try:
-            return _core.parse_byte_size(value.strip())
-        except ValueError as e:
-            raise ValueError(f"{what}: {e}") from None
-    raise ValueError(f"{what} must be an int or a string like '256MiB', got {type(value).__name__}")
+    try:
+        return _core.parse_byte_size(value.strip())
+    except ValueError as e:
+        raise ValueError(f"{what}: {e}") from None
 
 
 def budget_bytes(rss_budget):

@@ -8,6 +8,7 @@ import numpy as np
 
 from . import _core
 from ._options import budget_bytes, byte_size, check_mode
+from .errors import CorruptedError
 
 
 class Reader:
@@ -42,6 +43,7 @@ class Reader:
             lock=bool(lock), db=db or "", index_dir=index_dir or "",
             mmap_window=byte_size(mmap_window, "mmap_window"),
             remap_every=byte_size(remap_every, "remap_every"))
+        self._path = self._config["path"]
         self._core = None
         self._columns = {}
         self._open()
@@ -69,6 +71,7 @@ class Reader:
 
     def __setstate__(self, state):
         self._config = state["config"]
+        self._path = self._config["path"]
         self._core = None
         self._columns = {}
 
@@ -92,7 +95,8 @@ class Reader:
 
     @property
     def path(self):
-        return self._config["path"]
+        """The path given to open (still readable after close())."""
+        return self._path
 
     @property
     def rss_budget(self):
@@ -103,11 +107,7 @@ class Reader:
 
     def __getitem__(self, index):
         """Record bytes at a position (negative counts from the end); IndexError past the end."""
-        try:
-            index = operator.index(index)  # ints and numpy integers, as decode() takes
-        except TypeError:
-            raise TypeError(f"Reader indices must be integers, not {type(index).__name__}") from None
-        return self._c.read(index)
+        return self._c.read(index)  # any integer (numpy's too); IndexError naming the file
 
     def get(self, key, default=None):
         """Value of ``key`` (bytes), or ``default`` when absent."""
@@ -168,8 +168,13 @@ class Reader:
     @property
     def manifest(self):
         """The corpus manifest as a dict (None for a plain LMDB)."""
-        text = self._c.manifest
-        return json.loads(text) if text else None
+        text = self._c.manifest  # checked by the core: a JSON object with a valid format
+        if not text:
+            return None
+        try:
+            return json.loads(text)
+        except ValueError as e:
+            raise CorruptedError(f"corpus {self._path}: the manifest is not valid JSON ({e})") from None
 
     def name(self, index):
         return self._c.name(index)
@@ -186,6 +191,7 @@ class Reader:
         if arr is None:
             manifest = self.manifest or {}
             dtype = np.dtype(manifest.get("columns", {}).get(name, {}).get("dtype", "<i8"))
+            # The core checked the dtype (<i8 or <f8) and the size (8 bytes a record).
             arr = np.frombuffer(self._c.read_column(name), dtype=dtype)
             self._columns[name] = arr
         return arr

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lmdbloader/status.h"
@@ -55,6 +56,11 @@ Status WriteShardList(const std::string& folder, uint64_t* records);
 
 // "part-00003-of-00016"
 std::string ShardName(uint32_t index, uint32_t count);
+
+// Writes `bytes` to a temporary file beside `path`, syncs it and renames it
+// over `path`: readers see the old file or the whole new one. IOError naming
+// the file and the system's reason (ENOSPC, ENOENT, ...) otherwise.
+Status WriteFileAtomically(const std::string& path, std::string_view bytes);
 
 }  // namespace lmdbloader
 

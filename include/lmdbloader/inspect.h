@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "lmdbloader/status.h"
 
@@ -24,8 +25,16 @@ struct DatabaseInfo {
 };
 
 // Opens `path` read-only without a lock file and reads the counts of
-// `db_name` (main database when empty). Errors as for Reader::Open.
+// `db_name` (main database when empty). For a shard set, the counts of its
+// parts summed (data_path is then the set's folder). Errors as for Reader::Open.
 Status InspectDatabase(const std::string& path, const std::string& db_name, DatabaseInfo* info);
+
+// Walks every data file of `path` (each part of a shard set) with the
+// checked page reader, and also reads the header of every overflow page run
+// that holds a value (which opening skips: one random read per record).
+// Appends one line per damaged place to `problems`; a non-OK status when a
+// file cannot be read at all.
+Status CheckPages(const std::string& path, const std::string& db_name, std::vector<std::string>* problems);
 
 }  // namespace lmdbloader
 

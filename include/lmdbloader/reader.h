@@ -125,6 +125,11 @@ class Reader {
   // Concatenated bytes of a column.
   Status ReadColumn(const std::string& name, std::string* bytes);
 
+  // Reads every metadata value of a corpus (names, name offsets, columns,
+  // record checksums) and checks each against the manifest's checksums.
+  // Corruption naming the file and the value; OK for a plain LMDB.
+  Status CheckMetadata();
+
   // mmap mode: replaces the mapping by a fresh one (live views keep theirs).
   Status Remap();
 

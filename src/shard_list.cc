@@ -1,0 +1,73 @@
+#include "shard_list.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "corpus_format.h"
+
+namespace lmdbloader {
+
+namespace {
+
+// A plain relative name: components that are neither empty, "." nor "..".
+bool InsideFolder(const std::string& name) {
+  if (name.empty() || name[0] == '/') return false;
+  size_t start = 0;
+  while (start <= name.size()) {
+    size_t end = name.find('/', start);
+    if (end == std::string::npos) end = name.size();
+    const std::string part = name.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status ParseShardList(const std::string& text, const std::string& dir, const std::string& list_path,
+                      std::vector<ShardEntry>* parts) {
+  auto bad = [&](const std::string& what) { return Status::Corruption("read " + list_path + ": " + what); };
+  parts->clear();
+  nlohmann::json list = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (list.is_discarded() || !list.is_object() || !list.contains("shards") || !list["shards"].is_array())
+    return bad("not a valid shard list");
+  std::set<std::string> seen;
+  for (const auto& shard : list["shards"]) {
+    if (!shard.is_object() || !shard.contains("path") || !shard["path"].is_string())
+      return bad("a shard entry has no path");
+    const std::string name = shard["path"].get<std::string>();
+    if (!InsideFolder(name)) return bad("part '" + name + "' lies outside " + dir);
+    if (!seen.insert(name).second) return bad("part '" + name + "' is listed twice");
+    ShardEntry entry;
+    entry.path = dir + "/" + name;
+    if (shard.contains("records")) {
+      if (!shard["records"].is_number_unsigned() || shard["records"].get<uint64_t>() > INT64_MAX)
+        return bad("part '" + name + "' has a 'records' that is not a count");
+      entry.records = shard["records"].get<int64_t>();
+    }
+    parts->push_back(std::move(entry));
+  }
+  if (parts->empty()) return bad("no shards listed");
+  return Status::OK();
+}
+
+Status ReadShardList(const std::string& dir, bool* is_set, std::vector<ShardEntry>* parts) {
+  parts->clear();
+  const std::string list_path = dir + "/" + kShardListFile;
+  struct stat st;
+  *is_set = ::stat(list_path.c_str(), &st) == 0;
+  if (!*is_set) return Status::OK();
+  std::ifstream in(list_path);
+  if (!in) return Status::FromErrno(errno ? errno : EIO, "open", list_path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseShardList(text.str(), dir, list_path, parts);
+}
+
+}  // namespace lmdbloader

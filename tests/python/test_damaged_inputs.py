@@ -1,0 +1,183 @@
+"""Each damaged input and bad argument gets the right exception (or exit
+status) and a message naming the file and the problem, never a crash."""
+
+import json
+import os
+import struct
+import subprocess
+
+import lmdb
+import numpy as np
+import pytest
+
+import lmdbloader
+import lmdbloader.compat
+
+
+def write_corpus(path, n=6, **manifest):
+    with lmdbloader.CorpusWriter(path, manifest=manifest or None) as w:
+        for i in range(n):
+            w.add(f"n{i}", {"x": i}, label=i)
+    return path
+
+
+def edit_metadata(path, key, value, drop_manifest_checksum=True):
+    """Rewrites a metadata value with py-lmdb (the way a damaged or hand-edited corpus looks)."""
+    with lmdb.open(path, lock=False) as env, env.begin(write=True) as txn:
+        txn.put(b"__lmdbloader__/" + key, value)
+        if drop_manifest_checksum:
+            txn.delete(b"__lmdbloader__/manifest.xxh3")
+
+
+def manifest_of(path):
+    with lmdb.open(path, readonly=True, lock=False) as env, env.begin() as txn:
+        return json.loads(txn.get(b"__lmdbloader__/manifest"))
+
+
+def test_empty_data_file_is_corrupted_error_naming_it(tmp_path):
+    os.makedirs(tmp_path / "db")
+    (tmp_path / "db" / "data.mdb").write_bytes(b"")
+    with pytest.raises(lmdbloader.CorruptedError, match=r"db/data.mdb: not an LMDB file \(it is empty\)"):
+        lmdbloader.Reader(str(tmp_path / "db"))
+
+
+def test_last_page_past_the_file_is_corrupted_error_not_enomem(tmp_path):
+    path = str(tmp_path / "db")
+    with lmdb.open(path, map_size=1 << 20) as env, env.begin(write=True) as txn:
+        txn.put(b"k", b"v")
+    data = tmp_path / "db" / "data.mdb"
+    b = bytearray(data.read_bytes())
+    newer = 4096 if struct.unpack_from("<Q", b, 4096 + 144)[0] > struct.unpack_from("<Q", b, 144)[0] else 0
+    struct.pack_into("<Q", b, newer + 136, 1 << 40)
+    data.write_bytes(bytes(b))
+    with pytest.raises(lmdbloader.CorruptedError, match=r"data.mdb: truncated or damaged: meta page \d says the last page"):
+        lmdbloader.Reader(path)
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda m: b"{not json", "not a corpus manifest|manifest"),
+    (lambda m: json.dumps({**m, "records": None}).encode(), "'records' is not a non-negative integer"),
+    (lambda m: json.dumps({**m, "records": "6"}).encode(), "'records' is not a non-negative integer"),
+    (lambda m: json.dumps({**m, "columns": {"label": {"dtype": "<U5"}}}).encode(), "column 'label' has no dtype of <i8 or <f8"),
+    (lambda m: json.dumps({**m, "checksums": {**m["checksums"], "algorithm": "md5"}}).encode(), "checksum algorithm"),
+])
+def test_damaged_manifest_is_an_error_naming_the_file(tmp_path, edit, message):
+    path = write_corpus(str(tmp_path / "c"))
+    edit_metadata(path, b"manifest", edit(manifest_of(path)))
+    with pytest.raises(lmdbloader.Error, match=f"corpus .*c/data.mdb: .*({message})"):
+        lmdbloader.Reader(path)
+    res = subprocess.run(["lmdbloader", "verify", path], capture_output=True, text=True)
+    assert res.returncode == 1 and "data.mdb" in res.stderr, res.stderr
+
+
+def test_plain_json_manifest_without_format_is_a_plain_lmdb(tmp_path):
+    path = str(tmp_path / "db")
+    with lmdb.open(path, map_size=1 << 20) as env, env.begin(write=True) as txn:
+        txn.put(b"__lmdbloader__/manifest", b"[1, 2]")
+        txn.put(b"a", b"1")
+    r = lmdbloader.Reader(path)
+    assert len(r) == 2 and r.manifest is None and r.get(b"__lmdbloader__/manifest") == b"[1, 2]"
+
+
+def test_column_of_the_wrong_size_is_corrupted_error(tmp_path):
+    path = write_corpus(str(tmp_path / "c"))
+    edit_metadata(path, b"column/label", b"\x00" * 13, drop_manifest_checksum=False)
+    with pytest.raises(lmdbloader.CorruptedError, match="c/data.mdb: column 'label' holds 13 bytes for 6 records"):
+        lmdbloader.Reader(path)
+
+
+def test_damaged_column_bytes_are_corrupted_error_on_read(tmp_path):
+    path = write_corpus(str(tmp_path / "c"))
+    edit_metadata(path, b"column/label", struct.pack("<6q", 9, 9, 9, 9, 9, 9), drop_manifest_checksum=False)
+    r = lmdbloader.Reader(path)
+    with pytest.raises(lmdbloader.CorruptedError, match="c/data.mdb: column/label is damaged"):
+        r.column("label")
+
+
+def test_huge_and_odd_arguments_get_python_errors_not_pybind_signature_errors(tmp_path):
+    path = write_corpus(str(tmp_path / "c"))
+    r = lmdbloader.Reader(path)
+    for bad in (2**64, -2**64, 2**70, 6, -7):
+        with pytest.raises(IndexError, match=f"index {bad} out of range for .*c \\(6 records\\)"):
+            r[bad]
+        with pytest.raises(IndexError, match="out of range"):
+            r.get_batch([0, bad])
+        with pytest.raises(IndexError, match="out of range"):
+            r.decode_batch([bad])
+    assert r.decode(np.uint64(2)) == r.decode(2)
+    with pytest.raises(ValueError, match="rss_budget must be below 2\\*\\*64"):
+        lmdbloader.Reader(path, rss_budget=2**64)
+    assert lmdbloader.Reader(path, rss_budget=np.int64(1 << 24)).rss_budget == 1 << 24
+    with pytest.raises(ValueError, match="rss_budget: byte size '0.4' is not a whole number of bytes"):
+        lmdbloader.Reader(path, rss_budget="0.4")
+    with pytest.raises(ValueError, match="rss_budget"):
+        lmdbloader.Reader(path, rss_budget=1.5)
+    with pytest.raises(lmdbloader.ConvertError, match="num_shards must be between 1 and 99999, got -1"):
+        lmdbloader.convert(tmp_path, tmp_path / "x", kind="image_folder", num_shards=-1)
+    with pytest.raises(lmdbloader.ConvertError, match="seed must be between"):
+        lmdbloader.convert(tmp_path, tmp_path / "x", kind="image_folder", seed=2**64)
+    r.close()
+    assert r.path == path
+    with pytest.raises(ValueError, match="closed"):
+        r[0]
+
+
+def _shard_set(tmp_path):
+    src = tmp_path / "src"
+    for c in range(2):
+        os.makedirs(src / f"c{c}")
+        for i in range(5):
+            (src / f"c{c}" / f"{i}.jpg").write_bytes(b"img%d%d" % (c, i))
+    out = tmp_path / "set"
+    for k in range(2):
+        subprocess.run(["lmdbloader", "convert", "--from", "image_folder", str(src), str(out),
+                        "--num-shards", "2", "--shard-index", str(k), "--no-progress"], check=True)
+    subprocess.run(["lmdbloader", "shard-list", str(out)], check=True)
+    return str(out)
+
+
+def test_stat_of_a_shard_set_sums_its_parts(tmp_path):
+    path = _shard_set(tmp_path)
+    res = subprocess.run(["lmdbloader", "stat", path, "--json"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    stat = json.loads(res.stdout)
+    assert stat["records"] == 10 and stat["corpus"]
+    env = lmdbloader.compat.open(path, readonly=True, lock=False)
+    assert env.stat()["entries"] >= 10
+
+
+def test_shard_list_refuses_a_plain_lmdb_part(tmp_path):
+    out = tmp_path / "set"
+    os.makedirs(out)
+    with lmdb.open(str(out / "part-00000-of-00001"), map_size=1 << 20) as env, env.begin(write=True) as txn:
+        txn.put(b"k", b"v")
+    res = subprocess.run(["lmdbloader", "shard-list", str(out)], capture_output=True, text=True)
+    assert res.returncode == 1 and "part-00000-of-00001: not an lmdbloader corpus" in res.stderr, res.stderr
+    assert not (out / "shards.json").exists()
+
+
+def test_get_output_into_a_missing_folder_says_why_and_leaves_nothing(tmp_path):
+    path = write_corpus(str(tmp_path / "c"))
+    target = tmp_path / "missing" / "out.bin"
+    res = subprocess.run(["lmdbloader", "get", path, "--index", "1", "-o", str(target)], capture_output=True, text=True)
+    assert res.returncode == 1 and "No such file or directory" in res.stderr and "missing/out.bin" in res.stderr
+    ok = subprocess.run(["lmdbloader", "get", path, "--index", "1", "-o", str(tmp_path / "one.bin")])
+    assert ok.returncode == 0 and (tmp_path / "one.bin").read_bytes() == lmdbloader.Reader(path)[1]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_get_to_a_full_disk_says_no_space(tmp_path):
+    path = write_corpus(str(tmp_path / "c"))
+    with open("/dev/full", "wb") as full:
+        res = subprocess.run(["lmdbloader", "get", path, "--index", "1"], stdout=full, stderr=subprocess.PIPE, text=True)
+    assert res.returncode == 1 and "No space left on device" in res.stderr, res.stderr
+
+
+def test_json_output_survives_paths_that_are_not_utf8(tmp_path):
+    path = os.path.join(os.fsencode(str(tmp_path)), b"d\xffb")
+    with lmdb.open(path, map_size=1 << 20) as env, env.begin(write=True) as txn:
+        txn.put(b"k", b"v")
+    for cmd in (b"stat", b"verify", b"scan"):
+        res = subprocess.run([b"lmdbloader", cmd, path, b"--json"], capture_output=True)
+        assert res.returncode == 0, res.stderr
+        json.loads(res.stdout)
