@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: the C++ suite (warnings as errors), the C++ suite again
-# under AddressSanitizer + UndefinedBehaviorSanitizer, then the Python suite.
+# under AddressSanitizer + UndefinedBehaviorSanitizer, the fuzzers for a
+# bounded time (saved crashers replayed), then the Python suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -17,6 +18,9 @@ cmake --build build-sanitize -j "$JOBS"
 # The budget tests run on a smaller corpus here: the sanitizers slow every read.
 LMDBLOADER_TEST_CORPUS_MIB=64 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-sanitize --output-on-failure -j "$JOBS"
+
+echo "== Fuzzing (bounded: libFuzzer harnesses, then mutated whole databases)"
+bash scripts/fuzz.sh
 
 echo "== Python tests"
 PATH="$PWD/build:$PATH" python3 -m pytest -q tests/python

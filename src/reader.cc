@@ -17,6 +17,7 @@
 
 #include "checksum.h"
 #include "corpus_format.h"
+#include "corpus_manifest.h"
 #include "index_builder.h"
 #include "index_file.h"
 #include "lmdb_env.h"
@@ -125,8 +126,22 @@ Status Reader::LoadCorpusMeta(Part& part, bool* corpus) {
   *corpus = false;
   const auto& meta = part.index.meta();
   auto manifest = meta.find(std::string(kManifestKey));
-  if (manifest == meta.end() || !part.index.sequential_keys() || !options_.db_name.empty()) return Status::OK();
   const std::string& where = part.location.data_path;
+  if (!options_.db_name.empty()) return Status::OK();
+  // Keys only a corpus writer puts there: their presence makes this a corpus,
+  // whatever else is damaged.
+  const bool corpus_like = meta.count(std::string(kManifestChecksumKey)) || meta.count(std::string(kChecksumsKey)) ||
+                           (meta.count(std::string(kNamesBlobKey)) && meta.count(std::string(kNamesOffsetsKey)));
+  if (manifest == meta.end()) {
+    if (corpus_like) return Status::Corruption("corpus " + where + ": the manifest is missing");
+    return Status::OK();
+  }
+  if (!part.index.sequential_keys()) {
+    if (corpus_like)
+      return Status::Corruption("corpus " + where + ": the record keys are not the record numbers 0.." +
+                                std::to_string(part.index.size()) + " (damaged keys)");
+    return Status::OK();
+  }
   std::string bytes;
   LMDBLOADER_RETURN_IF_ERROR(ReadMeta(part, manifest->first, &bytes));
   auto damaged = [&](const std::string& what) { return Status::Corruption("corpus " + where + ": " + what); };
@@ -139,52 +154,27 @@ Status Reader::LoadCorpusMeta(Part& part, bool* corpus) {
     std::memcpy(&expected, sum.data(), 8);
     if (Checksum(bytes) != expected) return damaged("the manifest is damaged (checksum mismatch)");
   }
-  nlohmann::json m = nlohmann::json::parse(bytes, nullptr, /*allow_exceptions=*/false);
-  if (m.is_discarded() || !m.is_object() || !m.contains("format") || m["format"] != kCorpusFormatName) {
+  CorpusManifest m;
+  Status parsed = ParseCorpusManifest(bytes, where, &m);
+  if (parsed.IsNotFound()) {
     // With the rest of a corpus's metadata beside it, this is a corpus whose
     // manifest is damaged; alone, a plain LMDB that happens to hold the key.
-    const bool corpus_like = stored_sum != meta.end() || meta.count(std::string(kChecksumsKey)) ||
-                             (meta.count(std::string(kNamesBlobKey)) && meta.count(std::string(kNamesOffsetsKey)));
-    if (corpus_like) return damaged("the manifest is not a corpus manifest (damaged or not JSON)");
-    return Status::OK();
+    return corpus_like ? Status::Corruption(parsed.message()) : Status::OK();
   }
+  LMDBLOADER_RETURN_IF_ERROR(parsed);
   *corpus = true;
-  if (!m.contains("records") || !m["records"].is_number_unsigned())
-    return damaged("the manifest's 'records' is not a non-negative integer");
-  if (m["records"].get<uint64_t>() != part.index.size())
-    return damaged("the manifest says " + m["records"].dump() + " records, the database holds " +
+  if (m.records != part.index.size())
+    return damaged("the manifest says " + std::to_string(m.records) + " records, the database holds " +
                    std::to_string(part.index.size()));
-  if (m.contains("columns")) {
-    if (!m["columns"].is_object()) return damaged("the manifest's 'columns' is not an object");
-    for (const auto& [name, column] : m["columns"].items()) {
-      if (!column.is_object() || !column.contains("dtype") || !column["dtype"].is_string() ||
-          (column["dtype"] != "<i8" && column["dtype"] != "<f8"))
-        return damaged("column '" + name + "' has no dtype of <i8 or <f8");
-      auto c = meta.find(std::string(kColumnPrefix) + name);
-      if (c == meta.end()) return damaged("column '" + name + "' is listed but absent");
-      if (c->second.size != part.index.size() * 8)
-        return damaged("column '" + name + "' holds " + std::to_string(c->second.size) + " bytes for " +
-                       std::to_string(part.index.size()) + " records");
-    }
+  for (const auto& [name, dtype] : m.column_dtypes) {
+    auto c = meta.find(std::string(kColumnPrefix) + name);
+    if (c == meta.end()) return damaged("column '" + name + "' is listed but absent");
+    if (c->second.size != part.index.size() * 8)
+      return damaged("column '" + name + "' holds " + std::to_string(c->second.size) + " bytes for " +
+                     std::to_string(part.index.size()) + " records");
   }
-  if (m.contains("checksums")) {
-    const auto& sums = m["checksums"];
-    if (!sums.is_object() || !sums.contains("algorithm") || !sums["algorithm"].is_string() ||
-        !sums.contains("meta") || !sums["meta"].is_object())
-      return damaged("the manifest's 'checksums' is malformed");
-    if (sums["algorithm"] != kChecksumAlgorithm)
-      return Status::Unsupported("corpus " + where + ": checksum algorithm " + sums["algorithm"].dump() +
-                                 " is unknown (this reader knows " + kChecksumAlgorithm + ")");
-    for (const auto& [key, hex] : sums["meta"].items()) {
-      uint64_t v = 0;
-      if (!hex.is_string() || hex.get<std::string>().size() != 16) return damaged("checksum of " + key + " is malformed");
-      for (char ch : hex.get<std::string>()) {
-        int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-        if (d < 0) return damaged("checksum of " + key + " is malformed");
-        v = (v << 4) | static_cast<uint64_t>(d);
-      }
-      part.meta_sums[std::string(kMetaPrefix) + key] = v;
-    }
+  if (m.has_checksums) {
+    part.meta_sums = m.meta_sums;
     auto records = meta.find(std::string(kChecksumsKey));
     if (records == meta.end() || records->second.size != part.index.size() * 8)
       return damaged("the record checksums are missing or do not match the record count");

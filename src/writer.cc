@@ -212,8 +212,16 @@ Status CorpusWriter::Finish(const std::string& manifest_json) {
   const std::string manifest_bytes = manifest.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   LMDBLOADER_RETURN_IF_ERROR(Put(kManifestKey, manifest_bytes, false));
   const uint64_t manifest_sum = Checksum(manifest_bytes);
-  LMDBLOADER_RETURN_IF_ERROR(
-      Put(kManifestChecksumKey, std::string(reinterpret_cast<const char*>(&manifest_sum), 8), false));
+  const std::string manifest_sum_bytes(reinterpret_cast<const char*>(&manifest_sum), 8);
+  LMDBLOADER_RETURN_IF_ERROR(Put(kManifestChecksumKey, manifest_sum_bytes, false));
+  LMDBLOADER_RETURN_IF_ERROR(Commit());
+  // LMDB keeps two meta pages and reads the one with the higher transaction
+  // id; nothing checks them. One more commit of the same value makes both
+  // point to a whole corpus (the pages it frees are never reused: nothing
+  // writes after it), so damage that makes a reader pick the other meta page
+  // still finds the corpus, not an older, half-written state.
+  LMDBLOADER_RETURN_IF_ERROR(Begin());
+  LMDBLOADER_RETURN_IF_ERROR(Put(kManifestChecksumKey, manifest_sum_bytes, false));
   LMDBLOADER_RETURN_IF_ERROR(Commit());
   int rc = mdb_env_sync(env_->env, 1);
   if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_env_sync", temp_);

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Fuzzing, bounded in time (run by scripts/test.sh, so by CI):
+# 1. the libFuzzer harnesses in fuzz/ (clang, ASan + UBSan), FUZZ_SECONDS each,
+#    from seeds written by fuzz/make_seeds.py, then the saved regression inputs
+#    under fuzz/regressions/<harness>/ replayed;
+# 2. the corruption fuzzer over whole database files (fuzz/corrupt_databases.py),
+#    FUZZ_CASES mutated databases through Python and the command line.
+# A crash, hang, wrong bytes or unexpected exception fails the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_EACH=${FUZZ_SECONDS:-20}
+CASES=${FUZZ_CASES:-3000}
+JOBS=$(nproc)
+
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DLMDBLOADER_SANITIZE=ON -DLMDBLOADER_BUILD_FUZZERS=ON -DLMDBLOADER_BUILD_TESTS=OFF \
+  -DLMDBLOADER_BUILD_TOOLS=OFF -DLMDBLOADER_WERROR=ON >/dev/null
+cmake --build build-fuzz -j "$JOBS"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+python3 fuzz/make_seeds.py "$work/seeds"
+export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+for name in msgpack_record index_file manifest shard_list lmdb_pages; do
+  fuzzer=build-fuzz/fuzz/${name}_fuzzer
+  saved=(fuzz/regressions/$name/*)
+  if [ -e "${saved[0]}" ]; then
+    echo "== $name: replaying ${#saved[@]} saved inputs"
+    "$fuzzer" -runs=1 "${saved[@]}" >"$work/$name.replay.log" 2>&1 || { cat "$work/$name.replay.log"; exit 1; }
+  fi
+  echo "== $name: fuzzing for ${SECONDS_EACH}s"
+  mkdir -p "$work/corpus/$name"
+  if ! "$fuzzer" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+      -artifact_prefix="$work/" "$work/corpus/$name" "$work/seeds/$name" >"$work/$name.log" 2>&1; then
+    tail -50 "$work/$name.log"
+    echo "fuzz: $name found a failing input; add it under fuzz/regressions/$name/ once fixed"
+    ls "$work"/crash-* "$work"/timeout-* "$work"/leak-* "$work"/oom-* 2>/dev/null || true
+    exit 1
+  fi
+  tail -1 "$work/$name.log"
+done
+
+echo "== corruption fuzzer: $CASES mutated databases"
+PATH="$PWD/build:$PATH" python3 fuzz/corrupt_databases.py --cases "$CASES" --keep "$work/findings"
