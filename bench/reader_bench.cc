@@ -1,8 +1,11 @@
 // Side-by-side read throughput: raw LMDB (mdb_get + copy, unbounded) against
 // lmdbloader's pread mode and governed mmap mode, for 100 KiB and 2 KiB
 // values, random order, warm page cache; plus a bare pread() per record (no
-// library), the floor any pread-based reader pays. Compare the ratios printed in one
-// run; absolute times vary from machine to machine.
+// library), the floor any pread-based reader pays. Corpora with record
+// checksums, read with verification on and off. And what an open costs:
+// liblmdb's cursor walk (what the index walk used to be) against the checked
+// page reader's walk and a load of the saved index. Compare the ratios
+// printed in one run; absolute times vary from machine to machine.
 //
 //   build/bench/reader_bench --benchmark_min_time=2
 #include <benchmark/benchmark.h>
@@ -18,6 +21,7 @@
 #include "corpus_format.h"
 #include "index_builder.h"
 #include "lmdbloader/reader.h"
+#include "lmdbloader/writer.h"
 #include "test_util.h"
 
 namespace lmdbloader {
@@ -136,10 +140,102 @@ void BM_Lmdbloader(benchmark::State& state, AccessMode mode) {
   state.SetBytesProcessed(state.iterations() * f.value_size);
 }
 
+// A corpus of the same shape written by CorpusWriter: records carry checksums.
+Fixture& CorpusWithChecksums(size_t value_size) {
+  static std::map<size_t, std::unique_ptr<Fixture>> cache;
+  auto& f = cache[value_size];
+  if (!f) {
+    f = std::make_unique<Fixture>();
+    f->value_size = value_size;
+    f->count = kCorpusBytes / (value_size > 2000 ? value_size + 4096 : 2048);
+    f->path = f->dir.Sub("corpus");
+    std::unique_ptr<CorpusWriter> w;
+    WriterOptions wo;
+    if (!CorpusWriter::Create(f->path, wo, &w).ok()) std::abort();
+    for (uint64_t i = 0; i < f->count; ++i)
+      if (!w->Add("r" + std::to_string(i), testing::RecordBytes(i, value_size)).ok()) std::abort();
+    if (!w->Finish("{}").ok()) std::abort();
+    testing::WarmPageCache(f->path + "/data.mdb");
+    f->order.resize(f->count);
+    for (uint64_t i = 0; i < f->count; ++i) f->order[i] = i;
+    std::shuffle(f->order.begin(), f->order.end(), std::mt19937_64(7));
+  }
+  return *f;
+}
+
+void BM_CorpusPread(benchmark::State& state, bool verify) {
+  Fixture& f = CorpusWithChecksums(state.range(0));
+  ReaderOptions options;
+  options.verify_checksums = verify;
+  options.rss_budget = 64ull << 20;
+  std::unique_ptr<Reader> r;
+  if (!Reader::Open(f.path, options, &r).ok()) {
+    state.SkipWithError("open failed");
+    return;
+  }
+  std::string buf(f.value_size, '\0');
+  size_t k = 0;
+  for (auto _ : state) {
+    if (!r->ReadInto(f.order[k++ % f.count], buf.data(), buf.size()).ok()) state.SkipWithError("read failed");
+    benchmark::DoNotOptimize(buf.data());
+  }
+  state.SetBytesProcessed(state.iterations() * f.value_size);
+}
+
+// Open cost. liblmdb's cursor walk over the whole database, recording each
+// value's offset: what building the index cost before the checked reader.
+void BM_OpenWalkLiblmdbCursor(benchmark::State& state) {
+  Fixture& f = Corpus(state.range(0));
+  std::vector<uint64_t> offsets;
+  for (auto _ : state) {
+    MDB_env* env;
+    mdb_env_create(&env);
+    mdb_env_open(env, f.path.c_str(), MDB_RDONLY | MDB_NOLOCK | MDB_NORDAHEAD | MDB_NOTLS, 0644);
+    MDB_txn* txn;
+    MDB_dbi dbi;
+    mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn);
+    mdb_dbi_open(txn, nullptr, 0, &dbi);
+    MDB_cursor* c;
+    mdb_cursor_open(txn, dbi, &c);
+    MDB_val k, v;
+    const char* base = nullptr;
+    uint64_t length = 0;
+    offsets.clear();
+    for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+      if (base == nullptr && !FindMapping(v.mv_data, &base, &length).ok()) std::abort();
+      offsets.push_back(static_cast<uint64_t>(static_cast<const char*>(v.mv_data) - base));
+    }
+    mdb_cursor_close(c);
+    mdb_txn_abort(txn);
+    mdb_env_close(env);
+  }
+  state.counters["records"] = static_cast<double>(offsets.size());
+}
+
+// Reader::Open: the checked walk (index_dir "none": nothing saved or loaded),
+// or loading the index saved by an earlier open.
+void BM_OpenReader(benchmark::State& state, bool saved_index) {
+  Fixture& f = Corpus(state.range(0));
+  ReaderOptions options;
+  options.index_dir = saved_index ? "" : "none";
+  std::unique_ptr<Reader> r;
+  if (saved_index && !Reader::Open(f.path, options, &r).ok()) state.SkipWithError("open failed");
+  for (auto _ : state) {
+    if (!Reader::Open(f.path, options, &r).ok()) state.SkipWithError("open failed");
+    benchmark::DoNotOptimize(r.get());
+  }
+  state.counters["records"] = static_cast<double>(r ? r->size() : 0);
+}
+
 BENCHMARK(BM_RawMdbGetCopy)->Arg(100 * 1024)->Arg(2048);
 BENCHMARK(BM_BarePread)->Arg(100 * 1024)->Arg(2048);
 BENCHMARK_CAPTURE(BM_Lmdbloader, pread_budget64MiB, AccessMode::kPread)->Arg(100 * 1024)->Arg(2048);
 BENCHMARK_CAPTURE(BM_Lmdbloader, mmap_budget64MiB, AccessMode::kMmap)->Arg(100 * 1024)->Arg(2048);
+BENCHMARK_CAPTURE(BM_CorpusPread, checksums_verified, true)->Arg(100 * 1024)->Arg(2048);
+BENCHMARK_CAPTURE(BM_CorpusPread, checksums_skipped, false)->Arg(100 * 1024)->Arg(2048);
+BENCHMARK(BM_OpenWalkLiblmdbCursor)->Arg(100 * 1024)->Arg(2048)->Arg(1000)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_OpenReader, checked_walk, false)->Arg(100 * 1024)->Arg(2048)->Arg(1000)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_OpenReader, saved_index, true)->Arg(100 * 1024)->Arg(2048)->Arg(1000)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace lmdbloader

@@ -401,7 +401,7 @@ PYBIND11_MODULE(_core, m) {
   py::class_<Reader>(m, "Reader")
       .def(py::init([](const std::string& path, uint64_t rss_budget, const std::string& mode, bool lock,
                        const std::string& db, const std::string& index_dir, uint64_t mmap_window,
-                       uint64_t remap_every) {
+                       uint64_t remap_every, bool verify_checksums) {
              ReaderOptions o;
              o.rss_budget = rss_budget;
              ThrowIfError(ParseAccessMode(mode, &o.mode));
@@ -410,6 +410,7 @@ PYBIND11_MODULE(_core, m) {
              o.index_dir = index_dir;
              o.mmap_window = mmap_window;
              o.remap_every = remap_every;
+             o.verify_checksums = verify_checksums;
              std::unique_ptr<Reader> r;
              Status s;
              {
@@ -420,7 +421,7 @@ PYBIND11_MODULE(_core, m) {
              return r;
            }),
            py::arg("path"), py::arg("rss_budget"), py::arg("mode"), py::arg("lock"), py::arg("db"),
-           py::arg("index_dir"), py::arg("mmap_window"), py::arg("remap_every"))
+           py::arg("index_dir"), py::arg("mmap_window"), py::arg("remap_every"), py::arg("verify_checksums"))
       .def("__len__", &Reader::size)
       .def_property_readonly("path", &Reader::path)
       .def_property_readonly("mode", [](const Reader& r) { return AccessModeName(r.mode()); })

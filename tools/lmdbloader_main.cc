@@ -36,6 +36,7 @@ struct OpenFlags {
   std::string db;
   bool lock = false;
   std::string index_dir;
+  bool no_verify = false;
 
   void Add(CLI::App* cmd) {
     cmd->add_option("path", path, "LMDB directory, data file, or corpus / shard set")->required();
@@ -44,6 +45,7 @@ struct OpenFlags {
     cmd->add_option("--db", db, "named database (default: the main one)");
     cmd->add_flag("--lock", lock, "use LMDB's lock file (a writer may be active)");
     cmd->add_option("--index-dir", index_dir, "where to save the record index ('none': never)");
+    cmd->add_flag("--no-verify-checksums", no_verify, "corpora: skip checking each record's checksum");
   }
   Status Open(std::unique_ptr<Reader>* reader) const {
     ReaderOptions options;
@@ -52,6 +54,7 @@ struct OpenFlags {
     options.db_name = db;
     options.lock = lock;
     options.index_dir = index_dir;
+    options.verify_checksums = !no_verify;
     return Reader::Open(path, options, reader);
   }
 };

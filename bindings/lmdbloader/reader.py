@@ -23,7 +23,10 @@ class Reader:
     ``lock=False`` opens without LMDB's lock file: correct only while no writer
     changes the database. ``db`` names a named database. ``index_dir``: where
     the record index is saved ("none": never; None: beside the data when
-    writable, else the user's cache directory).
+    writable, else the user's cache directory). ``verify_checksums``: corpora
+    written by lmdbloader carry a checksum per record, checked on every read
+    (CorruptedError naming the record and file on a mismatch); False skips
+    the check (README, "Measured", for what it costs).
 
     A Reader pickles its configuration, never its handles, and reopens lazily
     in a new process; after ``fork()`` it reopens its own handles on first
@@ -31,7 +34,7 @@ class Reader:
     """
 
     def __init__(self, path, *, rss_budget=None, mode="auto", lock=False, db=None,
-                 index_dir=None, mmap_window="64MiB", remap_every=0):
+                 index_dir=None, mmap_window="64MiB", remap_every=0, verify_checksums=True):
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
         if db is not None and not isinstance(db, (str, bytes)):
@@ -42,7 +45,7 @@ class Reader:
             path=os.fspath(path), rss_budget=budget_bytes(rss_budget), mode=check_mode(mode),
             lock=bool(lock), db=db or "", index_dir=index_dir or "",
             mmap_window=byte_size(mmap_window, "mmap_window"),
-            remap_every=byte_size(remap_every, "remap_every"))
+            remap_every=byte_size(remap_every, "remap_every"), verify_checksums=bool(verify_checksums))
         self._path = self._config["path"]
         self._core = None
         self._columns = {}
@@ -51,7 +54,8 @@ class Reader:
     def _open(self):
         c = self._config
         self._core = _core.Reader(c["path"], c["rss_budget"], c["mode"], c["lock"], c["db"],
-                                  c["index_dir"], c["mmap_window"], c["remap_every"])
+                                  c["index_dir"], c["mmap_window"], c["remap_every"],
+                                  c.get("verify_checksums", True))
         return self._core
 
     @property

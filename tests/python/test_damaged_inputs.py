@@ -181,3 +181,31 @@ def test_json_output_survives_paths_that_are_not_utf8(tmp_path):
         res = subprocess.run([b"lmdbloader", cmd, path, b"--json"], capture_output=True)
         assert res.returncode == 0, res.stderr
         json.loads(res.stdout)
+
+
+@pytest.mark.parametrize("mode", ["pread", "mmap"])
+def test_damaged_record_is_corrupted_error_unless_checks_are_skipped(tmp_path, mode):
+    path = str(tmp_path / "c")
+    with lmdbloader.CorpusWriter(path) as w:
+        for i in range(8):
+            w.add(f"n{i}", {"image": bytes([i]) * 3000})
+    data = tmp_path / "c" / "data.mdb"
+    b = bytearray(data.read_bytes())
+    at = b.find(bytes([5]) * 3000) + 1000
+    b[at] ^= 0x40
+    data.write_bytes(bytes(b))
+    r = lmdbloader.Reader(path, mode=mode)
+    with pytest.raises(lmdbloader.CorruptedError, match=r"record 5 of .*c/data.mdb is damaged: its checksum"):
+        r[5]
+    with pytest.raises(lmdbloader.CorruptedError, match="record 5 of"):
+        r.decode_batch([4, 5])
+    ds = lmdbloader.LmdbDataset(path, mode=mode)
+    with pytest.raises(lmdbloader.CorruptedError, match="record 5 of"):
+        ds.__getitems__([5])
+    assert r[4] == lmdbloader.Reader(path, verify_checksums=False)[4]
+    damaged = lmdbloader.LmdbDataset(path, mode=mode, verify_checksums=False)[5]["image"]
+    assert damaged != bytes([5]) * 3000 and len(damaged) == 3000
+    res = subprocess.run(["lmdbloader", "verify", path], capture_output=True, text=True)
+    assert res.returncode == 1 and "record 5" in res.stderr
+    res = subprocess.run(["lmdbloader", "get", path, "--index", "5", "--no-verify-checksums"], capture_output=True)
+    assert res.returncode == 0
