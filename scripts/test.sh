@@ -19,6 +19,9 @@ cmake --build build-sanitize -j "$JOBS"
 LMDBLOADER_TEST_CORPUS_MIB=64 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-sanitize --output-on-failure -j "$JOBS"
 
+echo "== What lmdbloader installs: a C++ consumer of the installed prefix, the wheel in a fresh venv"
+bash scripts/check_install.sh
+
 echo "== Fuzzing (bounded: libFuzzer harnesses, then mutated whole databases)"
 bash scripts/fuzz.sh
 

@@ -33,15 +33,19 @@ std::string ReadAll(const std::string& path) {
   return s.str();
 }
 
-// Flips one bit of the first occurrence of `needle` in the file, in place
-// (same size; the mtime changes, so a saved index is rebuilt).
+// Flips one bit of every occurrence of `needle` in the file, in place (same
+// size; the mtime changes, so a saved index is rebuilt). Every one: the
+// writer's last commit leaves a second copy of the page holding the manifest,
+// which the older meta page still points to.
 void FlipInside(const std::string& path, const std::string& needle, size_t at = 0) {
   std::string bytes = ReadAll(path);
   size_t pos = bytes.find(needle);
   ASSERT_NE(pos, std::string::npos) << "needle not in " << path;
   int fd = ::open(path.c_str(), O_WRONLY);
-  char c = static_cast<char>(bytes[pos + at] ^ 0x10);
-  ASSERT_EQ(::pwrite(fd, &c, 1, static_cast<off_t>(pos + at)), 1);
+  for (; pos != std::string::npos; pos = bytes.find(needle, pos + 1)) {
+    char c = static_cast<char>(bytes[pos + at] ^ 0x10);
+    ASSERT_EQ(::pwrite(fd, &c, 1, static_cast<off_t>(pos + at)), 1);
+  }
   ::close(fd);
 }
 
