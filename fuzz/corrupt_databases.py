@@ -73,9 +73,7 @@ def build_bases(root, rng):
                 for k, v in spec["records"]:
                     txn.put(k, v, db=db)
         bases[n] = (path, None)
-    for path, _ in bases.values():
-        lmdbloader.Reader(path)  # saves lmdbloader.idx (for the "index" mutation)
-    return bases
+    return bases  # corpora carry lmdbloader.idx beside their data (the "index" mutation)
 
 
 def mutate(data, rng):
@@ -208,14 +206,19 @@ def main():
         ap.error("--cases, --cli-every and --timeout must be positive")
     rng = random.Random(args.seed)
     root = tempfile.mkdtemp(prefix="lmdbloader-fuzz-")
+    # Indexes the readers build go here, not into the user's cache.
+    os.environ["LMDBLOADER_INDEX_DIR"] = os.path.join(root, "index-cache")
     counts = collections.Counter()
     by_kind = collections.defaultdict(collections.Counter)
     bad = []
     start = time.monotonic()
     try:
         bases = build_bases(os.path.join(root, "bases"), rng)
-        pristine = {n: (open(os.path.join(p, "data.mdb"), "rb").read(),
-                        open(os.path.join(p, "lmdbloader.idx"), "rb").read(), os.stat(os.path.join(p, "data.mdb")))
+        def saved_index(p):
+            idx = os.path.join(p, "lmdbloader.idx")
+            return open(idx, "rb").read() if os.path.exists(idx) else None
+        pristine = {n: (open(os.path.join(p, "data.mdb"), "rb").read(), saved_index(p),
+                        os.stat(os.path.join(p, "data.mdb")))
                     for n, (p, _) in bases.items()}
         case_dir = os.path.join(root, "case")
         for case in range(args.cases):
@@ -224,7 +227,7 @@ def main():
             shutil.rmtree(case_dir, ignore_errors=True)
             os.makedirs(case_dir)
             data_path = os.path.join(case_dir, "data.mdb")
-            if rng.random() < 0.1:  # the saved index damaged, the data intact and unchanged
+            if index is not None and rng.random() < 0.2:  # the saved index damaged, the data intact
                 kind = "index"
                 idx = bytearray(index)
                 for _ in range(rng.randint(1, 4)):

@@ -53,10 +53,11 @@ def main(out):
     for name, data in lmdb_files(work):
         with open(data, "rb") as f, open(os.path.join(dirs["lmdb_pages"], name), "wb") as g:
             g.write(f.read())
-        lmdbloader.Reader(os.path.dirname(data))  # saves lmdbloader.idx
-        idx = os.path.join(os.path.dirname(data), "lmdbloader.idx")
-        if os.path.exists(idx):
-            with open(idx, "rb") as f, open(os.path.join(dirs["index_file"], name), "wb") as g:
+        index_dir = os.path.join(work, "index-" + name)
+        lmdbloader.Reader(os.path.dirname(data), index_dir=index_dir)  # saves the index there
+        for idx in os.listdir(index_dir):
+            with open(os.path.join(index_dir, idx), "rb") as f, \
+                    open(os.path.join(dirs["index_file"], name), "wb") as g:
                 g.write(f.read()[:-8])  # the harness appends the checksum
     corpus = lmdbloader.Reader(os.path.join(work, "corpus"))
     with open(os.path.join(dirs["manifest"], "corpus"), "w") as f:

@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 
 JOBS=$(nproc)
+# Record indexes the tests' readers build go to a scratch directory, not ~/.cache.
+LMDBLOADER_INDEX_DIR=$(mktemp -d)
+export LMDBLOADER_INDEX_DIR
+trap 'rm -rf "$LMDBLOADER_INDEX_DIR"' EXIT
 echo "== C++ tests (Release, -Wall -Wextra -Werror)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMDBLOADER_WERROR=ON -DLMDBLOADER_BUILD_BENCHMARKS=ON
 cmake --build build -j "$JOBS"

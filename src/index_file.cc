@@ -94,26 +94,28 @@ class Cursor {
 
 }  // namespace
 
-std::string IndexFilePath(const DataLocation& location, const ReaderOptions& options,
+std::string IndexFileBeside(const DataLocation& location, const std::string& db_name) {
+  const std::string suffix = db_name.empty() ? "" : "." + HexOf(db_name);
+  return location.subdir ? location.path + "/lmdbloader" + suffix + ".idx"
+                         : location.data_path + ".lmdbloader" + suffix + ".idx";
+}
+
+IndexPaths IndexFilePaths(const DataLocation& location, const ReaderOptions& options,
                           const FileIdentity& identity) {
-  if (options.index_dir == "none") return "";
-  std::string suffix = options.db_name.empty() ? "" : "." + HexOf(options.db_name);
-  if (options.index_dir.empty()) {
-    std::string dir = location.subdir ? location.path : DirName(location.data_path);
-    if (::access(dir.c_str(), W_OK) == 0) {
-      return location.subdir ? dir + "/lmdbloader" + suffix + ".idx"
-                             : location.data_path + ".lmdbloader" + suffix + ".idx";
-    }
-  }
+  IndexPaths paths;
+  if (options.index_dir == "none") return paths;
   std::string dir = options.index_dir;
   if (dir.empty()) {
+    paths.load.push_back(IndexFileBeside(location, options.db_name));
     if (const char* env = std::getenv("LMDBLOADER_INDEX_DIR"); env && *env) dir = env;
     else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) dir = std::string(xdg) + "/lmdbloader";
     else if (const char* home = std::getenv("HOME"); home && *home) dir = std::string(home) + "/.cache/lmdbloader";
-    else return "";
+    else return paths;
   }
-  return dir + "/" + std::to_string(identity.device) + "-" + std::to_string(identity.inode) +
-         suffix + ".idx";
+  const std::string suffix = options.db_name.empty() ? "" : "." + HexOf(options.db_name);
+  paths.save = dir + "/" + std::to_string(identity.device) + "-" + std::to_string(identity.inode) + suffix + ".idx";
+  paths.load.push_back(paths.save);
+  return paths;
 }
 
 std::string IndexFileCodec::Encode(const RecordIndex& index) {

@@ -6,6 +6,7 @@
 #define LMDBLOADER_SRC_INDEX_FILE_H_
 
 #include <string>
+#include <vector>
 
 #include "lmdb_env.h"
 #include "lmdbloader/options.h"
@@ -14,10 +15,24 @@
 
 namespace lmdbloader {
 
-// Where the index of `location` is saved under `options.index_dir`; empty
-// when saving is disabled ("none").
-std::string IndexFilePath(const DataLocation& location, const ReaderOptions& options,
+// Where a Reader looks for and saves the index of `location` (the one rule,
+// README "The record index"): `load` is tried in order, `save` receives a
+// built index. With options.index_dir
+//   ""      load: beside the data (written by `lmdbloader convert`), then the
+//           cache directory ($LMDBLOADER_INDEX_DIR, $XDG_CACHE_HOME/lmdbloader,
+//           ~/.cache/lmdbloader); save: the cache directory. A Reader never
+//           writes into the data's directory.
+//   "none"  neither;
+//   a path  that directory for both.
+struct IndexPaths {
+  std::vector<std::string> load;
+  std::string save;  // empty: not saved
+};
+IndexPaths IndexFilePaths(const DataLocation& location, const ReaderOptions& options,
                           const FileIdentity& identity);
+
+// The index file beside the data (what the converter writes).
+std::string IndexFileBeside(const DataLocation& location, const std::string& db_name);
 
 // Writes to a temporary name in the same directory and renames, so readers
 // never see half a file. Creates the cache directory when needed.

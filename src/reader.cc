@@ -91,13 +91,18 @@ Status Reader::OpenPart(const std::string& path, Part* part, std::string* index_
   LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(path, &part->location));
   std::unique_ptr<LmdbEnv> env;
   LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(part->location, options_.lock, options_.db_name, &env));
-  std::string index_path = IndexFilePath(part->location, options_, env->identity());
+  const IndexPaths paths = IndexFilePaths(part->location, options_, env->identity());
+  const std::string& index_path = paths.save;
   Status loaded = Status::NotFound("");
-  if (!index_path.empty())
-    loaded = LoadIndex(index_path, env->identity(), options_.db_name, &part->index);
-  if (loaded.ok()) {
-    *index_source = "loaded from " + index_path;
-  } else {
+  for (const std::string& candidate : paths.load) {
+    part->index = RecordIndex();
+    loaded = LoadIndex(candidate, env->identity(), options_.db_name, &part->index);
+    if (loaded.ok()) {
+      *index_source = "loaded from " + candidate;
+      break;
+    }
+  }
+  if (!loaded.ok()) {
     // A damaged or stale saved index is rebuilt, never trusted.
     part->index = RecordIndex();
     LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, true, &part->index));
@@ -527,6 +532,12 @@ Status Reader::ReadColumn(const std::string& name, std::string* bytes) {
     std::memcpy(bytes->data() + at, chunk.data(), chunk.size());
     at += chunks[i].size;
   }
+  return Status::OK();
+}
+
+Status Reader::SaveIndexBeside() {
+  for (const auto& part : parts_)
+    LMDBLOADER_RETURN_IF_ERROR(SaveIndex(IndexFileBeside(part->location, options_.db_name), part->index));
   return Status::OK();
 }
 

@@ -230,9 +230,13 @@ Status CorpusWriter::Finish(const std::string& manifest_json) {
   LMDBLOADER_RETURN_IF_ERROR(SwapIntoPlace());
   finished_ = true;
   if (options_.save_index) {
-    // Walk once now, so that every reader loads the saved index.
+    // Walk once now and save the index beside the corpus (the one place a
+    // Reader looks first), so every reader loads it instead of walking.
+    ReaderOptions ro;
+    ro.index_dir = "none";
     std::unique_ptr<Reader> reader;
-    LMDBLOADER_RETURN_IF_ERROR(Reader::Open(target_, ReaderOptions(), &reader));
+    LMDBLOADER_RETURN_IF_ERROR(Reader::Open(target_, ro, &reader));
+    LMDBLOADER_RETURN_IF_ERROR(reader->SaveIndexBeside());
   }
   return Status::OK();
 }

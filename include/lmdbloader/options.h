@@ -53,15 +53,18 @@ struct ReaderOptions {
   // Default: "" (main database).
   std::string db_name;
 
-  // Where the record index is saved after a cursor walk, so that later opens
-  // (other worker processes, later jobs) load it instead of walking again.
-  //   ""      beside the data file when its directory is writable, else in
-  //           $LMDBLOADER_INDEX_DIR, $XDG_CACHE_HOME/lmdbloader or
-  //           ~/.cache/lmdbloader;
+  // Where the record index is loaded from and saved to, so that later opens
+  // (other worker processes, later jobs) skip the walk:
+  //   ""      load beside the data file (lmdbloader.idx, written by the
+  //           converter), else from the cache directory ($LMDBLOADER_INDEX_DIR,
+  //           $XDG_CACHE_HOME/lmdbloader or ~/.cache/lmdbloader); save a built
+  //           index to the cache directory. Never writes into the data's
+  //           directory;
   //   "none"  never saved or loaded;
-  //   a path  that directory.
-  // A saved index is checked against the file (device, inode, size, mtime,
-  // LMDB's last transaction id) and rebuilt when stale.
+  //   a path  that directory, for both.
+  // A saved index is checked (its checksum, and the data file's device,
+  // inode, size, mtime and LMDB's last transaction id) and rebuilt when
+  // damaged or stale.
   // Default: "".
   std::string index_dir;
 

@@ -130,6 +130,11 @@ class Reader {
   // Corruption naming the file and the value; OK for a plain LMDB.
   Status CheckMetadata();
 
+  // Saves the record index of each part beside its data file (as
+  // `lmdbloader convert` does for the corpora it writes), where every later
+  // open looks first. Readers never do this on their own.
+  Status SaveIndexBeside();
+
   // mmap mode: replaces the mapping by a fresh one (live views keep theirs).
   Status Remap();
 

@@ -1,6 +1,7 @@
 """lmdbloader.compat runs py-lmdb style code unchanged and returns exactly
 what py-lmdb returns."""
 
+import os
 import pickle
 
 import pytest
@@ -103,3 +104,19 @@ def test_unsupported_calls_raise_clear_errors(foreign):
         pickle.dumps(env)
     with pytest.raises(lmdbloader.Error, match="dupsort"):
         compat.open(path, lock=False, max_dbs=2).open_db(b"extra", dupsort=True)
+
+
+def test_read_only_opens_write_nothing_into_the_dataset_directory(foreign, tmp_path, monkeypatch):
+    path, records = foreign
+    monkeypatch.setenv("LMDBLOADER_INDEX_DIR", str(tmp_path / "cache"))
+    before = sorted(os.listdir(path))
+    env = compat.open(path, readonly=True, lock=False)
+    with env.begin() as txn:
+        assert [txn.get(k) for k in records] == list(records.values())
+    env.close()
+    # The index compat built went to the cache directory, where the next open finds it.
+    assert lmdbloader.Reader(path).stats()["index_source"].startswith("loaded from " + str(tmp_path / "cache"))
+    assert sorted(os.listdir(path)) == before
+    # Asking for it puts it there.
+    lmdbloader.Reader(path, index_dir=path)
+    assert len(os.listdir(path)) == len(before) + 1
