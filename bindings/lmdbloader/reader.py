@@ -22,8 +22,9 @@ class Reader:
     "mmap" (zero-copy :meth:`view`, governed by the kernel's RSS count).
     ``lock=False`` opens without LMDB's lock file: correct only while no writer
     changes the database. ``db`` names a named database. ``index_dir``: where
-    the record index is saved ("none": never; None: beside the data when
-    writable, else the user's cache directory). ``verify_checksums``: corpora
+    the record index is saved ("none": never; None: loaded beside the data
+    or from the cache directory, saved only to the cache directory, never
+    into the data's directory; README, "The record index"). ``verify_checksums``: corpora
     written by lmdbloader carry a checksum per record, checked on every read
     (CorruptedError naming the record and file on a mismatch); False skips
     the check (README, "Measured", for what it costs).
