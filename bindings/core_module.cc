@@ -350,8 +350,17 @@ PYBIND11_MODULE(_core, m) {
     d["overflow_pages"] = info.overflow_pages;
     d["entries"] = info.entries;
     d["last_txnid"] = info.last_txnid;
+    d["last_pgno"] = info.last_pgno;
     d["map_size"] = info.map_size;
+    py::list names;
+    for (const auto& n : info.named_databases) names.append(py::bytes(n));
+    d["named_databases"] = names;
     return d;
+  });
+  m.def("lmdb_version", [] {
+    int major = 0, minor = 0, patch = 0;
+    LmdbVersion(&major, &minor, &patch);
+    return py::make_tuple(major, minor, patch);
   });
 
   m.def("process_memory", [](int pid) {
@@ -426,6 +435,7 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("path", &Reader::path)
       .def_property_readonly("mode", [](const Reader& r) { return AccessModeName(r.mode()); })
       .def_property_readonly("manifest", &Reader::manifest)
+      .def_property_readonly("db_flags", &Reader::db_flags)
       .def("read", [](Reader& r, const py::object& i) { return ReadBytes(r, Position(r, i)); })
       .def("read_batch", &ReadBatchBytes)
       .def("decode", [](Reader& r, const py::object& i) {

@@ -35,12 +35,10 @@ Status FindMapping(const void* address, const char** base, uint64_t* length) {
 Status BuildIndex(LmdbEnv& env, const DataLocation& location, const std::string& db_name,
                   bool corpus_meta, RecordIndex* index) {
   const std::string& where = location.data_path;
-  if (env.db_flags() & kLmdbDupSort)
-    return Status::Unsupported("open " + where +
-                               ": MDB_DUPSORT databases (several values per key) are not supported");
   index->identity = env.identity();
   index->db_name = db_name;
   index->set_keys_sorted((env.db_flags() & (kLmdbIntegerKey | kLmdbReverseKey)) == 0);
+  index->set_db_flags(static_cast<uint16_t>(env.db_flags()));
   const bool corpus_meta_allowed = corpus_meta && db_name.empty();
   // The tree's own count, capped by what the file could hold (a node takes
   // at least 10 bytes of a page), so a damaged count cannot allocate much.

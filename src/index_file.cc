@@ -124,7 +124,8 @@ std::string IndexFileCodec::Encode(const RecordIndex& index) {
   out.reserve(128 + n * 12 + index.key_blob_.size() + index.key_ends_.size() * 8);
   out.append(kMagic, sizeof(kMagic));
   Put<uint32_t>(&out, kVersion);
-  Put<uint32_t>(&out, (index.sequential_keys_ ? 1u : 0u) | (index.keys_sorted_ ? 2u : 0u));
+  Put<uint32_t>(&out, (index.sequential_keys_ ? 1u : 0u) | (index.keys_sorted_ ? 2u : 0u) |
+                          (uint32_t{index.db_flags_} << 16));
   const FileIdentity& id = index.identity;
   Put(&out, id.device);
   Put(&out, id.inode);
@@ -174,6 +175,7 @@ Status IndexFileCodec::Decode(const std::string& bytes, const std::string& path,
     return damaged("truncated");
   index->sequential_keys_ = flags & 1;
   index->keys_sorted_ = flags & 2;
+  index->db_flags_ = static_cast<uint16_t>(flags >> 16);
   if (!index->sequential_keys_) {
     if (!c.GetString(&index->key_blob_) || !c.GetArray(&index->key_ends_, n))
       return damaged("truncated keys");

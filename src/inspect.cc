@@ -25,11 +25,19 @@ Status InspectOne(const std::string& path, const std::string& db_name, DatabaseI
   info->overflow_pages = tree.overflow_pages;
   info->entries = tree.entries;
   info->last_txnid = env->meta().txnid;
+  info->last_pgno = env->meta().last_pgno;
   info->map_size = env->meta().map_size;
-  return Status::OK();
+  // Named databases are items of the main tree flagged as such.
+  const LmdbMeta meta = env->meta();
+  return env->file().Walk(meta, meta.main_tree, [&](const LmdbItem& item) {
+    if (item.named_database) info->named_databases.emplace_back(item.key);
+    return Status::OK();
+  });
 }
 
 }  // namespace
+
+void LmdbVersion(int* major, int* minor, int* patch) { mdb_version(major, minor, patch); }
 
 Status CheckPages(const std::string& path, const std::string& db_name, std::vector<std::string>* problems) {
   bool shard_set = false;
@@ -77,6 +85,7 @@ Status InspectDatabase(const std::string& path, const std::string& db_name, Data
     info->overflow_pages += one.overflow_pages;
     info->entries += one.entries;
     info->last_txnid = std::max(info->last_txnid, one.last_txnid);
+    info->last_pgno += one.last_pgno;
     info->map_size += one.map_size;
   }
   return Status::OK();

@@ -315,6 +315,8 @@ Status Reader::Locate(uint64_t index, Part** part, uint64_t* local) {
   return Status::OK();
 }
 
+unsigned Reader::db_flags() const { return parts_.front()->index.db_flags(); }
+
 Status Reader::ValueSize(uint64_t index, uint64_t* size) const {
   if (index >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, index, size_));
   size_t k = parts_.size() == 1

@@ -59,6 +59,10 @@ class RecordIndex {
   // or MDB_REVERSEKEY databases, whose lookups then scan.
   bool keys_sorted() const { return keys_sorted_; }
   void set_keys_sorted(bool sorted) { keys_sorted_ = sorted; }
+  // LMDB's flags of the database (MDB_DUPSORT, MDB_INTEGERKEY, ...). With
+  // MDB_DUPSORT a key repeats once per duplicate, in LMDB's order.
+  uint16_t db_flags() const { return db_flags_; }
+  void set_db_flags(uint16_t flags) { db_flags_ = flags; }
 
   // Key of record i (i < size()).
   std::string Key(uint64_t i) const;
@@ -81,6 +85,7 @@ class RecordIndex {
   std::vector<uint32_t> sizes_;
   bool sequential_keys_ = true;
   bool keys_sorted_ = true;
+  uint16_t db_flags_ = 0;
   std::string key_blob_;            // concatenated keys (when not sequential)
   std::vector<uint64_t> key_ends_;  // end of key i in key_blob_
   std::map<std::string, ValueLocation> meta_;

@@ -280,12 +280,29 @@ TEST(ReaderErrorsTest, MissingNamedDatabase) {
   ExpectOpenError(dir.Sub("db"), Status::Code::kNotFound, "absent", options);
 }
 
-TEST(ReaderErrorsTest, DupsortIsUnsupported) {
+TEST(ReaderTest, DupsortPositionsRunOverKeyDuplicatePairs) {
   TempDir dir;
-  testing::WriteLmdb(dir.Sub("db"), {{"a", "1"}, {"a", "2"}}, "dups", false, MDB_DUPSORT);
+  testing::WriteLmdb(dir.Sub("db"), {{"b", "2"}, {"a", "2"}, {"a", "1"}, {"b", "0"}, {"c", "9"}}, "dups", false,
+                     MDB_DUPSORT);
   ReaderOptions options;
   options.db_name = "dups";
-  ExpectOpenError(dir.Sub("db"), Status::Code::kUnsupported, "MDB_DUPSORT", options);
+  for (int open = 0; open < 2; ++open) {  // built, then loaded from the saved index
+    std::unique_ptr<Reader> r;
+    ASSERT_OK(Reader::Open(dir.Sub("db"), options, &r));
+    EXPECT_EQ(r->db_flags() & MDB_DUPSORT, static_cast<unsigned>(MDB_DUPSORT));
+    ASSERT_EQ(r->size(), 5u);
+    std::vector<std::string> pairs;
+    for (uint64_t i = 0; i < r->size(); ++i) {
+      std::string k, v;
+      ASSERT_OK(r->Key(i, &k));
+      ASSERT_OK(r->Read(i, &v));
+      pairs.push_back(k + "=" + v);
+    }
+    EXPECT_EQ(pairs, (std::vector<std::string>{"a=1", "a=2", "b=0", "b=2", "c=9"}));
+    uint64_t pos = 0;
+    ASSERT_OK(r->Find("b", &pos));
+    EXPECT_EQ(pos, 2u);
+  }
 }
 
 TEST(ReaderErrorsTest, InvalidOptions) {

@@ -8,42 +8,173 @@ Existing dataset code switches by changing its import::
         value = txn.get(key)
 
 and then reads under a memory budget: the ``rss_budget`` keyword of
-:func:`open` or the LMDBLOADER_RSS_BUDGET environment variable. Values come
-back as ``bytes``, exactly as py-lmdb returns them. Every write request
-(``begin(write=True)``, ``put``, ``delete``, ...) raises :class:`ReadonlyError`.
-py-lmdb keywords that only tune LMDB itself (``readahead``, ``meminit``,
-``max_readers``, ``map_size``, ...) are accepted and have nothing to do: the
-reader never maps what it reads. Unknown keywords raise ``TypeError``.
+:func:`open` or the LMDBLOADER_RSS_BUDGET environment variable.
+
+What py-lmdb does on a read-only environment, this does, checked by
+differential tests against py-lmdb itself (tests/python/test_compat_differential.py):
+values, cursor positioning (including MDB_DUPSORT databases and the positions
+LMDB's cursor keeps after a failed move), ``stat``/``info``/``flags``, errors
+(every one an :class:`Error` subclass named as in py-lmdb, with its message
+shape), argument checks, and errors after ``close()``, ``commit()`` and
+``abort()``. Every write request raises :class:`ReadonlyError`, as py-lmdb
+does for an environment opened with ``readonly=True``. Keywords that only tune
+LMDB itself (``readahead``, ``meminit``, ``map_size``, ...) are accepted and
+reported by ``flags()``/``info()``; unknown keywords raise ``TypeError``.
+Opening writes nothing into the dataset's directory (README, "The record index").
 """
 
 import os
+import sys
 
 from . import _core
-from .errors import Error, ReadonlyError
+from .errors import CorruptedError, Error, ReadonlyError
 from .reader import Reader
 
-__all__ = ["open", "Environment", "Transaction", "Cursor", "Error", "ReadonlyError",
-           "NotFoundError"]
+__all__ = ["open", "version", "Environment", "Transaction", "Cursor", "Error", "ReadonlyError",
+           "NotFoundError", "InvalidError", "BadValsizeError", "MapFullError", "CorruptedError",
+           "IncompatibleError", "InvalidParameterError", "DbsFullError"]
+
+
+# py-lmdb's exception classes (all lmdb.Error subclasses), by name.
+class KeyExistsError(Error):
+    """Key/data pair already exists."""
 
 
 class NotFoundError(Error):
-    """A named database that does not exist."""
+    """No matching key/data pair found."""
 
 
-def _readonly(what):
-    raise ReadonlyError(f"{what}: lmdbloader.compat is read-only (use py-lmdb or "
-                        f"`lmdbloader convert` to write)")
+class PageNotFoundError(Error):
+    """Request page not found."""
 
 
-def _write_call(what):
-    """A method of py-lmdb's write API that raises ReadonlyError naming itself."""
+class PanicError(Error):
+    """Update of meta page failed."""
+
+
+class VersionMismatchError(Error):
+    """Database environment version mismatch."""
+
+
+class InvalidError(Error):
+    """File is not an MDB file."""
+
+
+class MapFullError(Error):
+    """Environment map_size= limit reached."""
+
+
+class DbsFullError(Error):
+    """Environment max_dbs= limit reached."""
+
+
+class ReadersFullError(Error):
+    """Environment max_readers= limit reached."""
+
+
+class TlsFullError(Error):
+    """Thread-local storage keys full - too many environments open."""
+
+
+class TxnFullError(Error):
+    """Transaction has too many dirty pages - transaction too big."""
+
+
+class CursorFullError(Error):
+    """Internal error - cursor stack limit reached."""
+
+
+class PageFullError(Error):
+    """Internal error - page has no more space."""
+
+
+class MapResizedError(Error):
+    """Database contents grew beyond environment map_size=."""
+
+
+class IncompatibleError(Error):
+    """Operation and DB incompatible, or DB flags changed."""
+
+
+class BadRslotError(Error):
+    """Invalid reuse of reader locktable slot."""
+
+
+class BadDbiError(Error):
+    """The specified DBI was changed unexpectedly."""
+
+
+class BadTxnError(Error):
+    """Transaction cannot recover - it must be aborted."""
+
+
+class BadValsizeError(Error):
+    """Too big key/data, key is empty, or wrong DUPFIXED size."""
+
+
+class InvalidParameterError(Error):
+    """An invalid parameter was specified."""
+
+
+class LockError(Error):
+    """The environment was locked by another process."""
+
+
+class MemoryError(Error):  # noqa: A001 - py-lmdb's name
+    """Out of memory."""
+
+
+class DiskError(Error):
+    """No more disk space."""
+
+
+_CLOSED = "Attempt to operate on closed/deleted/dropped object."
+_BAD_VALSIZE = "MDB_BAD_VALSIZE: Unsupported size of key/DB name/data, or wrong DUPFIXED size"
+_NOTFOUND = "MDB_NOTFOUND: No matching key/data pair found"
+_INCOMPATIBLE = "MDB_INCOMPATIBLE: Operation and DB incompatible, or DB flags changed"
+_MAX_KEY = 511
+
+# lmdb.h's database flags.
+_REVERSEKEY, _DUPSORT, _INTEGERKEY, _DUPFIXED, _INTEGERDUP, _REVERSEDUP = 0x02, 0x04, 0x08, 0x10, 0x20, 0x40
+
+
+def version(subpatch=False):
+    """liblmdb's version, ``(major, minor, patch)``, as py-lmdb's ``lmdb.version()``."""
+    v = tuple(_core.lmdb_version())
+    return v + (0,) if subpatch else v
+
+
+def _readonly(call):
+    raise ReadonlyError(f"{call}: Permission denied")
+
+
+def _write_call(call):
+    """A method of py-lmdb's write API: ReadonlyError, as py-lmdb on a read-only
+    environment. Like py-lmdb, the attempt counts as a mutation of the
+    transaction: its cursors re-read their current item on the next access."""
     def refuse(self, *args, **kwargs):
-        _readonly(what)
-    refuse.__name__ = what.split(".")[-1].rstrip("()")
+        self._check()
+        txn = getattr(self, "txn", self)
+        if isinstance(txn, Transaction):
+            txn._mutations += 1
+        _readonly(call)
+    refuse.__name__ = call
     return refuse
 
 
-def open(path, map_size=10485760, subdir=True, readonly=False, metasync=True, sync=True,
+def _key(key, call, allow_empty=False):
+    """py-lmdb's checks of a key argument."""
+    if isinstance(key, str):
+        raise TypeError("Won't implicitly convert Unicode to bytes; use .encode()")
+    if not isinstance(key, (bytes, bytearray, memoryview)):
+        raise TypeError(f"expected bytes, {type(key).__name__} found")
+    key = bytes(key)
+    if not key and not allow_empty:
+        raise BadValsizeError(f"{call}: {_BAD_VALSIZE}")
+    return key
+
+
+def open(path, map_size=10485760, subdir=True, readonly=False, metasync=True, sync=True,  # noqa: A001
          map_async=False, mode=0o755, create=True, readahead=True, writemap=False,
          meminit=True, max_readers=126, max_dbs=0, max_spare_txns=1, lock=True, *,
          rss_budget=None, access_mode="auto", index_dir=None):
@@ -53,100 +184,154 @@ def open(path, map_size=10485760, subdir=True, readonly=False, metasync=True, sy
     runs unchanged; writes still raise ReadonlyError. ``lock`` keeps py-lmdb's
     meaning (True: use the lock file; pass False for read-only datasets).
     """
-    del map_size, metasync, sync, map_async, mode, create, readahead, writemap, meminit
-    del max_readers, max_spare_txns
-    path = os.fspath(path)
-    if subdir and os.path.isfile(path):
-        raise Error(f"{path}: subdir=True but the path is a file (pass subdir=False)")
-    return Environment(path, lock=bool(lock), max_dbs=max_dbs, rss_budget=rss_budget,
+    return Environment(path, map_size=map_size, subdir=subdir, readonly=readonly, metasync=metasync,
+                       sync=sync, map_async=map_async, mode=mode, create=create, readahead=readahead,
+                       writemap=writemap, meminit=meminit, max_readers=max_readers, max_dbs=max_dbs,
+                       max_spare_txns=max_spare_txns, lock=lock, rss_budget=rss_budget,
                        access_mode=access_mode, index_dir=index_dir)
 
 
 class _Database:
     """A database handle, as returned by Environment.open_db()."""
 
-    def __init__(self, reader, name):
+    def __init__(self, env, reader, name):
+        self._env = env
         self.reader = reader
         self.name = name
+        self.db_flags = reader.db_flags
+
+    def flags(self, *args):
+        """py-lmdb's ``_Database.flags()``: the flags the database was created with."""
+        f = self.db_flags
+        return {"reverse_key": bool(f & _REVERSEKEY), "dupsort": bool(f & _DUPSORT),
+                "integerkey": bool(f & _INTEGERKEY), "integerdup": bool(f & _INTEGERDUP),
+                "dupfixed": bool(f & _DUPFIXED)}
 
 
 class Environment:
     """A read-only LMDB environment (py-lmdb's ``lmdb.Environment``)."""
 
-    def __init__(self, path, *, lock=True, max_dbs=0, rss_budget=None, access_mode="auto",
-                 index_dir=None):
+    def __init__(self, path, map_size=10485760, subdir=True, readonly=False, metasync=True, sync=True,
+                 map_async=False, mode=0o755, create=True, readahead=True, writemap=False,
+                 meminit=True, max_readers=126, max_dbs=0, max_spare_txns=1, lock=True, *,
+                 rss_budget=None, access_mode="auto", index_dir=None):
+        del mode, create, max_spare_txns
+        self._closed = True  # until opened
+        path = os.fspath(path)
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not os.path.exists(path):
+            raise Error(f"{path}: No such file or directory")
+        if subdir and not os.path.isdir(path):
+            raise Error(f"{path}: Not a directory")
+        if not subdir and os.path.isdir(path):
+            raise Error(f"{path}: Is a directory")
         self._path = path
-        self._options = dict(rss_budget=rss_budget, mode=access_mode, lock=lock,
-                             index_dir=index_dir)
+        self._flags = {"subdir": bool(subdir), "readonly": bool(readonly), "metasync": bool(metasync),
+                       "sync": bool(sync), "map_async": bool(map_async), "readahead": bool(readahead),
+                       "writemap": bool(writemap), "meminit": bool(meminit), "lock": bool(lock)}
+        self._map_size = map_size
+        self._max_readers = max_readers
         self._max_dbs = max_dbs
-        self._main = _Database(Reader(path, **self._options), None)
+        self._options = dict(rss_budget=rss_budget, mode=access_mode, lock=bool(lock), index_dir=index_dir)
+        self._main = _Database(self, self._open_reader(None), None)
         self._named = {}
         self._closed = False
 
+    def _open_reader(self, name):
+        try:
+            return Reader(self._path, db=name, **self._options)
+        except CorruptedError as e:
+            if "not an LMDB file" in str(e):
+                raise InvalidError(f"{self._path}: MDB_INVALID: File is not an LMDB file") from None
+            raise
+        except FileNotFoundError as e:
+            raise Error(f"{self._path}: {e.strerror}") from None
+
     def _check(self):
         if self._closed:
-            raise Error(f"{self._path}: environment is closed")
+            raise Error(_CLOSED)
+
+    def _inspect(self, db=None):
+        return _core.inspect(self._path, (db or self._main).name or "")
 
     def open_db(self, key=None, txn=None, reverse_key=False, dupsort=False, create=True,
                 integerkey=False, integerdup=False, dupfixed=False):
-        """Handle of the named database ``key`` (bytes or str; None: the main one)."""
-        del txn, create
+        """Handle of the named database ``key`` (bytes; None: the main one).
+        The flags of an existing database win over those given, as in LMDB."""
+        del txn, reverse_key, dupsort, integerkey, integerdup, dupfixed
         self._check()
         if key is None:
             return self._main
-        if dupsort or integerdup or dupfixed:
-            raise Error("dupsort databases are not supported by lmdbloader")
-        if reverse_key or integerkey:
-            raise Error("reverse_key / integerkey databases are not supported by lmdbloader")
-        name = key.decode("utf-8") if isinstance(key, bytes) else key
-        if self._max_dbs < 1:
-            raise Error("open_db: named databases need max_dbs >= 1 (as in py-lmdb)")
-        if name not in self._named:
-            try:
-                self._named[name] = _Database(Reader(self._path, db=name, **self._options), name)
-            except KeyError:
-                raise NotFoundError(f"{self._path}: no database named {name!r}") from None
-        return self._named[name]
+        key = _key(key, "mdb_dbi_open", allow_empty=True)
+        if key in self._named:
+            return self._named[key]
+        if self._max_dbs < 1 + len(self._named):
+            raise DbsFullError("mdb_dbi_open: MDB_DBS_FULL: Environment maxdbs limit reached "
+                               "(Please use a larger Environment(max_dbs=) parameter)")
+        if key not in self._inspect()["named_databases"]:
+            if self._main.reader.get(key) is not None:
+                raise IncompatibleError(f"mdb_dbi_open: {_INCOMPATIBLE}")
+            if create:
+                _readonly("mdb_dbi_open")
+            raise NotFoundError(f"mdb_dbi_open: {_NOTFOUND}")
+        db = _Database(self, self._open_reader(os.fsdecode(key)), key)
+        self._named[key] = db
+        return db
+
+    def dbs(self, txn=None):
+        """Names of the named databases, as py-lmdb's ``Environment.dbs()``."""
+        self._check()
+        return list(self._inspect()["named_databases"])
 
     def begin(self, db=None, parent=None, write=False, buffers=False):
-        del parent, buffers
-        self._check()
-        if write:
-            _readonly("begin(write=True)")
-        return Transaction(self, db or self._main)
+        return Transaction(self, db=db, parent=parent, write=write, buffers=buffers)
 
     def stat(self):
         self._check()
-        return _db_stat(self._main)
+        return _db_stat(self._inspect())
 
     def info(self):
         self._check()
-        s = _inspect(self._main)
-        return {"map_addr": 0, "map_size": s["map_size"], "last_pgno": s["file_bytes"] // s["page_size"] - 1,
-                "last_txnid": s["last_txnid"], "max_readers": 126, "num_readers": 0}
+        s = self._inspect()
+        needed = (s["last_pgno"] + 1) * s["page_size"]
+        return {"map_addr": 0, "map_size": max(self._map_size, needed), "last_pgno": s["last_pgno"],
+                "last_txnid": s["last_txnid"], "max_readers": self._max_readers, "num_readers": 0}
 
     def path(self):
+        self._check()
         return self._path
 
     def max_key_size(self):
-        return 511
+        self._check()
+        return _MAX_KEY
+
+    def max_readers(self):
+        self._check()
+        return self._max_readers
 
     def flags(self):
-        return {"subdir": os.path.isdir(self._path), "readonly": True, "metasync": True,
-                "sync": True, "map_async": False, "readahead": False, "writemap": False,
-                "meminit": False, "lock": self._options["lock"]}
+        self._check()
+        return dict(self._flags)
 
     def readers(self):
-        return "(no reader table: lmdbloader opens without one unless lock=True)\n"
+        self._check()
+        # Opened without a reader table unless lock=True; with it, this
+        # process's snapshot is not registered under py-lmdb's format.
+        return "(no reader locks)\n" if not self._flags["lock"] else "(no active readers)\n"
 
     def reader_check(self):
+        self._check()
         return 0
 
-    sync = _write_call("sync()")
-    copy = _write_call("copy()")
-    set_mapsize = _write_call("set_mapsize()")
+    sync = _write_call("mdb_env_sync")
+    copy = _write_call("mdb_env_copy2")
+    copyfd = _write_call("mdb_env_copyfd2")
+    set_mapsize = _write_call("mdb_env_set_mapsize")
 
     def close(self):
+        if self._closed:
+            return
         self._closed = True
         self._main.reader.close()
         for db in self._named.values():
@@ -163,12 +348,7 @@ class Environment:
                         "open it in each worker, or use lmdbloader.Reader, which pickles")
 
 
-def _inspect(db):
-    return _core.inspect(db.reader.path, db.name or "")
-
-
-def _db_stat(db):
-    s = _inspect(db)
+def _db_stat(s):
     return {"psize": s["page_size"], "depth": s["depth"], "branch_pages": s["branch_pages"],
             "leaf_pages": s["leaf_pages"], "overflow_pages": s["overflow_pages"],
             "entries": s["entries"]}
@@ -176,103 +356,403 @@ def _db_stat(db):
 
 class Transaction:
     """A read transaction (py-lmdb's ``lmdb.Transaction``). Reads see the
-    database as it was when the environment was opened."""
+    database as it was when the environment was opened. With ``buffers=True``
+    values come back as read-only ``memoryview`` objects, as in py-lmdb (here
+    they stay valid after the transaction ends)."""
 
-    def __init__(self, env, db):
+    def __init__(self, env, db=None, parent=None, write=False, buffers=False):
+        env._check()
+        if write:
+            raise ReadonlyError("Cannot start write transaction with read-only environment.: Permission denied")
+        del parent
         self.env = env
-        self._db = db
+        self._db = db or env._main
+        self._buffers = bool(buffers)
+        self._done = False
+        self._mutations = 0  # write attempts (py-lmdb's TransObject.mutations)
 
-    def _reader(self, db):
-        return (db or self._db).reader
+    def _check(self):
+        if self._done or self.env._closed:
+            raise Error(_CLOSED)
+
+    def _value(self, v):
+        return memoryview(v) if self._buffers and v is not None else v
 
     def get(self, key, default=None, db=None):
-        return self._reader(db).get(key, default)
+        self._check()
+        key = _key(key, "mdb_get")
+        if len(key) > _MAX_KEY:
+            return default
+        v = (db or self._db).reader.get(key)
+        return default if v is None else self._value(v)
 
     def cursor(self, db=None):
+        self._check()
         return Cursor(db or self._db, self)
 
-    def stat(self, db):
-        return _db_stat(db)
+    def stat(self, db=None):
+        self._check()
+        return _db_stat(self.env._inspect(db or self._db))
 
     def id(self):
-        return 0
+        self._check()
+        return self.env._inspect()["last_txnid"]
 
     def commit(self):
-        pass
+        self._check()
+        self._done = True
 
     def abort(self):
-        pass
+        self._done = True
 
-    put = _write_call("Transaction.put()")
-    replace = _write_call("Transaction.replace()")
-    pop = _write_call("Transaction.pop()")
-    delete = _write_call("Transaction.delete()")
-    drop = _write_call("Transaction.drop()")
+    put = _write_call("mdb_put")
+    replace = _write_call("mdb_put")
+    pop = _write_call("mdb_del")
+    delete = _write_call("mdb_del")
+    drop = _write_call("mdb_drop")
 
     def __enter__(self):
+        self._check()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *exc):
+        if exc_type is None and not self._done:
+            self.commit()
+        else:
+            self.abort()
         return False
 
 
 class Cursor:
-    """A cursor over one database (py-lmdb's ``lmdb.Cursor``), positioned by
-    record position: moves cost nothing, values are read on demand."""
+    """A cursor over one database (py-lmdb's ``lmdb.Cursor``) over the
+    reader's positions: moves cost nothing, values are read on demand.
+
+    It keeps the state LMDB's own cursor keeps (lmdb's mdb.c: initialized or
+    not, the end-of-file flag, the key node it sits on, which may be the
+    insertion point of a failed lookup, and the duplicate its sub-cursor sits
+    on, if any), so that every move, failed ones and moves after failed ones
+    included, lands where py-lmdb's does. py-lmdb's own "positioned" flag
+    decides what key()/value() return."""
+
+    _NEXT, _NEXT_DUP, _NEXT_NODUP, _PREV, _PREV_DUP, _PREV_NODUP = range(6)
 
     def __init__(self, db, txn):
         self.db = db
         self.txn = txn
         self._r = db.reader
-        self._pos = -1  # -1: unpositioned
+        self._dupsort = bool(db.db_flags & _DUPSORT)
+        self._starts = _group_starts(db) if self._dupsort else None
+        self._groups = len(self._starts) - 1 if self._dupsort else len(self._r)
+        self._init = False   # LMDB's C_INITIALIZED
+        self._eof = False    # LMDB's C_EOF
+        self._g = 0          # the key node (group of duplicates); _groups: past the end
+        self._d = None       # the duplicate within it; None: sub-cursor not initialized
+        self._valid = False  # py-lmdb's "positioned"
+        self._nokey = False  # key() is b"" (MDB_FIRST_DUP/LAST_DUP after a failed move)
+        self._last_mutation = txn._mutations
+        self._closed = False
 
-    def _at(self, pos):
-        self._pos = pos if 0 <= pos < len(self._r) else -1
-        return self._pos >= 0
+    # -- helpers ---------------------------------------------------------------
+    def _check(self):
+        if self._closed:
+            raise Error(_CLOSED)
+        self.txn._check()
 
-    def first(self):
-        return self._at(0)
+    def _ndups(self, g):
+        return self._starts[g + 1] - self._starts[g] if self._dupsort else 1
 
-    def last(self):
-        return self._at(len(self._r) - 1)
+    def _pos(self):
+        return (self._starts[self._g] if self._dupsort else self._g) + (self._d or 0)
 
-    def next(self):
-        return self._at(0 if self._pos < 0 else self._pos + 1)
+    def _group_key(self, g):
+        return self._r.key(self._starts[g] if self._dupsort else g)
 
-    def prev(self):
-        return self._at(len(self._r) - 1 if self._pos < 0 else self._pos - 1)
+    def _hit(self, g, d):
+        self._init, self._eof, self._g, self._d, self._valid = True, False, g, d, True
+        self._nokey = False
+        self._last_mutation = self.txn._mutations
+        return True
 
-    next_nodup = next
-    prev_nodup = prev
+    def _miss(self):
+        self._valid = False
+        self._last_mutation = self.txn._mutations
+        return False
 
-    def set_key(self, key):
-        try:
-            return self._at(self._r.index_of(key))
-        except KeyError:
-            return self._at(-1)
+    def _refresh(self):
+        """py-lmdb re-reads the current item (MDB_GET_CURRENT) after a mutation."""
+        if self._last_mutation == self.txn._mutations:
+            return
+        self._last_mutation = self.txn._mutations
+        ok = (self._init and self._g < self._groups and
+              not (self._dupsort and self._ndups(self._g) > 1 and self._d is None))
+        self._valid = ok
+        self._nokey = False
 
-    def set_range(self, key):
-        return self._at(self._r.lower_bound(key))
+    def _lower_group(self, key):
+        """First key node whose key is >= `key` in the database's order."""
+        f = self.db.db_flags
+        probe = _order(key, f & _INTEGERKEY, f & _REVERSEKEY)
+        lo, hi = 0, self._groups
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if _order(self._group_key(mid), f & _INTEGERKEY, f & _REVERSEKEY) < probe:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
 
-    def get(self, key, default=None):
-        return self.value() if self.set_key(key) else default
+    def _lower_dup(self, g, value):
+        f = self.db.db_flags
+        probe = _order(value, f & _INTEGERDUP, f & _REVERSEDUP)
+        lo, hi = 0, self._ndups(g)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if _order(self._r[self._starts[g] + mid], f & _INTEGERDUP, f & _REVERSEDUP) < probe:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
 
+    # -- reads -----------------------------------------------------------------
     def key(self):
-        return self._r.key(self._pos) if self._pos >= 0 else b""
+        self._check()
+        self._refresh()
+        return self.txn._value(self._r.key(self._pos()) if self._valid and not self._nokey else b"")
 
     def value(self):
-        return self._r[self._pos] if self._pos >= 0 else b""
+        self._check()
+        self._refresh()
+        return self.txn._value(self._r[self._pos()] if self._valid else b"")
 
     def item(self):
         return self.key(), self.value()
 
     def count(self):
-        return 1
+        self._check()
+        if not self._dupsort:
+            raise IncompatibleError(f"mdb_cursor_count: {_INCOMPATIBLE}")
+        if not self._init:
+            raise InvalidParameterError("mdb_cursor_count: Invalid argument")
+        if self._g >= self._groups:
+            # Past the last key node: liblmdb answers NOTFOUND at the end of
+            # the file, and otherwise reads the slot after the last node,
+            # which carries no duplicates.
+            if self._eof:
+                raise NotFoundError(f"mdb_cursor_count: {_NOTFOUND}")
+            return 1
+        self._eof = False
+        n = self._ndups(self._g)
+        if n > 1 and self._d is None:
+            raise InvalidParameterError("mdb_cursor_count: Invalid argument")
+        return n
 
-    def _iterate(self, step, start, keys, values):
-        if self._pos < 0 and not start():
-            return
-        while self._pos >= 0:
+    # -- moves (mdb_cursor_first/last/next/prev) -------------------------------
+    def first(self):
+        self._check()
+        self._d = None
+        return self._hit(0, 0) if self._groups else self._miss()
+
+    def last(self):
+        self._check()
+        self._d = None
+        return self._hit(self._groups - 1, self._ndups(self._groups - 1) - 1) if self._groups else self._miss()
+
+    def _next(self, op):
+        if not self._init:
+            return self.first()
+        if self._eof:
+            if self._g >= self._groups - 1:
+                return self._miss()
+            self._eof = False
+        if self._dupsort and self._g < self._groups:
+            if self._ndups(self._g) > 1:
+                if op in (self._NEXT, self._NEXT_DUP):
+                    if self._d is None:
+                        return self._hit(self._g, 0)
+                    if self._d + 1 < self._ndups(self._g):
+                        return self._hit(self._g, self._d + 1)
+                    if op == self._NEXT_DUP:
+                        return self._miss()
+                # NEXT_NODUP leaves the sub-cursor as it is (MDB_CURSOR_UNREF is a no-op)
+            else:
+                self._d = None
+                if op == self._NEXT_DUP:
+                    return self._miss()
+        if self._g + 1 >= self._groups:
+            self._eof = True
+            return self._miss()
+        return self._hit(self._g + 1, 0)
+
+    def _prev(self, op):
+        if not self._init:
+            return self.last()
+        if self._dupsort and self._g < self._groups:
+            if self._ndups(self._g) > 1:
+                if op in (self._PREV, self._PREV_DUP):
+                    if self._d is None:
+                        return self._hit(self._g, self._ndups(self._g) - 1)
+                    if self._d > 0:
+                        return self._hit(self._g, self._d - 1)
+                    if op == self._PREV_DUP:
+                        return self._miss()
+            else:
+                self._d = None
+                if op == self._PREV_DUP:
+                    return self._miss()
+        self._eof = False
+        if self._g == 0:
+            return self._miss()
+        g = min(self._g, self._groups) - 1
+        return self._hit(g, self._ndups(g) - 1)
+
+    def next(self):
+        self._check()
+        return self._next(self._NEXT)
+
+    def next_dup(self):
+        self._check()
+        return self._next(self._NEXT_DUP)
+
+    def next_nodup(self):
+        self._check()
+        return self._next(self._NEXT_NODUP)
+
+    def prev(self):
+        self._check()
+        return self._prev(self._PREV)
+
+    def prev_dup(self):
+        self._check()
+        return self._prev(self._PREV_DUP)
+
+    def prev_nodup(self):
+        self._check()
+        return self._prev(self._PREV_NODUP)
+
+    def _dup_end(self, last):
+        self._check()
+        if not self._init or not self._dupsort:
+            self._miss()  # py-lmdb: any failed mdb_cursor_get unpositions
+            if not self._init:
+                raise InvalidParameterError("mdb_cursor_get: Invalid argument")
+            raise IncompatibleError(f"mdb_cursor_get: {_INCOMPATIBLE}")
+        if self._g >= self._groups:
+            return self._miss()
+        n = self._ndups(self._g)
+        if n > 1 and self._d is None:  # duplicates, but the sub-cursor is not on them
+            self._miss()
+            raise InvalidParameterError("mdb_cursor_get: Invalid argument")
+        had_key = self._valid and not self._nokey
+        self._hit(self._g, n - 1 if last else 0)
+        # From the sub-cursor LMDB returns the value only: py-lmdb's key stays
+        # what the last move gave, empty after a failed one.
+        self._nokey = n > 1 and not had_key
+        return True
+
+    def first_dup(self):
+        return self._dup_end(False)
+
+    def last_dup(self):
+        return self._dup_end(True)
+
+    # -- lookups (mdb_cursor_set) ----------------------------------------------
+    def _set(self, key, exact):
+        """MDB_SET / MDB_SET_RANGE: the key node found, or None with LMDB's
+        cursor left at the insertion point."""
+        self._d = None
+        if not self._groups:
+            return None
+        g = self._lower_group(key)
+        if g < self._groups and (not exact or self._group_key(g) == key):
+            return g
+        # Past the last key an initialized cursor keeps its end flag (liblmdb
+        # answers from the page it is on); otherwise the search clears it.
+        if g < self._groups or not self._init:
+            self._eof = False
+        self._init, self._g = True, g
+        return None
+
+    def set_key(self, key):
+        self._check()
+        if isinstance(key, (bytes, bytearray, memoryview)) and not bytes(key):
+            self._miss()
+            raise BadValsizeError(f"mdb_cursor_get: {_BAD_VALSIZE}")
+        key = _key(key, "mdb_cursor_get")
+        g = self._set(key, exact=True)
+        return self._hit(g, 0) if g is not None else self._miss()
+
+    def set_range(self, key):
+        self._check()
+        if isinstance(key, (bytes, bytearray, memoryview)) and not bytes(key):
+            return self.first()  # py-lmdb's own rule
+        key = _key(key, "mdb_cursor_get")
+        g = self._set(key, exact=False)
+        return self._hit(g, 0) if g is not None else self._miss()
+
+    def _set_dup(self, key, value, exact):
+        self._check()
+        key = _key(key, "mdb_cursor_get", allow_empty=True)
+        value = _key(value, "mdb_cursor_get", allow_empty=True)
+        if not self._dupsort:
+            self._miss()  # py-lmdb: any failed mdb_cursor_get unpositions
+            raise IncompatibleError(f"mdb_cursor_get: {_INCOMPATIBLE}")
+        if not key:
+            self._miss()
+            raise BadValsizeError(f"mdb_cursor_get: {_BAD_VALSIZE}")
+        g = self._set(key, exact=True)
+        if g is None:
+            return self._miss()
+        self._init, self._eof, self._g = True, False, g
+        d = self._lower_dup(g, value)
+        if d < self._ndups(g) and (not exact or self._r[self._starts[g] + d] == value):
+            return self._hit(g, d)
+        return self._miss()
+
+    def set_key_dup(self, key, value):
+        return self._set_dup(key, value, exact=True)
+
+    def set_range_dup(self, key, value):
+        return self._set_dup(key, value, exact=False)
+
+    def get(self, key, default=None):
+        return self.value() if self.set_key(key) else default
+
+    def getmulti(self, keys, dupdata=False, dupfixed_bytes=None, keyfixed=False, values=True):
+        """(key, value) of each key found, every duplicate with ``dupdata``, as py-lmdb."""
+        self._check()
+        if dupfixed_bytes and dupfixed_bytes < 0:
+            raise Error("dupfixed_bytes must be a positive integer.")
+        if (dupfixed_bytes or keyfixed) and not dupdata:
+            raise Error("dupdata is required for dupfixed_bytes/key_bytes.")
+        if keyfixed and not dupfixed_bytes:
+            raise Error("dupfixed_bytes is required for key_bytes.")
+        if not values and dupdata:
+            raise Error("values=False is incompatible with dupdata.")
+        out, packed = [], bytearray()
+        for key in keys:
+            if not self.set_key(key):
+                continue
+            if not values:
+                out.append(self.key())
+                continue
+            while self._valid:
+                k, v = bytes(self.key()), bytes(self.value())
+                if dupfixed_bytes:
+                    for i in range(0, len(v), dupfixed_bytes):
+                        if keyfixed:
+                            packed.extend(k + v[i:i + dupfixed_bytes])
+                        else:
+                            out.append((k, v[i:i + dupfixed_bytes]))
+                else:
+                    out.append((self.txn._value(k), self.txn._value(v)))
+                if not dupdata:
+                    break
+                self.next_dup()
+        return memoryview(packed) if keyfixed else out
+
+    # -- iteration (py-lmdb's _iter) -------------------------------------------
+    def _iter(self, step, keys, values):
+        while self._valid:
             if keys and values:
                 yield self.item()
             elif keys:
@@ -282,27 +762,82 @@ class Cursor:
             step()
 
     def iternext(self, keys=True, values=True):
-        return self._iterate(self.next, self.first, keys, values)
+        self._check()
+        if not self._valid:
+            self.first()
+        return self._iter(self.next, keys, values)
+
+    def iternext_dup(self, keys=False, values=True):
+        self._check()
+        return self._iter(self.next_dup, keys, values)
+
+    def iternext_nodup(self, keys=True, values=False):
+        self._check()
+        if not self._valid:
+            self.first()
+        return self._iter(self.next_nodup, keys, values)
 
     def iterprev(self, keys=True, values=True):
-        return self._iterate(self.prev, self.last, keys, values)
+        self._check()
+        if not self._valid:
+            self.last()
+        return self._iter(self.prev, keys, values)
 
-    iternext_nodup = iternext
-    iterprev_nodup = iterprev
+    def iterprev_dup(self, keys=False, values=True):
+        self._check()
+        return self._iter(self.prev_dup, keys, values)
+
+    def iterprev_nodup(self, keys=True, values=False):
+        self._check()
+        if not self._valid:
+            self.last()
+        return self._iter(self.prev_nodup, keys, values)
 
     def __iter__(self):
         return self.iternext()
 
-    put = _write_call("Cursor.put()")
-    delete = _write_call("Cursor.delete()")
-    replace = _write_call("Cursor.replace()")
-    pop = _write_call("Cursor.pop()")
+    put = _write_call("mdb_cursor_put")
+    putmulti = _write_call("mdb_cursor_put")
+    replace = _write_call("mdb_cursor_put")
+    pop = _write_call("mdb_cursor_del")
+
+    def delete(self, dupdata=False):
+        """False on an unpositioned cursor, as py-lmdb; otherwise ReadonlyError."""
+        self._check()
+        if not self._valid:
+            return False
+        self.txn._mutations += 1
+        _readonly("mdb_cursor_del")
 
     def close(self):
-        self._pos = -1
+        self._closed = True
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _order(key, integer, reverse):
+    """A sort key giving LMDB's order: integer keys as native unsigned
+    integers, reversed keys compared from their last byte."""
+    if integer:
+        return int.from_bytes(key, sys.byteorder)
+    return key[::-1] if reverse else key
+
+
+def _group_starts(db):
+    """Positions where each key's run of duplicates starts, plus the end (cached per database)."""
+    starts = getattr(db, "_starts", None)
+    if starts is None:
+        r = db.reader
+        starts, prev = [], None
+        for i in range(len(r)):
+            k = r.key(i)
+            if k != prev:
+                starts.append(i)
+                prev = k
+        starts.append(len(r))
+        db._starts = starts
+    return starts

@@ -104,6 +104,12 @@ class Reader:
         return self._path
 
     @property
+    def db_flags(self):
+        """LMDB's flags of the database (lmdb.h: MDB_DUPSORT 0x04, MDB_INTEGERKEY 0x08, ...).
+        With MDB_DUPSORT, positions run over (key, duplicate) pairs."""
+        return self._c.db_flags
+
+    @property
     def rss_budget(self):
         return self._config["rss_budget"]
 

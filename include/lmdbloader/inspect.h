@@ -21,13 +21,18 @@ struct DatabaseInfo {
   uint64_t overflow_pages = 0;
   uint64_t entries = 0;
   uint64_t last_txnid = 0;
+  uint64_t last_pgno = 0;  // the last page in use (LMDB's meta page)
   uint64_t map_size = 0;
+  std::vector<std::string> named_databases;  // names of the named databases in the main tree
 };
 
 // Opens `path` read-only without a lock file and reads the counts of
 // `db_name` (main database when empty). For a shard set, the counts of its
 // parts summed (data_path is then the set's folder). Errors as for Reader::Open.
 Status InspectDatabase(const std::string& path, const std::string& db_name, DatabaseInfo* info);
+
+// liblmdb's version, as mdb_version() reports it.
+void LmdbVersion(int* major, int* minor, int* patch);
 
 // Walks every data file of `path` (each part of a shard set) with the
 // checked page reader, and also reads the header of every overflow page run

@@ -75,7 +75,7 @@ class Reader {
   // loads a saved one. Errors name the path: IOError (missing, permission
   // denied), Corruption (not an LMDB file, truncated, damaged), NotFound (no
   // such named database), InvalidArgument (bad options, or a budget smaller
-  // than the record index), Unsupported (MDB_DUPSORT).
+  // than the record index).
   static Status Open(const std::string& path, const ReaderOptions& options,
                      std::unique_ptr<Reader>* reader);
 
@@ -87,6 +87,12 @@ class Reader {
   const std::string& path() const { return path_; }
   const ReaderOptions& options() const { return options_; }
   AccessMode mode() const { return mode_; }  // kPread or kMmap, never kAuto
+
+  // LMDB's flags of the database read (lmdb.h's MDB_DUPSORT, MDB_INTEGERKEY,
+  // MDB_REVERSEKEY, MDB_DUPFIXED, MDB_INTEGERDUP, MDB_REVERSEDUP). With
+  // MDB_DUPSORT, positions run over (key, duplicate) pairs in LMDB's order: a
+  // key with three duplicates holds three positions, Find gives the first.
+  unsigned db_flags() const;
 
   // Size in bytes of record `index`. OutOfRange past the end.
   Status ValueSize(uint64_t index, uint64_t* size) const;
