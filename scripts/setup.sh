@@ -26,6 +26,6 @@ if ! $PY -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('2.13
   echo "setup: installing torch==2.13.0"
   $PY -m pip install -q torch==2.13.0
 fi
-$PY -m pip install -q -r requirements-dev.txt
+$PY -m pip install -q -c constraints.txt -r requirements-dev.txt
 echo "setup: building and installing the lmdbloader Python package"
-$PY -m pip install -q --no-build-isolation .
+$PY -m pip install -q -c constraints.txt --no-build-isolation .
