@@ -121,10 +121,9 @@ void BM_BarePread(benchmark::State& state) {
   ::close(fd);
 }
 
-void BM_Lmdbloader(benchmark::State& state, AccessMode mode) {
-  Fixture& f = Corpus(state.range(0));
-  ReaderOptions options;
-  options.mode = mode;
+// Every record of `f` in its random order through a Reader opened with
+// `options` (a 64 MiB budget).
+void ReadRandomly(benchmark::State& state, const Fixture& f, ReaderOptions options) {
   options.rss_budget = 64ull << 20;
   std::unique_ptr<Reader> r;
   if (!Reader::Open(f.path, options, &r).ok()) {
@@ -134,10 +133,16 @@ void BM_Lmdbloader(benchmark::State& state, AccessMode mode) {
   std::string buf(f.value_size, '\0');
   size_t k = 0;
   for (auto _ : state) {
-    r->ReadInto(f.order[k++ % f.count], buf.data(), buf.size());
+    if (!r->ReadInto(f.order[k++ % f.count], buf.data(), buf.size()).ok()) state.SkipWithError("read failed");
     benchmark::DoNotOptimize(buf.data());
   }
   state.SetBytesProcessed(state.iterations() * f.value_size);
+}
+
+void BM_Lmdbloader(benchmark::State& state, AccessMode mode) {
+  ReaderOptions options;
+  options.mode = mode;
+  ReadRandomly(state, Corpus(state.range(0)), options);
 }
 
 // A corpus of the same shape written by CorpusWriter: records carry checksums.
@@ -164,22 +169,9 @@ Fixture& CorpusWithChecksums(size_t value_size) {
 }
 
 void BM_CorpusPread(benchmark::State& state, bool verify) {
-  Fixture& f = CorpusWithChecksums(state.range(0));
   ReaderOptions options;
   options.verify_checksums = verify;
-  options.rss_budget = 64ull << 20;
-  std::unique_ptr<Reader> r;
-  if (!Reader::Open(f.path, options, &r).ok()) {
-    state.SkipWithError("open failed");
-    return;
-  }
-  std::string buf(f.value_size, '\0');
-  size_t k = 0;
-  for (auto _ : state) {
-    if (!r->ReadInto(f.order[k++ % f.count], buf.data(), buf.size()).ok()) state.SkipWithError("read failed");
-    benchmark::DoNotOptimize(buf.data());
-  }
-  state.SetBytesProcessed(state.iterations() * f.value_size);
+  ReadRandomly(state, CorpusWithChecksums(state.range(0)), options);
 }
 
 // Open cost. liblmdb's cursor walk over the whole database, recording each
