@@ -17,9 +17,10 @@ namespace lmdbloader {
 namespace {
 
 constexpr char kMagic[8] = {'L', 'M', 'D', 'B', 'L', 'I', 'D', 'X'};
-// Version 2 ends with the XXH3-64 of every byte before it: a flipped bit in a
-// saved index makes it rebuilt, never trusted.
-constexpr uint32_t kVersion = 2;
+// Version 3 holds the meta page's checksum in the identity and ends with the
+// XXH3-64 of every byte before it: a flipped bit in a saved index makes it
+// rebuilt, never trusted.
+constexpr uint32_t kVersion = 3;
 
 std::string HexOf(const std::string& s) {
   static const char* digits = "0123456789abcdef";
@@ -133,6 +134,7 @@ std::string IndexFileCodec::Encode(const RecordIndex& index) {
   Put(&out, id.mtime_ns);
   Put(&out, id.txnid);
   Put(&out, id.page_size);
+  Put(&out, id.meta_sum);
   PutBytes(&out, index.db_name);
   Put<uint64_t>(&out, n);
   out.append(reinterpret_cast<const char*>(index.offsets_.data()), n * sizeof(uint64_t));
@@ -169,7 +171,7 @@ Status IndexFileCodec::Decode(const std::string& bytes, const std::string& path,
   FileIdentity& id = index->identity;
   uint64_t n = 0;
   if (!c.Get(&flags) || !c.Get(&id.device) || !c.Get(&id.inode) || !c.Get(&id.size) ||
-      !c.Get(&id.mtime_ns) || !c.Get(&id.txnid) || !c.Get(&id.page_size) ||
+      !c.Get(&id.mtime_ns) || !c.Get(&id.txnid) || !c.Get(&id.page_size) || !c.Get(&id.meta_sum) ||
       !c.GetString(&index->db_name) || !c.Get(&n) || !c.GetArray(&index->offsets_, n) ||
       !c.GetArray(&index->sizes_, n))
     return damaged("truncated");

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "checksum.h"
+
 namespace lmdbloader {
 
 namespace {
@@ -194,6 +196,7 @@ Status LmdbFile::ReadMeta(uint64_t want_txnid, LmdbMeta* out) {
     meta.last_pgno = Load<uint64_t>(buf + 136);
     meta.txnid = Load<uint64_t>(buf + 144);
     meta.page_size = meta.free_tree.pad;
+    meta.sum = Checksum(buf, kMetaSize);
   }
   // LMDB reads the meta with the higher transaction id.
   int pick = metas[1].txnid > metas[0].txnid ? 1 : 0;

@@ -65,6 +65,7 @@ struct LmdbMeta {
   uint64_t last_pgno = 0;
   uint64_t txnid = 0;
   int page = 0;  // 0 or 1: which meta page
+  uint64_t sum = 0;  // XXH3-64 of its bytes (header and MDB_meta)
   LmdbTree free_tree;
   LmdbTree main_tree;
 };

@@ -25,9 +25,12 @@ struct FileIdentity {
   int64_t mtime_ns = 0;
   uint64_t txnid = 0;      // LMDB's last committed transaction
   uint32_t page_size = 0;  // LMDB page size
+  // XXH3-64 of the meta page read (its trees, last page and transaction id):
+  // a file of the same size and mtime on a recycled inode still differs here.
+  uint64_t meta_sum = 0;
   bool operator==(const FileIdentity& o) const {
-    return device == o.device && inode == o.inode && size == o.size &&
-           mtime_ns == o.mtime_ns && txnid == o.txnid && page_size == o.page_size;
+    return device == o.device && inode == o.inode && size == o.size && mtime_ns == o.mtime_ns &&
+           txnid == o.txnid && page_size == o.page_size && meta_sum == o.meta_sum;
   }
 };
 
