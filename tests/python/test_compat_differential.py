@@ -3,6 +3,7 @@ py-lmdb and through lmdbloader.compat over the same generated databases, with
 every result and every exception type compared. py-lmdb is the oracle."""
 
 import os
+import pickle
 import shutil
 import struct
 import tempfile
@@ -141,7 +142,32 @@ def run(module, path, kind, ops, buffers, direct):
     return out
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+def run_isolated(path, kind, ops, buffers, direct):
+    """py-lmdb's results, computed in a forked child: on some cursor sequences
+    liblmdb itself reads past its data (a SIGBUS or SIGSEGV in the oracle, not
+    in compat). None when the child died."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        try:
+            data = pickle.dumps(run(lmdb, path, kind, ops, buffers, direct))
+            with os.fdopen(write_fd, "wb") as f:
+                f.write(data)
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status) or not data:
+        return None
+    return pickle.loads(data)
+
+
+# derandomize: the same examples in every run, so a CI failure reproduces.
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=os.environ.get("COMPAT_DIFF_RANDOM") is None,
+          suppress_health_check=list(HealthCheck))
 @given(data=st.data(), spec=databases())
 def test_compat_matches_pylmdb_on_random_read_only_operations(data, spec):
     kind, records = spec
@@ -155,12 +181,15 @@ def test_compat_matches_pylmdb_on_random_read_only_operations(data, spec):
             with env.begin(write=True, db=db) as txn:
                 for k, v in records:
                     txn.put(k, v, db=db)
-        expected = run(lmdb, path, kind, ops, buffers, direct)
+        expected = run_isolated(path, kind, ops, buffers, direct)
+        assume(expected is not None)  # the oracle crashed
         # Now and then the oracle answers a cursor move on an intact file with
-        # MDB_BAD_DBI (a stale handle inside py-lmdb 3.0) or MDB_CORRUPTED
-        # (liblmdb's sub-cursor stepping back after a failed move): faults of
-        # the oracle, which compat does not copy. Such examples are skipped.
-        assume(not any(e[1:] in (("raised", "BadDbiError"), ("raised", "CorruptedError")) for e in expected))
+        # MDB_BAD_DBI (a stale handle inside py-lmdb 3.0), MDB_CORRUPTED or
+        # MDB_PAGE_NOTFOUND (liblmdb's sub-cursor used after a failed lookup
+        # left it uninitialized: it reads stale state): faults of the oracle,
+        # which compat does not copy. Such examples are skipped.
+        faults = {("raised", "BadDbiError"), ("raised", "CorruptedError"), ("raised", "PageNotFoundError")}
+        assume(not any(e[1:] in faults for e in expected if e[1] == "raised"))
         got = run(compat, path, kind, ops, buffers, direct)
         def short(x):
             return repr(x) if len(repr(x)) < 120 else repr(x)[:60] + "..." + repr(x)[-40:]
