@@ -97,6 +97,8 @@ def main():
     p.add_argument("--repeats", type=int, default=3,
                    help="alternating runs of each; ratios are medians over the pairs")
     p.add_argument("--out", default=os.path.join(HERE, "out"))
+    p.add_argument("--no-verify-checksums", action="store_true",
+                   help="lmdbloader skips checking each record's checksum")
     args = p.parse_args()
     if args.epochs < 2 or args.repeats < 1:
         p.error("--epochs must be at least 2 (epochs 2+ are reported) and --repeats at least 1")
@@ -113,7 +115,8 @@ def main():
         print(f"corpus: {summary['records']} records, {summary['bytes'] / 1e6:.0f} MB", flush=True)
         for _ in range(args.repeats):
             for name, ds in [("py-lmdb", PyLmdbDataset(corpus, transform=summarize)),
-                             ("lmdbloader", lmdbloader.LmdbDataset(corpus, rss_budget=budget, transform=summarize))]:
+                             ("lmdbloader", lmdbloader.LmdbDataset(corpus, rss_budget=budget, transform=summarize,
+                                                                   verify_checksums=not args.no_verify_checksums))]:
                 warm_page_cache(os.path.join(corpus, "data.mdb"))
                 res = run(name, ds, args.epochs, args.workers, args.batch)
                 runs[name].append(res)

@@ -63,62 +63,45 @@ std::vector<uint64_t> ValueOffsets(const std::string& path, uint64_t count) {
   return offsets;
 }
 
-Fixture& Corpus(size_t value_size) {
-  static std::map<size_t, std::unique_ptr<Fixture>> cache;
+// A 256 MiB database of `value_size` values, written once per size by
+// `write(path, count)`, warm in the page cache, with a shuffled read order.
+template <typename Write>
+Fixture& CachedFixture(std::map<size_t, std::unique_ptr<Fixture>>& cache, size_t value_size, Write write) {
   auto& f = cache[value_size];
   if (!f) {
     f = std::make_unique<Fixture>();
     f->value_size = value_size;
     f->count = kCorpusBytes / (value_size > 2000 ? value_size + 4096 : 2048);
     f->path = f->dir.Sub("db");
-    testing::WriteNumberedLmdb(f->path, f->count, value_size);
+    write(f->path, f->count);
     testing::WarmPageCache(f->path + "/data.mdb");
     f->order.resize(f->count);
     for (uint64_t i = 0; i < f->count; ++i) f->order[i] = i;
     std::shuffle(f->order.begin(), f->order.end(), std::mt19937_64(7));
-    f->offsets = ValueOffsets(f->path, f->count);
   }
   return *f;
 }
 
-void BM_RawMdbGetCopy(benchmark::State& state) {
-  Fixture& f = Corpus(state.range(0));
-  MDB_env* env;
-  mdb_env_create(&env);
-  mdb_env_open(env, f.path.c_str(), MDB_RDONLY | MDB_NOLOCK | MDB_NORDAHEAD | MDB_NOTLS, 0644);
-  MDB_txn* txn;
-  MDB_dbi dbi;
-  mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn);
-  mdb_dbi_open(txn, nullptr, 0, &dbi);
-  std::string buf(f.value_size, '\0');
-  size_t k = 0;
-  for (auto _ : state) {
-    uint64_t i = f.order[k++ % f.count];
-    char key[8];
-    for (int b = 7; b >= 0; --b, i >>= 8) key[b] = static_cast<char>(i & 0xff);
-    MDB_val kv{8, key}, v;
-    mdb_get(txn, dbi, &kv, &v);
-    std::memcpy(buf.data(), v.mv_data, v.mv_size);
-    benchmark::DoNotOptimize(buf.data());
-  }
-  state.SetBytesProcessed(state.iterations() * f.value_size);
-  mdb_txn_abort(txn);
-  mdb_env_close(env);
+// Records written straight with liblmdb (keys are record numbers).
+Fixture& Corpus(size_t value_size) {
+  static std::map<size_t, std::unique_ptr<Fixture>> cache;
+  Fixture& f = CachedFixture(cache, value_size, [&](const std::string& path, uint64_t count) {
+    testing::WriteNumberedLmdb(path, count, value_size);
+  });
+  if (f.offsets.empty()) f.offsets = ValueOffsets(f.path, f.count);
+  return f;
 }
 
-// The floor for pread mode: one pread() per record at a known offset, no
-// library at all. lmdbloader's pread mode over this ratio is its own overhead.
-void BM_BarePread(benchmark::State& state) {
-  Fixture& f = Corpus(state.range(0));
-  int fd = ::open((f.path + "/data.mdb").c_str(), O_RDONLY);
-  std::string buf(f.value_size, '\0');
-  size_t k = 0;
-  for (auto _ : state) {
-    ssize_t n = ::pread(fd, buf.data(), f.value_size, static_cast<off_t>(f.offsets[f.order[k++ % f.count]]));
-    benchmark::DoNotOptimize(n);
-  }
-  state.SetBytesProcessed(state.iterations() * f.value_size);
-  ::close(fd);
+// The same shape written by CorpusWriter: records carry checksums.
+Fixture& CorpusWithChecksums(size_t value_size) {
+  static std::map<size_t, std::unique_ptr<Fixture>> cache;
+  return CachedFixture(cache, value_size, [&](const std::string& path, uint64_t count) {
+    std::unique_ptr<CorpusWriter> w;
+    if (!CorpusWriter::Create(path, WriterOptions(), &w).ok()) std::abort();
+    for (uint64_t i = 0; i < count; ++i)
+      if (!w->Add("r" + std::to_string(i), testing::RecordBytes(i, value_size)).ok()) std::abort();
+    if (!w->Finish("{}").ok()) std::abort();
+  });
 }
 
 // Every record of `f` in its random order through a Reader opened with
@@ -143,29 +126,6 @@ void BM_Lmdbloader(benchmark::State& state, AccessMode mode) {
   ReaderOptions options;
   options.mode = mode;
   ReadRandomly(state, Corpus(state.range(0)), options);
-}
-
-// A corpus of the same shape written by CorpusWriter: records carry checksums.
-Fixture& CorpusWithChecksums(size_t value_size) {
-  static std::map<size_t, std::unique_ptr<Fixture>> cache;
-  auto& f = cache[value_size];
-  if (!f) {
-    f = std::make_unique<Fixture>();
-    f->value_size = value_size;
-    f->count = kCorpusBytes / (value_size > 2000 ? value_size + 4096 : 2048);
-    f->path = f->dir.Sub("corpus");
-    std::unique_ptr<CorpusWriter> w;
-    WriterOptions wo;
-    if (!CorpusWriter::Create(f->path, wo, &w).ok()) std::abort();
-    for (uint64_t i = 0; i < f->count; ++i)
-      if (!w->Add("r" + std::to_string(i), testing::RecordBytes(i, value_size)).ok()) std::abort();
-    if (!w->Finish("{}").ok()) std::abort();
-    testing::WarmPageCache(f->path + "/data.mdb");
-    f->order.resize(f->count);
-    for (uint64_t i = 0; i < f->count; ++i) f->order[i] = i;
-    std::shuffle(f->order.begin(), f->order.end(), std::mt19937_64(7));
-  }
-  return *f;
 }
 
 void BM_CorpusPread(benchmark::State& state, bool verify) {
