@@ -104,6 +104,46 @@ Fixture& CorpusWithChecksums(size_t value_size) {
   });
 }
 
+void BM_RawMdbGetCopy(benchmark::State& state) {
+  Fixture& f = Corpus(state.range(0));
+  MDB_env* env;
+  mdb_env_create(&env);
+  mdb_env_open(env, f.path.c_str(), MDB_RDONLY | MDB_NOLOCK | MDB_NORDAHEAD | MDB_NOTLS, 0644);
+  MDB_txn* txn;
+  MDB_dbi dbi;
+  mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn);
+  mdb_dbi_open(txn, nullptr, 0, &dbi);
+  std::string buf(f.value_size, '\0');
+  size_t k = 0;
+  for (auto _ : state) {
+    uint64_t i = f.order[k++ % f.count];
+    char key[8];
+    for (int b = 7; b >= 0; --b, i >>= 8) key[b] = static_cast<char>(i & 0xff);
+    MDB_val kv{8, key}, v;
+    mdb_get(txn, dbi, &kv, &v);
+    std::memcpy(buf.data(), v.mv_data, v.mv_size);
+    benchmark::DoNotOptimize(buf.data());
+  }
+  state.SetBytesProcessed(state.iterations() * f.value_size);
+  mdb_txn_abort(txn);
+  mdb_env_close(env);
+}
+
+// The floor for pread mode: one pread() per record at a known offset, no
+// library at all. lmdbloader's pread mode over this ratio is its own overhead.
+void BM_BarePread(benchmark::State& state) {
+  Fixture& f = Corpus(state.range(0));
+  int fd = ::open((f.path + "/data.mdb").c_str(), O_RDONLY);
+  std::string buf(f.value_size, '\0');
+  size_t k = 0;
+  for (auto _ : state) {
+    ssize_t n = ::pread(fd, buf.data(), f.value_size, static_cast<off_t>(f.offsets[f.order[k++ % f.count]]));
+    benchmark::DoNotOptimize(n);
+  }
+  state.SetBytesProcessed(state.iterations() * f.value_size);
+  ::close(fd);
+}
+
 // Every record of `f` in its random order through a Reader opened with
 // `options` (a 64 MiB budget).
 void ReadRandomly(benchmark::State& state, const Fixture& f, ReaderOptions options) {
