@@ -38,16 +38,28 @@ struct Fixture {
   std::vector<uint64_t> offsets;  // file offset of each value, for the bare pread floor
 };
 
+// A raw liblmdb read transaction on the main database of `path`, the way
+// an unbounded reader opens it; Close() ends it.
+struct RawLmdb {
+  MDB_env* env = nullptr;
+  MDB_txn* txn = nullptr;
+  MDB_dbi dbi = 0;
+  explicit RawLmdb(const std::string& path) {
+    mdb_env_create(&env);
+    if (mdb_env_open(env, path.c_str(), MDB_RDONLY | MDB_NOLOCK | MDB_NORDAHEAD | MDB_NOTLS, 0644) != 0 ||
+        mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn) != 0 || mdb_dbi_open(txn, nullptr, 0, &dbi) != 0)
+      std::abort();
+  }
+  ~RawLmdb() {
+      }
+};
+
 // Offsets of every value in the data file: its address in LMDB's map minus
 // the map's base (found as the library finds it, in /proc/self/maps).
 std::vector<uint64_t> ValueOffsets(const std::string& path, uint64_t count) {
-  MDB_env* env;
-  mdb_env_create(&env);
-  mdb_env_open(env, path.c_str(), MDB_RDONLY | MDB_NOLOCK, 0644);
-  MDB_txn* txn;
-  MDB_dbi dbi;
-  mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn);
-  mdb_dbi_open(txn, nullptr, 0, &dbi);
+  RawLmdb db(path);
+  MDB_txn* txn = db.txn;
+  MDB_dbi dbi = db.dbi;
   std::vector<uint64_t> offsets(count);
   const char* base = nullptr;
   uint64_t length = 0;
@@ -58,8 +70,6 @@ std::vector<uint64_t> ValueOffsets(const std::string& path, uint64_t count) {
     if (base == nullptr && !FindMapping(val.mv_data, &base, &length).ok()) std::abort();
     offsets[i] = static_cast<uint64_t>(static_cast<const char*>(val.mv_data) - base);
   }
-  mdb_txn_abort(txn);
-  mdb_env_close(env);
   return offsets;
 }
 
@@ -106,13 +116,9 @@ Fixture& CorpusWithChecksums(size_t value_size) {
 
 void BM_RawMdbGetCopy(benchmark::State& state) {
   Fixture& f = Corpus(state.range(0));
-  MDB_env* env;
-  mdb_env_create(&env);
-  mdb_env_open(env, f.path.c_str(), MDB_RDONLY | MDB_NOLOCK | MDB_NORDAHEAD | MDB_NOTLS, 0644);
-  MDB_txn* txn;
-  MDB_dbi dbi;
-  mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn);
-  mdb_dbi_open(txn, nullptr, 0, &dbi);
+  RawLmdb db(f.path);
+  MDB_txn* txn = db.txn;
+  MDB_dbi dbi = db.dbi;
   std::string buf(f.value_size, '\0');
   size_t k = 0;
   for (auto _ : state) {
@@ -125,8 +131,6 @@ void BM_RawMdbGetCopy(benchmark::State& state) {
     benchmark::DoNotOptimize(buf.data());
   }
   state.SetBytesProcessed(state.iterations() * f.value_size);
-  mdb_txn_abort(txn);
-  mdb_env_close(env);
 }
 
 // The floor for pread mode: one pread() per record at a known offset, no
@@ -180,13 +184,9 @@ void BM_OpenWalkLiblmdbCursor(benchmark::State& state) {
   Fixture& f = Corpus(state.range(0));
   std::vector<uint64_t> offsets;
   for (auto _ : state) {
-    MDB_env* env;
-    mdb_env_create(&env);
-    mdb_env_open(env, f.path.c_str(), MDB_RDONLY | MDB_NOLOCK | MDB_NORDAHEAD | MDB_NOTLS, 0644);
-    MDB_txn* txn;
-    MDB_dbi dbi;
-    mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn);
-    mdb_dbi_open(txn, nullptr, 0, &dbi);
+    RawLmdb db(f.path);
+    MDB_txn* txn = db.txn;
+    MDB_dbi dbi = db.dbi;
     MDB_cursor* c;
     mdb_cursor_open(txn, dbi, &c);
     MDB_val k, v;
@@ -198,8 +198,6 @@ void BM_OpenWalkLiblmdbCursor(benchmark::State& state) {
       offsets.push_back(static_cast<uint64_t>(static_cast<const char*>(v.mv_data) - base));
     }
     mdb_cursor_close(c);
-    mdb_txn_abort(txn);
-    mdb_env_close(env);
   }
   state.counters["records"] = static_cast<double>(offsets.size());
 }

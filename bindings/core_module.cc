@@ -352,10 +352,14 @@ PYBIND11_MODULE(_core, m) {
     d["last_txnid"] = info.last_txnid;
     d["last_pgno"] = info.last_pgno;
     d["map_size"] = info.map_size;
-    py::list names;
-    for (const auto& n : info.named_databases) names.append(py::bytes(n));
-    d["named_databases"] = names;
     return d;
+  });
+  m.def("named_databases", [](const std::string& path) {
+    std::vector<std::string> names;
+    ThrowIfError(ListNamedDatabases(path, &names));
+    py::list out;
+    for (const auto& n : names) out.append(py::bytes(n));
+    return out;
   });
   m.def("lmdb_version", [] {
     int major = 0, minor = 0, patch = 0;

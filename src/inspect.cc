@@ -27,15 +27,23 @@ Status InspectOne(const std::string& path, const std::string& db_name, DatabaseI
   info->last_txnid = env->meta().txnid;
   info->last_pgno = env->meta().last_pgno;
   info->map_size = env->meta().map_size;
-  // Named databases are items of the main tree flagged as such.
-  const LmdbMeta meta = env->meta();
-  return env->file().Walk(meta, meta.main_tree, [&](const LmdbItem& item) {
-    if (item.named_database) info->named_databases.emplace_back(item.key);
-    return Status::OK();
-  });
+  return Status::OK();
 }
 
 }  // namespace
+
+Status ListNamedDatabases(const std::string& path, std::vector<std::string>* names) {
+  names->clear();
+  DataLocation location;
+  LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(path, &location));
+  std::unique_ptr<LmdbEnv> env;
+  LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(location, false, "", &env));
+  const LmdbMeta meta = env->meta();
+  return env->file().Walk(meta, meta.main_tree, [&](const LmdbItem& item) {
+    if (item.named_database) names->emplace_back(item.key);
+    return Status::OK();
+  });
+}
 
 void LmdbVersion(int* major, int* minor, int* patch) { mdb_version(major, minor, patch); }
 

@@ -29,16 +29,6 @@ Status ResolveLocation(const std::string& path, DataLocation* location) {
   return Status::OK();
 }
 
-Status StatIdentity(const std::string& data_path, FileIdentity* identity) {
-  struct stat st;
-  if (::stat(data_path.c_str(), &st) != 0) return Status::FromErrno(errno, "stat", data_path);
-  identity->device = st.st_dev;
-  identity->inode = st.st_ino;
-  identity->size = static_cast<uint64_t>(st.st_size);
-  identity->mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  return Status::OK();
-}
-
 Status LmdbEnv::Open(const DataLocation& location, bool lock, const std::string& db_name,
                      std::unique_ptr<LmdbEnv>* out) {
   std::unique_ptr<LmdbEnv> e(new LmdbEnv());

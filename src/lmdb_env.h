@@ -63,9 +63,6 @@ class LmdbEnv {
   FileIdentity identity_;
 };
 
-// stat() fields of the data file into `identity` (txnid and page size untouched).
-Status StatIdentity(const std::string& data_path, FileIdentity* identity);
-
 }  // namespace lmdbloader
 
 #endif  // LMDBLOADER_SRC_LMDB_ENV_H_

@@ -79,21 +79,4 @@ uint64_t ResidencyGovernor::drops() const {
   return drops_;
 }
 
-Status WalkTrimmer::Start() {
-  LMDBLOADER_RETURN_IF_ERROR(statm_.Open());
-  uint64_t rss = 0;
-  return statm_.Read(&rss, &baseline_);
-}
-
-Status WalkTrimmer::Check(const char* base, uint64_t length) {
-  if (allowance_ == 0 || base == nullptr) return Status::OK();
-  uint64_t rss = 0, file_rss = 0;
-  LMDBLOADER_RETURN_IF_ERROR(statm_.Read(&rss, &file_rss));
-  if (file_rss > baseline_ && file_rss - baseline_ > allowance_) {
-    ::madvise(const_cast<char*>(base), length, MADV_DONTNEED);
-    ++drops_;
-  }
-  return Status::OK();
-}
-
 }  // namespace lmdbloader

@@ -60,23 +60,6 @@ class ResidencyGovernor {
   uint64_t drops_ = 0;
 };
 
-// The index walk's simpler rule: release the whole mapping whenever the
-// file-backed RSS grew past `allowance` since Start(). Single-threaded.
-class WalkTrimmer {
- public:
-  explicit WalkTrimmer(uint64_t allowance) : allowance_(allowance) {}
-  Status Start();
-  // Cheap enough to call every few records.
-  Status Check(const char* base, uint64_t length);
-  uint64_t drops() const { return drops_; }
-
- private:
-  uint64_t allowance_;
-  StatmProbe statm_;
-  uint64_t baseline_ = 0;
-  uint64_t drops_ = 0;
-};
-
 }  // namespace lmdbloader
 
 #endif  // LMDBLOADER_SRC_RESIDENCY_H_

@@ -23,6 +23,7 @@ reported by ``flags()``/``info()``; unknown keywords raise ``TypeError``.
 Opening writes nothing into the dataset's directory (README, "The record index").
 """
 
+import bisect
 import os
 import sys
 
@@ -234,6 +235,7 @@ class Environment:
         self._max_readers = max_readers
         self._max_dbs = max_dbs
         self._options = dict(rss_budget=rss_budget, mode=access_mode, lock=bool(lock), index_dir=index_dir)
+        self._counts, self._names = {}, None
         self._main = _Database(self, self._open_reader(None), None)
         self._named = {}
         self._closed = False
@@ -253,7 +255,17 @@ class Environment:
             raise Error(_CLOSED)
 
     def _inspect(self, db=None):
-        return _core.inspect(self._path, (db or self._main).name or "")
+        """LMDB's counts for `db`: read once per database (the environment is a snapshot)."""
+        name = (db or self._main).name or b""
+        if name not in self._counts:
+            self._counts[name] = _core.inspect(self._path, name)
+        return self._counts[name]
+
+    def _named_databases(self):
+        """Names of the named databases: one walk of the main tree, once."""
+        if self._names is None:
+            self._names = list(_core.named_databases(self._path))
+        return self._names
 
     def open_db(self, key=None, txn=None, reverse_key=False, dupsort=False, create=True,
                 integerkey=False, integerdup=False, dupfixed=False):
@@ -269,7 +281,7 @@ class Environment:
         if self._max_dbs < 1 + len(self._named):
             raise DbsFullError("mdb_dbi_open: MDB_DBS_FULL: Environment maxdbs limit reached "
                                "(Please use a larger Environment(max_dbs=) parameter)")
-        if key not in self._inspect()["named_databases"]:
+        if key not in self._named_databases():
             if self._main.reader.get(key) is not None:
                 raise IncompatibleError(f"mdb_dbi_open: {_INCOMPATIBLE}")
             if create:
@@ -282,7 +294,7 @@ class Environment:
     def dbs(self, txn=None):
         """Names of the named databases, as py-lmdb's ``Environment.dbs()``."""
         self._check()
-        return list(self._inspect()["named_databases"])
+        return list(self._named_databases())
 
     def begin(self, db=None, parent=None, write=False, buffers=False):
         return Transaction(self, db=db, parent=parent, write=write, buffers=buffers)
@@ -491,6 +503,10 @@ class Cursor:
     def _lower_group(self, key):
         """First key node whose key is >= `key` in the database's order."""
         f = self.db.db_flags
+        if not f & (_INTEGERKEY | _REVERSEKEY):
+            # Bytewise order: the reader's own index answers (one C++ binary search).
+            pos = self._r.lower_bound(key)
+            return bisect.bisect_left(self._starts, pos) if self._dupsort else pos
         probe = _order(key, f & _INTEGERKEY, f & _REVERSEKEY)
         lo, hi = 0, self._groups
         while lo < hi:

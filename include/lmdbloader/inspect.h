@@ -23,13 +23,16 @@ struct DatabaseInfo {
   uint64_t last_txnid = 0;
   uint64_t last_pgno = 0;  // the last page in use (LMDB's meta page)
   uint64_t map_size = 0;
-  std::vector<std::string> named_databases;  // names of the named databases in the main tree
 };
 
 // Opens `path` read-only without a lock file and reads the counts of
 // `db_name` (main database when empty). For a shard set, the counts of its
 // parts summed (data_path is then the set's folder). Errors as for Reader::Open.
 Status InspectDatabase(const std::string& path, const std::string& db_name, DatabaseInfo* info);
+
+// Names of the named databases of `path` (entries of its main tree flagged
+// as such). Walks the whole main tree: call it when the names are needed.
+Status ListNamedDatabases(const std::string& path, std::vector<std::string>* names);
 
 // liblmdb's version, as mdb_version() reports it.
 void LmdbVersion(int* major, int* minor, int* patch);
