@@ -96,4 +96,29 @@ Status StatmProbe::Read(uint64_t* rss, uint64_t* file_rss) {
   return Status::OK();
 }
 
+uint64_t PageCacheRoom() {
+  uint64_t room = 0;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    unsigned long long kib = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %llu kB", &kib) == 1) {
+      room = kib * 1024;
+      break;
+    }
+  }
+  // cgroup v2: "0::/path" in /proc/self/cgroup names this process's group.
+  std::ifstream cgroup("/proc/self/cgroup");
+  while (std::getline(cgroup, line)) {
+    if (line.rfind("0::", 0) != 0) continue;
+    std::ifstream limit("/sys/fs/cgroup" + line.substr(3) + "/memory.max");
+    std::string value;
+    if (limit >> value && value != "max") {
+      uint64_t bytes = std::strtoull(value.c_str(), nullptr, 10);
+      if (bytes > 0 && (room == 0 || bytes < room)) room = bytes;
+    }
+  }
+  return room;
+}
+
 }  // namespace lmdbloader

@@ -63,7 +63,56 @@ const char* AccessModeName(AccessMode mode) {
   return "unknown";
 }
 
+Status ParseIoEngine(std::string_view text, IoEngine* engine) {
+  if (text == "auto") *engine = IoEngine::kAuto;
+  else if (text == "io_uring") *engine = IoEngine::kIoUring;
+  else if (text == "threads") *engine = IoEngine::kThreads;
+  else if (text == "sync") *engine = IoEngine::kSync;
+  else
+    return Status::InvalidArgument("invalid io_engine '" + std::string(text) +
+                                   "' (expected auto, io_uring, threads or sync)");
+  return Status::OK();
+}
+
+const char* IoEngineName(IoEngine engine) {
+  switch (engine) {
+    case IoEngine::kAuto: return "auto";
+    case IoEngine::kIoUring: return "io_uring";
+    case IoEngine::kThreads: return "threads";
+    case IoEngine::kSync: return "sync";
+  }
+  return "unknown";
+}
+
+Status ParseCachePolicy(std::string_view text, CachePolicy* policy) {
+  if (text == "auto") *policy = CachePolicy::kAuto;
+  else if (text == "fill") *policy = CachePolicy::kFill;
+  else if (text == "exact") *policy = CachePolicy::kExact;
+  else if (text == "drop") *policy = CachePolicy::kDrop;
+  else
+    return Status::InvalidArgument("invalid cache policy '" + std::string(text) +
+                                   "' (expected auto, fill, exact or drop)");
+  return Status::OK();
+}
+
+const char* CachePolicyName(CachePolicy policy) {
+  switch (policy) {
+    case CachePolicy::kAuto: return "auto";
+    case CachePolicy::kFill: return "fill";
+    case CachePolicy::kExact: return "exact";
+    case CachePolicy::kDrop: return "drop";
+  }
+  return "unknown";
+}
+
 Status ValidateOptions(const ReaderOptions& options) {
+  if (options.queue_depth < 1 || options.queue_depth > 4096)
+    return Status::InvalidArgument("queue_depth must be between 1 and 4096, got " +
+                                   std::to_string(options.queue_depth));
+  if (static_cast<unsigned>(options.io_engine) > static_cast<unsigned>(IoEngine::kSync))
+    return Status::InvalidArgument("invalid io_engine");
+  if (static_cast<unsigned>(options.cache_policy) > static_cast<unsigned>(CachePolicy::kDrop))
+    return Status::InvalidArgument("invalid cache policy");
   if (options.mmap_window < (1u << 16))
     return Status::InvalidArgument("mmap_window must be at least 64KiB, got " +
                                    std::to_string(options.mmap_window));

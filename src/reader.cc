@@ -15,7 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "batch_io.h"
 #include "checksum.h"
+#include "chunk_filler.h"
 #include "corpus_format.h"
 #include "corpus_manifest.h"
 #include "index_builder.h"
@@ -78,6 +80,7 @@ struct Reader::Part {
   std::string manifest;          // corpora: the manifest's JSON, checked
   std::vector<uint64_t> checksums;            // corpora: XXH3-64 of each record
   std::map<std::string, uint64_t> meta_sums;  // corpora: of each metadata value, by key
+  std::unique_ptr<ChunkFiller> filler;        // cache policy kFill
   ~Part() {
     if (fd >= 0) ::close(fd);
   }
@@ -246,6 +249,24 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
 
   r->manifest_ = r->parts_.front()->manifest;
 
+  if (r->mode_ == AccessMode::kPread) {
+    LMDBLOADER_RETURN_IF_ERROR(BatchIo::Create(options.io_engine, options.queue_depth, &r->io_, &r->io_fallback_));
+    r->cache_policy_ = options.cache_policy;
+    if (r->cache_policy_ == CachePolicy::kAuto) {
+      // Fill only what the page cache can keep: a corpus bigger than RAM
+      // would evict each chunk before its other records are read.
+      uint64_t data_bytes = 0;
+      for (const auto& p : r->parts_) data_bytes += p->index.identity.size;
+      const uint64_t room = PageCacheRoom();
+      const bool budget_room = options.rss_budget == 0 || options.rss_budget - index_bytes >= (16ull << 20);
+      r->cache_policy_ = budget_room && data_bytes <= room / 2 ? CachePolicy::kFill : CachePolicy::kExact;
+    }
+    if (r->cache_policy_ == CachePolicy::kFill)
+      for (auto& p : r->parts_)
+        LMDBLOADER_RETURN_IF_ERROR(
+            ChunkFiller::Create(p->fd, p->index.identity.size, p->location.data_path, &p->filler));
+  }
+
   if (r->mode_ == AccessMode::kMmap) {
     uint64_t allowance = options.rss_budget ? options.rss_budget - index_bytes : 0;
     r->governor_ = std::make_unique<ResidencyGovernor>(allowance, options.mmap_window);
@@ -287,6 +308,7 @@ Status Reader::ReopenHandles() {
         p.index = std::move(fresh);
       }
     }
+    // The filler's mapping stays valid in the child; it needs no handle.
     int fd = -1;
     LMDBLOADER_RETURN_IF_ERROR(OpenDataFile(p.location.data_path, p.index.identity, &fd));
     ::close(p.fd);
@@ -299,6 +321,12 @@ Status Reader::ReopenHandles() {
     }
   }
   if (governor_) LMDBLOADER_RETURN_IF_ERROR(governor_->Start());
+  if (io_) {
+    // The parent's rings and threads are not this process's: abandon them
+    // (destroying would join threads that do not exist here).
+    (void)io_.release();
+    LMDBLOADER_RETURN_IF_ERROR(BatchIo::Create(options_.io_engine, options_.queue_depth, &io_, &io_fallback_));
+  }
   return Status::OK();
 }
 
@@ -326,19 +354,24 @@ Status Reader::ValueSize(uint64_t index, uint64_t* size) const {
 }
 
 Status Reader::PreadAt(Part& part, uint64_t offset, uint64_t size, char* dst) {
-  uint64_t done = 0;
-  while (done < size) {
-    ssize_t n = ::pread(part.fd, dst + done, size - done, static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "pread", part.location.data_path);
-    }
-    if (n == 0)
-      return Status::Corruption("pread " + part.location.data_path + ": unexpected end of file at offset " +
-                                std::to_string(offset + done) + " (was the file truncated?)");
-    done += static_cast<uint64_t>(n);
-  }
-  return Status::OK();
+  ReadRequest r;
+  r.fd = part.fd;
+  r.offset = offset;
+  r.size = size;
+  r.dst = dst;
+  r.path = &part.location.data_path;
+  Part* parts[1] = {&part};
+  return ReadRequests(&r, parts, 1);
+}
+
+Status Reader::ReadRequests(const ReadRequest* requests, Part* const* parts, size_t count) {
+  if (cache_policy_ == CachePolicy::kFill)
+    for (size_t k = 0; k < count; ++k)
+      if (parts[k]->filler) parts[k]->filler->Fill(requests[k].offset, requests[k].size);
+  Status s = count == 1 ? PreadFully(requests[0]) : io_->ReadAll(requests, count);
+  if (cache_policy_ == CachePolicy::kDrop)
+    for (size_t k = 0; k < count; ++k) DropFromPageCache(requests[k].fd, requests[k].offset, requests[k].size);
+  return s;
 }
 
 Status Reader::VerifyRecord(const Part& part, uint64_t local, const char* data, uint64_t size) const {
@@ -396,12 +429,35 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, char* const* dst
   LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
   for (size_t k = 0; k < count; ++k)
     if (indices[k] >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, indices[k], size_));
-  for (size_t k = 0; k < count; ++k) {
-    Part* part = nullptr;
-    uint64_t local = 0;
-    LMDBLOADER_RETURN_IF_ERROR(Locate(indices[k], &part, &local));
-    LMDBLOADER_RETURN_IF_ERROR(CopyOut(*part, local, dsts[k]));
+  if (mode_ == AccessMode::kMmap || count == 1) {
+    for (size_t k = 0; k < count; ++k) {
+      Part* part = nullptr;
+      uint64_t local = 0;
+      LMDBLOADER_RETURN_IF_ERROR(Locate(indices[k], &part, &local));
+      LMDBLOADER_RETURN_IF_ERROR(CopyOut(*part, local, dsts[k]));
+    }
+    return Status::OK();
   }
+  std::vector<ReadRequest> requests(count);
+  std::vector<Part*> parts(count);
+  std::vector<uint64_t> locals(count);
+  for (size_t k = 0; k < count; ++k) {
+    LMDBLOADER_RETURN_IF_ERROR(Locate(indices[k], &parts[k], &locals[k]));
+    ReadRequest& r = requests[k];
+    r.fd = parts[k]->fd;
+    r.offset = parts[k]->index.offset(locals[k]);
+    r.size = parts[k]->index.value_size(locals[k]);
+    r.dst = dsts[k];
+    r.path = &parts[k]->location.data_path;
+  }
+  LMDBLOADER_RETURN_IF_ERROR(ReadRequests(requests.data(), parts.data(), count));
+  uint64_t bytes = 0;
+  for (size_t k = 0; k < count; ++k) {
+    LMDBLOADER_RETURN_IF_ERROR(VerifyRecord(*parts[k], locals[k], dsts[k], requests[k].size));
+    bytes += requests[k].size;
+  }
+  records_read_.fetch_add(count, std::memory_order_relaxed);
+  bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
   return Status::OK();
 }
 
@@ -574,6 +630,18 @@ ReaderStats Reader::stats() {
   s.records_read = records_read_.load();
   s.bytes_read = bytes_read_.load();
   s.index_source = index_source_;
+  if (io_) {
+    s.io_engine = IoEngineName(io_->kind());
+    s.io_fallback = io_fallback_;
+    s.queue_depth = io_->kind() == IoEngine::kSync ? 1 : options_.queue_depth;
+    s.cache_policy = CachePolicyName(cache_policy_);
+    for (const auto& p : parts_)
+      if (p->filler) s.chunks_filled += p->filler->chunks_filled();
+  } else {
+    s.io_engine = "mmap";
+    s.queue_depth = 1;
+    s.cache_policy = "exact";
+  }
   return s;
 }
 

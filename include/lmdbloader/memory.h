@@ -38,6 +38,12 @@ Status ReadProcessMemory(pid_t pid, ProcessMemory* memory);
 // /proc/<pid>/smaps entries whose file is `path`). Same cost as above.
 Status MappedFileRss(pid_t pid, const std::string& path, uint64_t* rss);
 
+// Bytes of file data the page cache could hold for this process: the
+// kernel's MemAvailable (/proc/meminfo), lowered to the memory limit of the
+// process's cgroup (v2 memory.max, as SLURM and containers set it) when that
+// is smaller. 0 when neither can be read.
+uint64_t PageCacheRoom();
+
 // The cheap probe for hot paths: /proc/self/statm through a kept descriptor,
 // about half a microsecond a read. Open it in the process it measures: a
 // descriptor opened before fork() keeps reading the parent.

@@ -30,6 +30,42 @@ enum class AccessMode {
   kMmap,
 };
 
+// How a batch of reads (Reader::ReadBatch) reaches the device in pread mode.
+enum class IoEngine {
+  // io_uring when the kernel allows it (many container runtimes block it with
+  // seccomp; probed at open), else kThreads.
+  kAuto,
+  // All reads of a batch submitted at once through io_uring (liburing), up to
+  // queue_depth in flight, awaited together.
+  kIoUring,
+  // A small pool of threads issuing pread(), up to queue_depth at once.
+  kThreads,
+  // One pread() after another in the calling thread (queue depth 1).
+  kSync,
+};
+
+// What reads leave in the kernel's page cache (pread mode).
+enum class CachePolicy {
+  // kFill when every data file together fits in half of the memory the kernel
+  // reports available at open (and the budget leaves room for a chunk), else
+  // kExact.
+  kAuto,
+  // The first read touching a 2 MiB-aligned chunk of the file reads the whole
+  // chunk, which the kernel keeps as one 2 MiB folio. A cold first epoch then
+  // reads the file in large sequential requests, and later epochs copy from
+  // large folios at the speed of a cache filled by a sequential read.
+  // Reading exactly the records instead leaves 4 KiB folios, which later
+  // epochs read about 1.5-3x slower (README, "The page cache left behind").
+  // The chunk passes through a private mapping for a moment: up to 2 MiB per
+  // reading thread counts against the budget while it is read.
+  kFill,
+  // Reads only the records' bytes.
+  kExact,
+  // kExact, then drops the pages read from the page cache (corpora bigger
+  // than RAM: an epoch does not evict everything else on the machine).
+  kDrop,
+};
+
 struct ReaderOptions {
   // Cap, in bytes, on the memory this reader makes its process hold because of
   // the data file: mapped file pages, its record index, its buffers. Measured
@@ -76,6 +112,16 @@ struct ReaderOptions {
   // Default: true.
   bool verify_checksums = true;
 
+  // pread mode: how batches of reads are issued, and how many may be in
+  // flight at once. The reads land directly in the caller's buffers, so no
+  // buffer of the library is in flight. stats() reports the engine chosen.
+  // Default: kAuto (io_uring, else threads), 64.
+  IoEngine io_engine = IoEngine::kAuto;
+  uint32_t queue_depth = 64;
+
+  // pread mode: what reads leave in the page cache. Default: kAuto.
+  CachePolicy cache_policy = CachePolicy::kAuto;
+
   // mmap mode: size of the windows the governor releases, least recently used
   // first. Smaller windows release more precisely, larger ones with fewer
   // madvise calls. Default: 64 MiB.
@@ -95,6 +141,13 @@ Status ParseByteSize(std::string_view text, uint64_t* bytes);
 // Parses "auto", "pread" or "mmap".
 Status ParseAccessMode(std::string_view text, AccessMode* mode);
 const char* AccessModeName(AccessMode mode);
+
+// Parses "auto", "io_uring", "threads" or "sync".
+Status ParseIoEngine(std::string_view text, IoEngine* engine);
+const char* IoEngineName(IoEngine engine);
+// Parses "auto", "fill", "exact" or "drop".
+Status ParseCachePolicy(std::string_view text, CachePolicy* policy);
+const char* CachePolicyName(CachePolicy policy);
 
 // Checks the fields that can be wrong on their own (window size, mode).
 Status ValidateOptions(const ReaderOptions& options);

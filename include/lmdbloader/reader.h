@@ -56,6 +56,11 @@ struct ReaderStats {
   uint64_t bytes_read = 0;
   uint64_t index_bytes = 0;       // heap held by the record index(es)
   std::string index_source;       // "built", "loaded", "built (saved to ...)"
+  std::string io_engine;          // pread mode: "io_uring", "threads" or "sync"; mmap mode: "mmap"
+  std::string io_fallback;        // why io_uring was not used (empty when it is, or was not asked for)
+  uint32_t queue_depth = 0;       // reads in flight at most per batch
+  std::string cache_policy;       // "fill", "exact" or "drop" (ReaderOptions::cache_policy resolved)
+  uint64_t chunks_filled = 0;     // 2 MiB chunks this process read whole into the page cache
 };
 
 // One contiguous piece of a column in one data file (one per shard).
@@ -65,7 +70,9 @@ struct ColumnChunk {
   uint64_t size = 0;    // bytes
 };
 
+class BatchIo;
 class ResidencyGovernor;
+struct ReadRequest;
 
 class Reader {
  public:
@@ -103,7 +110,10 @@ class Reader {
   // Copies record `index` into `*value`.
   Status Read(uint64_t index, std::string* value);
   // Reads `count` records: record indices[k] into dsts[k], each sized by
-  // ValueSize. All indices are checked before anything is read.
+  // ValueSize. All indices are checked before anything is read. In pread
+  // mode the reads are issued together (ReaderOptions::io_engine), up to
+  // queue_depth in flight; the call returns when all are done. On failure
+  // the error is that of the first failing record in batch order.
   Status ReadBatch(const uint64_t* indices, size_t count, char* const* dsts);
 
   // A zero-copy view of record `index` (see record_view.h). Needs mmap mode:
@@ -157,6 +167,8 @@ class Reader {
   // mmap mode: tells the governor, and remaps every remap_every bytes.
   Status NoteMapped(Part& part, uint64_t offset, uint64_t size);
   Status PreadAt(Part& part, uint64_t offset, uint64_t size, char* dst);
+  // pread mode: the cache policy around a batch of reads.
+  Status ReadRequests(const ReadRequest* requests, Part* const* parts, size_t count);
   Status ReadMeta(Part& part, const std::string& key, std::string* bytes);
   // ReadMeta, then the value's checksum from the manifest (when it has one).
   Status ReadCheckedMeta(Part& part, const std::string& key, std::string* bytes);
@@ -175,6 +187,9 @@ class Reader {
   std::string manifest_;
   std::string index_source_;
   std::unique_ptr<ResidencyGovernor> governor_;
+  std::unique_ptr<BatchIo> io_;  // pread mode; recreated in a forked child
+  std::string io_fallback_;
+  CachePolicy cache_policy_ = CachePolicy::kExact;
   uint64_t generation_ = 0;  // fork generation the handles belong to
   std::mutex reopen_mu_;
   std::atomic<uint64_t> records_read_{0};

@@ -1,0 +1,342 @@
+#include "batch_io.h"
+
+#include <liburing.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace lmdbloader {
+
+namespace {
+
+// io_uring reads take a 32-bit length; larger records are read in pieces.
+constexpr uint64_t kMaxPiece = 1ull << 30;
+
+Status EndOfFile(const ReadRequest& r, uint64_t at) {
+  return Status::Corruption("pread " + *r.path + ": unexpected end of file at offset " + std::to_string(at) +
+                            " (was the file truncated?)");
+}
+
+Status ReadError(const ReadRequest& r, int err) { return Status::FromErrno(err, "pread", *r.path); }
+
+// The first failure of a batch in request order: the one a caller would have
+// met reading the records one after another.
+class FirstError {
+ public:
+  void Note(size_t index, Status s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (index < index_) {
+      index_ = index;
+      status_ = std::move(s);
+    }
+  }
+  bool any() const { return failed_.load(std::memory_order_relaxed); }
+  void Mark() { failed_.store(true, std::memory_order_relaxed); }
+  Status Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return status_;
+  }
+
+ private:
+  std::mutex mu_;
+  size_t index_ = SIZE_MAX;
+  Status status_;
+  std::atomic<bool> failed_{false};
+};
+
+class SyncBatchIo final : public BatchIo {
+ public:
+  IoEngine kind() const override { return IoEngine::kSync; }
+  Status ReadAll(const ReadRequest* requests, size_t count) override {
+    for (size_t k = 0; k < count; ++k) LMDBLOADER_RETURN_IF_ERROR(PreadFully(requests[k]));
+    return Status::OK();
+  }
+};
+
+// Up to queue_depth reads at once: the calling thread and up to
+// queue_depth - 1 pool threads claim requests from a shared counter.
+class ThreadPoolBatchIo final : public BatchIo {
+ public:
+  explicit ThreadPoolBatchIo(uint32_t queue_depth)
+      : helpers_wanted_(std::min<uint32_t>(queue_depth, 33) - 1) {}
+
+  ~ThreadPoolBatchIo() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+  IoEngine kind() const override { return IoEngine::kThreads; }
+
+  Status ReadAll(const ReadRequest* requests, size_t count) override {
+    if (count <= 1 || helpers_wanted_ == 0) {
+      for (size_t k = 0; k < count; ++k) LMDBLOADER_RETURN_IF_ERROR(PreadFully(requests[k]));
+      return Status::OK();
+    }
+    Job job;
+    job.requests = requests;
+    job.count = count;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      StartThreadsLocked();
+      jobs_.push_back(&job);
+    }
+    work_cv_.notify_all();
+    Work(&job);
+    {
+      // Every request is claimed once the caller's own loop ends; a helper
+      // that claimed one still holds the job until it finishes that read.
+      std::unique_lock<std::mutex> lock(mu_);
+      auto it = std::find(jobs_.begin(), jobs_.end(), &job);
+      if (it != jobs_.end()) jobs_.erase(it);
+      done_cv_.wait(lock, [&] { return job.helpers == 0; });
+    }
+    return job.error.any() ? job.error.Take() : Status::OK();
+  }
+
+ private:
+  struct Job {
+    const ReadRequest* requests = nullptr;
+    size_t count = 0;
+    std::atomic<size_t> next{0};
+    int helpers = 0;  // guarded by mu_
+    FirstError error;
+  };
+
+  static void Work(Job* job) {
+    for (size_t k; (k = job->next.fetch_add(1)) < job->count;) {
+      if (job->error.any()) continue;  // stop reading after a failure
+      Status s = PreadFully(job->requests[k]);
+      if (!s.ok()) {
+        job->error.Note(k, std::move(s));
+        job->error.Mark();
+      }
+    }
+  }
+
+  void StartThreadsLocked() {
+    while (threads_.size() < helpers_wanted_) threads_.emplace_back([this] { Loop(); });
+  }
+
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      work_cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      if (stop_) return;
+      Job* job = jobs_.front();
+      if (job->next.load() >= job->count) {
+        jobs_.pop_front();  // fully claimed: nothing left for anyone
+        continue;
+      }
+      ++job->helpers;
+      lock.unlock();
+      Work(job);
+      lock.lock();
+      if (--job->helpers == 0) done_cv_.notify_all();
+    }
+  }
+
+  const uint32_t helpers_wanted_;
+  std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_;
+  std::deque<Job*> jobs_;
+  std::vector<std::thread> threads_;
+  bool stop_ = false;
+};
+
+// Rings are set up lazily, one per concurrently reading thread, and reused:
+// a ring is used by one thread at a time, taken from and returned to a pool.
+class UringBatchIo final : public BatchIo {
+ public:
+  explicit UringBatchIo(uint32_t queue_depth) : queue_depth_(queue_depth) {}
+
+  ~UringBatchIo() override {
+    for (auto& ring : free_) io_uring_queue_exit(ring.get());
+  }
+
+  // Sets up one ring, which also tells whether the kernel allows io_uring.
+  Status Probe() {
+    std::unique_ptr<io_uring> ring;
+    LMDBLOADER_RETURN_IF_ERROR(NewRing(&ring));
+    free_.push_back(std::move(ring));
+    return Status::OK();
+  }
+
+  IoEngine kind() const override { return IoEngine::kIoUring; }
+
+  Status ReadAll(const ReadRequest* requests, size_t count) override {
+    if (count == 1) return PreadFully(requests[0]);
+    std::unique_ptr<io_uring> ring;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!free_.empty()) {
+        ring = std::move(free_.back());
+        free_.pop_back();
+      }
+    }
+    if (!ring) LMDBLOADER_RETURN_IF_ERROR(NewRing(&ring));
+    Status s = Run(ring.get(), requests, count);
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(std::move(ring));
+    return s;
+  }
+
+ private:
+  Status NewRing(std::unique_ptr<io_uring>* out) {
+    auto ring = std::make_unique<io_uring>();
+    // COOP_TASKRUN (Linux 5.19) saves an interrupt per completion; older
+    // kernels refuse the flag, and get a plain ring.
+    int rc = io_uring_queue_init(queue_depth_, ring.get(), IORING_SETUP_COOP_TASKRUN);
+    if (rc == -EINVAL) rc = io_uring_queue_init(queue_depth_, ring.get(), 0);
+    if (rc < 0) return Status::FromErrno(-rc, "io_uring_queue_init", "io_uring");
+    *out = std::move(ring);
+    return Status::OK();
+  }
+
+  Status Run(io_uring* ring, const ReadRequest* requests, size_t count) {
+    std::vector<uint64_t> done(count, 0);
+    std::vector<size_t> resubmit;  // short or interrupted reads to continue
+    FirstError error;
+    size_t next = 0, in_flight = 0, finished = 0;
+    while (finished < count) {
+      // Fill the ring; after a failure only wait for what is in flight.
+      while (in_flight < queue_depth_ && !error.any() && (!resubmit.empty() || next < count)) {
+        io_uring_sqe* sqe = io_uring_get_sqe(ring);
+        if (!sqe) break;
+        size_t k;
+        if (!resubmit.empty()) {
+          k = resubmit.back();
+          resubmit.pop_back();
+        } else {
+          k = next++;
+        }
+        const ReadRequest& r = requests[k];
+        if (r.size == 0) {  // nothing to read; completes at once
+          io_uring_prep_nop(sqe);
+        } else {
+          const uint64_t piece = std::min(r.size - done[k], kMaxPiece);
+          io_uring_prep_read(sqe, r.fd, r.dst + done[k], static_cast<unsigned>(piece), r.offset + done[k]);
+        }
+        sqe->user_data = k;
+        ++in_flight;
+      }
+      if (in_flight == 0) {
+        // A failure stopped submission and everything in flight came back.
+        finished = count;
+        break;
+      }
+      int rc = io_uring_submit_and_wait(ring, 1);
+      if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+        // The ring itself failed; the reads already in flight must still be
+        // reaped before their buffers go back to the caller.
+        Status s = Status::FromErrno(-rc, "io_uring_submit", *requests[0].path);
+        DrainAfterFailure(ring, in_flight);
+        return s;
+      }
+      io_uring_cqe* cqe;
+      unsigned head, seen = 0;
+      io_uring_for_each_cqe(ring, head, cqe) {
+        ++seen;
+        --in_flight;
+        const size_t k = static_cast<size_t>(cqe->user_data);
+        const ReadRequest& r = requests[k];
+        const int res = cqe->res;
+        if (r.size == 0) {
+          ++finished;
+        } else if (res == -EAGAIN || res == -EINTR) {
+          resubmit.push_back(k);
+        } else if (res < 0) {
+          error.Note(k, ReadError(r, -res));
+          error.Mark();
+          ++finished;
+        } else if (res == 0) {
+          error.Note(k, EndOfFile(r, r.offset + done[k]));
+          error.Mark();
+          ++finished;
+        } else {
+          done[k] += static_cast<uint64_t>(res);
+          if (done[k] < r.size) resubmit.push_back(k);
+          else ++finished;
+        }
+      }
+      io_uring_cq_advance(ring, seen);
+      if (error.any() && in_flight == 0) break;
+    }
+    return error.any() ? error.Take() : Status::OK();
+  }
+
+  static void DrainAfterFailure(io_uring* ring, size_t in_flight) {
+    while (in_flight > 0) {
+      io_uring_cqe* cqe = nullptr;
+      int rc = io_uring_wait_cqe(ring, &cqe);
+      if (rc == -EINTR) continue;
+      if (rc < 0) return;  // nothing more can be learnt from this ring
+      io_uring_cqe_seen(ring, cqe);
+      --in_flight;
+    }
+  }
+
+  const uint32_t queue_depth_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<io_uring>> free_;
+};
+
+}  // namespace
+
+Status PreadFully(const ReadRequest& r) {
+  uint64_t done = 0;
+  while (done < r.size) {
+    ssize_t n = ::pread(r.fd, r.dst + done, r.size - done, static_cast<off_t>(r.offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ReadError(r, errno);
+    }
+    if (n == 0) return EndOfFile(r, r.offset + done);
+    done += static_cast<uint64_t>(n);
+  }
+  return Status::OK();
+}
+
+Status BatchIo::Create(IoEngine requested, uint32_t queue_depth, std::unique_ptr<BatchIo>* out,
+                       std::string* fallback_reason) {
+  fallback_reason->clear();
+  if (queue_depth <= 1 || requested == IoEngine::kSync) {
+    *out = std::make_unique<SyncBatchIo>();
+    return Status::OK();
+  }
+  if (requested == IoEngine::kThreads) {
+    *out = std::make_unique<ThreadPoolBatchIo>(queue_depth);
+    return Status::OK();
+  }
+  // LMDBLOADER_DISABLE_IO_URING=1 behaves like a sandbox that blocks
+  // io_uring (seccomp): for trying the fallback where io_uring works.
+  const char* disabled = std::getenv("LMDBLOADER_DISABLE_IO_URING");
+  Status probed = disabled && *disabled && std::strcmp(disabled, "0") != 0
+                      ? Status::IOError("io_uring disabled by LMDBLOADER_DISABLE_IO_URING")
+                      : Status::OK();
+  auto uring = std::make_unique<UringBatchIo>(queue_depth);
+  if (probed.ok()) probed = uring->Probe();
+  if (probed.ok()) {
+    *out = std::move(uring);
+    return Status::OK();
+  }
+  if (requested == IoEngine::kIoUring)
+    return Status::IOError("io_engine io_uring is not available: " + probed.message());
+  *fallback_reason = probed.message();
+  *out = std::make_unique<ThreadPoolBatchIo>(queue_depth);
+  return Status::OK();
+}
+
+}  // namespace lmdbloader
