@@ -275,6 +275,11 @@ py::dict StatsDict(Reader& r) {
   d["bytes_read"] = s.bytes_read;
   d["index_bytes"] = s.index_bytes;
   d["index_source"] = s.index_source;
+  d["io_engine"] = s.io_engine;
+  d["io_fallback"] = s.io_fallback;
+  d["queue_depth"] = s.queue_depth;
+  d["cache_policy"] = s.cache_policy;
+  d["chunks_filled"] = s.chunks_filled;
   return d;
 }
 
@@ -414,7 +419,8 @@ PYBIND11_MODULE(_core, m) {
   py::class_<Reader>(m, "Reader")
       .def(py::init([](const std::string& path, uint64_t rss_budget, const std::string& mode, bool lock,
                        const std::string& db, const std::string& index_dir, uint64_t mmap_window,
-                       uint64_t remap_every, bool verify_checksums) {
+                       uint64_t remap_every, bool verify_checksums, const std::string& io_engine,
+                       uint32_t queue_depth, const std::string& cache) {
              ReaderOptions o;
              o.rss_budget = rss_budget;
              ThrowIfError(ParseAccessMode(mode, &o.mode));
@@ -424,6 +430,9 @@ PYBIND11_MODULE(_core, m) {
              o.mmap_window = mmap_window;
              o.remap_every = remap_every;
              o.verify_checksums = verify_checksums;
+             ThrowIfError(ParseIoEngine(io_engine, &o.io_engine));
+             o.queue_depth = queue_depth;
+             ThrowIfError(ParseCachePolicy(cache, &o.cache_policy));
              std::unique_ptr<Reader> r;
              Status s;
              {
@@ -434,7 +443,8 @@ PYBIND11_MODULE(_core, m) {
              return r;
            }),
            py::arg("path"), py::arg("rss_budget"), py::arg("mode"), py::arg("lock"), py::arg("db"),
-           py::arg("index_dir"), py::arg("mmap_window"), py::arg("remap_every"), py::arg("verify_checksums"))
+           py::arg("index_dir"), py::arg("mmap_window"), py::arg("remap_every"), py::arg("verify_checksums"),
+           py::arg("io_engine") = "auto", py::arg("queue_depth") = 64, py::arg("cache") = "auto")
       .def("__len__", &Reader::size)
       .def_property_readonly("path", &Reader::path)
       .def_property_readonly("mode", [](const Reader& r) { return AccessModeName(r.mode()); })
@@ -495,6 +505,11 @@ PYBIND11_MODULE(_core, m) {
         std::string bytes;
         ThrowIfError(r.ReadColumn(name, &bytes));
         return py::bytes(bytes);
+      })
+      .def("record_positions", [](const Reader& r) {
+        std::vector<uint64_t> positions;
+        r.RecordPositions(&positions);
+        return py::bytes(reinterpret_cast<const char*>(positions.data()), positions.size() * 8);
       })
       .def("remap", [](Reader& r) { ThrowIfError(r.Remap()); })
       .def("stats", &StatsDict);

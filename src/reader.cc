@@ -510,6 +510,16 @@ Status Reader::Key(uint64_t index, std::string* key) const {
   return Status::OK();
 }
 
+void Reader::RecordPositions(std::vector<uint64_t>* positions) const {
+  positions->clear();
+  positions->reserve(size_);
+  uint64_t base = 0;
+  for (const auto& p : parts_) {
+    for (uint64_t i = 0; i < p->index.size(); ++i) positions->push_back(base + p->index.offset(i));
+    base += p->index.identity.size;
+  }
+}
+
 Status Reader::Find(std::string_view key, uint64_t* index) const {
   bool found = parts_.size() == 1 ? parts_[0]->index.Find(key, index)
                                   : (ParseRecordKey(key, index) && *index < size_);

@@ -2,6 +2,7 @@
 
 - :class:`Reader`: records by position or key, batches, views, stats.
 - :class:`LmdbDataset`: a torch map-style Dataset (needs torch; imported lazily).
+- :class:`LocalitySampler`: a shuffle that reads neighbouring records together (cold corpora).
 - :mod:`lmdbloader.compat`: py-lmdb's read-only API on top of Reader.
 - :mod:`lmdbloader.memory`: RSS / PSS / USS of a process tree, sampled and plotted.
 - :func:`convert`: writes corpora (the same C++ code as ``lmdbloader convert``).
@@ -12,11 +13,12 @@ from .errors import (ConvertError, CorruptedError, DecodeError, Error, ReadonlyE
                      UnsupportedError)
 from ._convert import convert, write_shard_list
 from .reader import Reader
+from .sampler import LocalitySampler
 from .writer import CorpusWriter
 
 __version__ = _core.__version__
 
-__all__ = ["Reader", "CorpusWriter", "LmdbDataset", "convert", "write_shard_list", "Error", "CorruptedError", "UnsupportedError",
+__all__ = ["Reader", "CorpusWriter", "LmdbDataset", "LocalitySampler", "convert", "write_shard_list", "Error", "CorruptedError", "UnsupportedError",
            "DecodeError", "ReadonlyError", "ConvertError", "__version__"]
 
 

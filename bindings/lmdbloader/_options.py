@@ -6,6 +6,8 @@ import os
 from . import _core
 
 _MODES = ("auto", "pread", "mmap")
+_IO_ENGINES = ("auto", "io_uring", "threads", "sync")
+_CACHE_POLICIES = ("auto", "fill", "exact", "drop")
 BUDGET_ENV = "LMDBLOADER_RSS_BUDGET"
 
 
@@ -42,3 +44,27 @@ def check_mode(mode):
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
     return mode
+
+
+def check_io_engine(io_engine):
+    if io_engine not in _IO_ENGINES:
+        raise ValueError(f"io_engine must be one of {', '.join(_IO_ENGINES)}; got {io_engine!r}")
+    return io_engine
+
+
+def check_cache(cache):
+    if cache not in _CACHE_POLICIES:
+        raise ValueError(f"cache must be one of {', '.join(_CACHE_POLICIES)}; got {cache!r}")
+    return cache
+
+
+def check_queue_depth(queue_depth):
+    if isinstance(queue_depth, bool):
+        raise TypeError("queue_depth must be an int")
+    try:
+        depth = operator.index(queue_depth)
+    except TypeError:
+        raise TypeError(f"queue_depth must be an int, got {type(queue_depth).__name__}") from None
+    if not 1 <= depth <= 4096:
+        raise ValueError(f"queue_depth must be between 1 and 4096, got {depth}")
+    return depth

@@ -744,6 +744,14 @@ class Cursor:
             raise Error("dupfixed_bytes is required for key_bytes.")
         if not values and dupdata:
             raise Error("values=False is incompatible with dupdata.")
+        if values and not dupdata:
+            # One batched read for every key found: all reads in flight at once.
+            found = []
+            for key in keys:
+                if self.set_key(key):
+                    found.append((bytes(self.key()), self._pos()))
+            batch = self._r.get_batch([pos for _, pos in found])
+            return [(self.txn._value(k), self.txn._value(v)) for (k, _), v in zip(found, batch)]
         out, packed = [], bytearray()
         for key in keys:
             if not self.set_key(key):

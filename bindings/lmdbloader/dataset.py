@@ -20,13 +20,15 @@ class LmdbDataset(torch.utils.data.Dataset):
     """
 
     def __init__(self, path, *, rss_budget=None, decode="msgpack", transform=None, mode="auto",
-                 lock=False, db=None, index_dir=None, verify_checksums=True):
+                 lock=False, db=None, index_dir=None, verify_checksums=True, io_engine="auto",
+                 queue_depth=64, cache="auto"):
         if not (callable(decode) or decode in _DECODERS):
             raise ValueError(f"decode must be 'msgpack', 'raw' or a callable; got {decode!r}")
         if transform is not None and not callable(transform):
             raise TypeError("transform must be callable")
         self.reader = Reader(path, rss_budget=rss_budget, mode=mode, lock=lock, db=db,
-                             index_dir=index_dir, verify_checksums=verify_checksums)
+                             index_dir=index_dir, verify_checksums=verify_checksums,
+                             io_engine=io_engine, queue_depth=queue_depth, cache=cache)
         self.decode = decode
         self.transform = transform
 

@@ -7,7 +7,8 @@ import os
 import numpy as np
 
 from . import _core
-from ._options import budget_bytes, byte_size, check_mode
+from ._options import (budget_bytes, byte_size, check_cache, check_io_engine, check_mode,
+                       check_queue_depth)
 from .errors import CorruptedError
 
 
@@ -29,13 +30,26 @@ class Reader:
     (CorruptedError naming the record and file on a mismatch); False skips
     the check (README, "Measured", for what it costs).
 
+    Batches (:meth:`get_batch`, :meth:`decode_batch`, a DataLoader's
+    ``__getitems__``) are read with all their reads in flight at once, GIL
+    released: ``io_engine`` "auto" (io_uring, else a pool of pread threads
+    when the kernel or a sandbox refuses io_uring), "io_uring", "threads" or
+    "sync"; at most ``queue_depth`` reads in flight. ``cache`` says what reads
+    leave in the page cache: "fill" reads each 2 MiB chunk whole on first
+    touch, so a cold epoch reads large requests and later epochs read large
+    folios; "exact" only the records' bytes; "drop" drops what was read
+    (corpora bigger than RAM); "auto" fills when the data fits in half the
+    memory available. :meth:`stats` reports what was chosen (README, "Cold
+    reads and the page cache").
+
     A Reader pickles its configuration, never its handles, and reopens lazily
     in a new process; after ``fork()`` it reopens its own handles on first
     use. Reads are safe from many threads and release the GIL.
     """
 
     def __init__(self, path, *, rss_budget=None, mode="auto", lock=False, db=None,
-                 index_dir=None, mmap_window="64MiB", remap_every=0, verify_checksums=True):
+                 index_dir=None, mmap_window="64MiB", remap_every=0, verify_checksums=True,
+                 io_engine="auto", queue_depth=64, cache="auto"):
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
         if db is not None and not isinstance(db, (str, bytes)):
@@ -46,7 +60,9 @@ class Reader:
             path=os.fspath(path), rss_budget=budget_bytes(rss_budget), mode=check_mode(mode),
             lock=bool(lock), db=db or "", index_dir=index_dir or "",
             mmap_window=byte_size(mmap_window, "mmap_window"),
-            remap_every=byte_size(remap_every, "remap_every"), verify_checksums=bool(verify_checksums))
+            remap_every=byte_size(remap_every, "remap_every"), verify_checksums=bool(verify_checksums),
+            io_engine=check_io_engine(io_engine), queue_depth=check_queue_depth(queue_depth),
+            cache=check_cache(cache))
         self._path = self._config["path"]
         self._core = None
         self._columns = {}
@@ -56,7 +72,8 @@ class Reader:
         c = self._config
         self._core = _core.Reader(c["path"], c["rss_budget"], c["mode"], c["lock"], c["db"],
                                   c["index_dir"], c["mmap_window"], c["remap_every"],
-                                  c.get("verify_checksums", True))
+                                  c.get("verify_checksums", True), c.get("io_engine", "auto"),
+                                  c.get("queue_depth", 64), c.get("cache", "auto"))
         return self._core
 
     @property
@@ -189,6 +206,12 @@ class Reader:
 
     def name(self, index):
         return self._c.name(index)
+
+    def record_positions(self):
+        """Where each record lies in its file(s), as a numpy uint64 array: nearby
+        values mean records that share pages and 2 MiB chunks (used by
+        :class:`lmdbloader.LocalitySampler`)."""
+        return np.frombuffer(self._c.record_positions(), dtype=np.uint64)
 
     def column(self, name):
         """A metadata column as a read-only numpy array, loaded once per process.

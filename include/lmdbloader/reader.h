@@ -141,6 +141,12 @@ class Reader {
   // Concatenated bytes of a column.
   Status ReadColumn(const std::string& name, std::string* bytes);
 
+  // Where each record lies, for samplers that read neighbours together: a
+  // byte position per record in one space across the parts of a shard set
+  // (part k's offsets follow part k-1's file size). Records at nearby
+  // positions share pages and 2 MiB chunks of the same file.
+  void RecordPositions(std::vector<uint64_t>* positions) const;
+
   // Reads every metadata value of a corpus (names, name offsets, columns,
   // record checksums) and checks each against the manifest's checksums.
   // Corruption naming the file and the value; OK for a plain LMDB.

@@ -1,0 +1,369 @@
+// Batched reads (Reader::ReadBatch in pread mode): every engine returns the
+// exact bytes, the io_uring fallback, bad batches, files truncated and
+// processes forked while reads are in flight, the page cache policies and the
+// budget, by the kernel's counts.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "lmdbloader/reader.h"
+#include "test_util.h"
+
+namespace lmdbloader {
+namespace {
+
+using testing::RecordBytes;
+using testing::TempDir;
+
+ReaderOptions Options(IoEngine engine, CachePolicy cache = CachePolicy::kExact) {
+  ReaderOptions o;
+  o.index_dir = "none";
+  o.io_engine = engine;
+  o.cache_policy = cache;
+  return o;
+}
+
+// Reads `indices` in one batch into buffers sized by ValueSize.
+Status ReadAll(Reader& r, const std::vector<uint64_t>& indices, std::vector<std::string>* out) {
+  out->assign(indices.size(), std::string());
+  std::vector<char*> dsts;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    uint64_t size = 0;
+    Status s = r.ValueSize(indices[k], &size);
+    if (!s.ok()) size = 0;
+    (*out)[k].resize(size);
+    dsts.push_back((*out)[k].data());
+  }
+  return r.ReadBatch(indices.data(), indices.size(), dsts.data());
+}
+
+std::vector<uint64_t> Shuffled(uint64_t n, uint64_t seed) {
+  std::vector<uint64_t> v(n);
+  std::iota(v.begin(), v.end(), 0);
+  std::shuffle(v.begin(), v.end(), std::mt19937_64(seed));
+  return v;
+}
+
+// Pages of `path` in the page cache, counted with mincore.
+uint64_t CachedPages(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  struct stat st;
+  ::fstat(fd, &st);
+  void* p = ::mmap(nullptr, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+  std::vector<unsigned char> vec((st.st_size + 4095) / 4096);
+  ::mincore(p, st.st_size, vec.data());
+  ::munmap(p, st.st_size);
+  ::close(fd);
+  uint64_t n = 0;
+  for (unsigned char c : vec) n += c & 1;
+  return n;
+}
+
+void Evict(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+class BatchReadsTest : public ::testing::TestWithParam<IoEngine> {};
+
+TEST_P(BatchReadsTest, ReturnsExactBytesOfEveryRecordInAnyOrder) {
+  TempDir dir;
+  // Small values share leaf pages; 9000-byte ones span overflow pages.
+  std::vector<std::pair<std::string, std::string>> records;
+  for (uint64_t i = 0; i < 300; ++i) {
+    std::string key(8, '\0');
+    for (int b = 0; b < 8; ++b) key[7 - b] = static_cast<char>(i >> (8 * b));
+    records.push_back({key, RecordBytes(i, i % 3 == 0 ? 9000 : (i % 3 == 1 ? 100 : 0))});
+  }
+  testing::WriteLmdb(dir.Sub("db"), records);
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("db"), Options(GetParam()), &r));
+  EXPECT_EQ(r->stats().io_engine, IoEngineName(GetParam()));
+  std::vector<uint64_t> order = Shuffled(r->size(), 1);
+  order.push_back(order[0]);  // the same record twice in one batch
+  std::vector<std::string> got;
+  ASSERT_OK(ReadAll(*r, order, &got));
+  for (size_t k = 0; k < order.size(); ++k) ASSERT_EQ(got[k], records[order[k]].second) << "record " << order[k];
+  EXPECT_EQ(r->stats().records_read, order.size());
+}
+
+TEST_P(BatchReadsTest, ManyThreadsShareOneReader) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 400, 5000);
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("db"), Options(GetParam()), &r));
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::vector<uint64_t> order = Shuffled(r->size(), 10 + t);
+      for (size_t first = 0; first < order.size(); first += 37) {
+        std::vector<uint64_t> batch(order.begin() + first, order.begin() + std::min(first + 37, order.size()));
+        std::vector<std::string> got;
+        if (!ReadAll(*r, batch, &got).ok()) ++wrong;
+        for (size_t k = 0; k < batch.size(); ++k)
+          if (got[k] != RecordBytes(batch[k], 5000)) ++wrong;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_P(BatchReadsTest, OutOfRangeIndexFailsTheBatchBeforeAnyRead) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 50, 3000);
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("db"), Options(GetParam()), &r));
+  std::vector<std::string> got;
+  Status s = ReadAll(*r, {1, 2, 50, 3}, &got);
+  EXPECT_TRUE((s.code() == Status::Code::kOutOfRange)) << s.ToString();
+  EXPECT_NE(s.message().find(dir.Sub("db")), std::string::npos) << s.message();
+  EXPECT_EQ(r->stats().records_read, 0u);
+}
+
+TEST_P(BatchReadsTest, FileTruncatedUnderTheReaderGivesCorruptionNamingTheFile) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 200, 20000);
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("db"), Options(GetParam()), &r));
+  const std::string data = dir.Sub("db") + "/data.mdb";
+  struct stat st;
+  ASSERT_EQ(::stat(data.c_str(), &st), 0);
+  ASSERT_EQ(::truncate(data.c_str(), st.st_size / 2), 0);
+  std::vector<std::string> got;
+  Status s = ReadAll(*r, Shuffled(r->size(), 3), &got);
+  EXPECT_TRUE((s.code() == Status::Code::kCorruption)) << s.ToString();
+  EXPECT_NE(s.message().find(data), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("truncated"), std::string::npos) << s.message();
+}
+
+TEST_P(BatchReadsTest, TruncationWhileBatchesAreInFlightNeverReturnsWrongBytes) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 600, 20000);
+  const std::string data = dir.Sub("db") + "/data.mdb";
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("db"), Options(GetParam()), &r));
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0}, failed{0}, ok{0};
+  std::thread reader([&] {
+    for (uint64_t round = 0; !stop.load(); ++round) {
+      std::vector<uint64_t> order = Shuffled(r->size(), round);
+      order.resize(64);
+      std::vector<std::string> got;
+      Status s = ReadAll(*r, order, &got);
+      if (!s.ok()) {
+        if (!(s.code() == Status::Code::kCorruption)) ++wrong;
+        ++failed;
+        continue;
+      }
+      ++ok;
+      for (size_t k = 0; k < order.size(); ++k)
+        if (got[k] != RecordBytes(order[k], 20000)) ++wrong;
+    }
+  });
+  while (ok.load() < 3) std::this_thread::yield();
+  struct stat st;
+  ASSERT_EQ(::stat(data.c_str(), &st), 0);
+  ASSERT_EQ(::truncate(data.c_str(), st.st_size / 3), 0);
+  while (failed.load() < 3) std::this_thread::yield();
+  stop = true;
+  reader.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_P(BatchReadsTest, ForkWhileReadsAreInFlightLeavesBothProcessesReading) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 500, 8000);
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("db"), Options(GetParam()), &r));
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0}, rounds{0};
+  std::thread busy([&] {
+    for (uint64_t round = 0; !stop.load(); ++round) {
+      std::vector<uint64_t> order = Shuffled(r->size(), round);
+      std::vector<std::string> got;
+      if (!ReadAll(*r, order, &got).ok()) ++wrong;
+      for (size_t k = 0; k < order.size(); ++k)
+        if (got[k] != RecordBytes(order[k], 8000)) ++wrong;
+      ++rounds;
+    }
+  });
+  while (rounds.load() < 2) std::this_thread::yield();
+  for (int child = 0; child < 3; ++child) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      // The child has only this thread; the parent's rings and pool threads
+      // are not its own.
+      std::vector<uint64_t> order = Shuffled(r->size(), 99);
+      std::vector<std::string> got;
+      if (!ReadAll(*r, order, &got).ok()) ::_exit(2);
+      for (size_t k = 0; k < order.size(); ++k)
+        if (got[k] != RecordBytes(order[k], 8000)) ::_exit(3);
+      ::_exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "child killed by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+  }
+  const int before = rounds.load();
+  while (rounds.load() < before + 2) std::this_thread::yield();
+  stop = true;
+  busy.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, BatchReadsTest,
+                         ::testing::Values(IoEngine::kIoUring, IoEngine::kThreads, IoEngine::kSync),
+                         [](const auto& info) { return std::string(IoEngineName(info.param)); });
+
+// The sandbox case: io_uring refused by the kernel (seccomp), emulated here.
+class IoUringBlocked : public ::testing::Test {
+ protected:
+  void SetUp() override { ::setenv("LMDBLOADER_DISABLE_IO_URING", "1", 1); }
+  void TearDown() override { ::unsetenv("LMDBLOADER_DISABLE_IO_URING"); }
+};
+
+TEST_F(IoUringBlocked, AutoFallsBackToThreadsAndSaysWhy) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 100, 3000);
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("db"), Options(IoEngine::kAuto), &r));
+  ReaderStats st = r->stats();
+  EXPECT_EQ(st.io_engine, "threads");
+  EXPECT_NE(st.io_fallback.find("io_uring"), std::string::npos) << st.io_fallback;
+  std::vector<std::string> got;
+  std::vector<uint64_t> order = Shuffled(100, 5);
+  ASSERT_OK(ReadAll(*r, order, &got));
+  for (size_t k = 0; k < order.size(); ++k) ASSERT_EQ(got[k], RecordBytes(order[k], 3000));
+}
+
+TEST_F(IoUringBlocked, ExplicitIoUringIsAnError) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 10, 3000);
+  std::unique_ptr<Reader> r;
+  Status s = Reader::Open(dir.Sub("db"), Options(IoEngine::kIoUring), &r);
+  EXPECT_TRUE((s.code() == Status::Code::kIOError)) << s.ToString();
+  EXPECT_NE(s.message().find("io_uring"), std::string::npos) << s.message();
+}
+
+TEST(BatchReadOptions, QueueDepthOutOfRangeIsInvalid) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 10, 100);
+  for (uint32_t depth : {0u, 5000u}) {
+    ReaderOptions o = Options(IoEngine::kAuto);
+    o.queue_depth = depth;
+    std::unique_ptr<Reader> r;
+    EXPECT_TRUE(Reader::Open(dir.Sub("db"), o, &r).code() == Status::Code::kInvalidArgument) << depth;
+  }
+}
+
+TEST(BatchReadOptions, QueueDepthOneReadsSynchronously) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 10, 100);
+  ReaderOptions o = Options(IoEngine::kAuto);
+  o.queue_depth = 1;
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("db"), o, &r));
+  EXPECT_EQ(r->stats().io_engine, "sync");
+  EXPECT_EQ(r->stats().queue_depth, 1u);
+}
+
+// 8 MiB of 64 KiB records: four 2 MiB chunks.
+constexpr uint64_t kCacheRecords = 128, kCacheValue = 64 << 10;
+
+TEST(PageCachePolicy, DropLeavesNoneOfTheRecordsReadInThePageCache) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), kCacheRecords, kCacheValue);
+  const std::string data = dir.Sub("db") + "/data.mdb";
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("db"), Options(IoEngine::kAuto, CachePolicy::kDrop), &r));
+  EXPECT_EQ(r->stats().cache_policy, "drop");
+  std::vector<std::string> got;
+  Evict(data);
+  ASSERT_OK(ReadAll(*r, Shuffled(kCacheRecords, 2), &got));
+  const uint64_t dropped = CachedPages(data);
+  // The same reads with exact: the record pages stay cached.
+  std::unique_ptr<Reader> exact;
+  ASSERT_OK(Reader::Open(dir.Sub("db"), Options(IoEngine::kAuto, CachePolicy::kExact), &exact));
+  Evict(data);
+  ASSERT_OK(ReadAll(*exact, Shuffled(kCacheRecords, 2), &got));
+  const uint64_t kept = CachedPages(data);
+  const uint64_t record_pages = kCacheRecords * kCacheValue / 4096;
+  EXPECT_GE(kept, record_pages);
+  EXPECT_LT(dropped, record_pages / 20) << "kept " << kept;
+}
+
+TEST(PageCachePolicy, FillReadsWholeChunksIntoTheCacheButNotIntoRss) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), kCacheRecords, kCacheValue);
+  const std::string data = dir.Sub("db") + "/data.mdb";
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("db"), Options(IoEngine::kAuto, CachePolicy::kFill), &r));
+  EXPECT_EQ(r->stats().cache_policy, "fill");
+  Evict(data);
+  const uint64_t rss_before = testing::ProcessRssBytes();
+  // One record per chunk: the whole file ends up cached.
+  std::vector<uint64_t> one_per_chunk;
+  for (uint64_t i = 0; i < kCacheRecords; i += 32) one_per_chunk.push_back(i);
+  std::vector<std::string> got;
+  ASSERT_OK(ReadAll(*r, one_per_chunk, &got));
+  for (size_t k = 0; k < one_per_chunk.size(); ++k) ASSERT_EQ(got[k], RecordBytes(one_per_chunk[k], kCacheValue));
+  struct stat st;
+  ASSERT_EQ(::stat(data.c_str(), &st), 0);
+  EXPECT_GE(r->stats().chunks_filled, 4u);
+  EXPECT_GE(CachedPages(data) * 4096, static_cast<uint64_t>(st.st_size) * 9 / 10);
+  // The chunks passed through a mapping released at once: the file is not
+  // resident in this process (the buffers read are 4 x 64 KiB).
+  EXPECT_EQ(r->stats().mapped_rss, 0u);
+  EXPECT_LT(testing::ProcessRssBytes(), rss_before + (4u << 20));
+}
+
+TEST(PageCachePolicy, AutoFillsAFileThatFitsInMemory) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 10, 100);
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("db"), Options(IoEngine::kAuto, CachePolicy::kAuto), &r));
+  EXPECT_EQ(r->stats().cache_policy, "fill");
+  // A budget with no room for a chunk beside the index reads exactly.
+  ReaderOptions tight = Options(IoEngine::kAuto, CachePolicy::kAuto);
+  tight.rss_budget = 1 << 20;
+  ASSERT_OK(Reader::Open(dir.Sub("db"), tight, &r));
+  EXPECT_EQ(r->stats().cache_policy, "exact");
+}
+
+TEST(BatchReadBudget, BatchedReadsKeepTheProcessUnderItsBudget) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 1500, 64 << 10);  // ~96 MiB
+  const uint64_t budget = 24u << 20;
+  ReaderOptions o = Options(IoEngine::kAuto, CachePolicy::kAuto);
+  o.rss_budget = budget;
+  const uint64_t before = testing::ProcessRssBytes();
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("db"), o, &r));
+  testing::WarmPageCache(dir.Sub("db") + "/data.mdb");
+  std::vector<uint64_t> order = Shuffled(r->size(), 4);
+  std::string buf(32 * (64 << 10), '\0');
+  uint64_t peak = 0;
+  for (size_t first = 0; first + 32 <= order.size(); first += 32) {
+    std::vector<char*> dsts;
+    for (int k = 0; k < 32; ++k) dsts.push_back(buf.data() + k * (64 << 10));
+    ASSERT_OK(r->ReadBatch(order.data() + first, 32, dsts.data()));
+    peak = std::max(peak, testing::ProcessRssBytes());
+  }
+  // The batch buffer is the caller's (2 MiB); everything else is the reader's.
+  EXPECT_LT(peak - before, budget + buf.size());
+}
+
+}  // namespace
+}  // namespace lmdbloader
