@@ -107,15 +107,26 @@ uint64_t PageCacheRoom() {
       break;
     }
   }
-  // cgroup v2: "0::/path" in /proc/self/cgroup names this process's group.
+  // The process's memory cgroup: "0::/path" (v2, memory.max) or
+  // "N:...memory...:/path" (v1, memory.limit_in_bytes); "max" or v1's
+  // near-2^63 value mean no limit.
+  auto lower_to = [&room](const std::string& file) {
+    std::ifstream limit(file);
+    std::string value;
+    if (!(limit >> value) || value == "max") return;
+    uint64_t bytes = std::strtoull(value.c_str(), nullptr, 10);
+    if (bytes > 0 && bytes < (1ull << 62) && (room == 0 || bytes < room)) room = bytes;
+  };
   std::ifstream cgroup("/proc/self/cgroup");
   while (std::getline(cgroup, line)) {
-    if (line.rfind("0::", 0) != 0) continue;
-    std::ifstream limit("/sys/fs/cgroup" + line.substr(3) + "/memory.max");
-    std::string value;
-    if (limit >> value && value != "max") {
-      uint64_t bytes = std::strtoull(value.c_str(), nullptr, 10);
-      if (bytes > 0 && (room == 0 || bytes < room)) room = bytes;
+    const size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    const std::string path = line.substr(second + 1);
+    if (controllers.empty()) {
+      lower_to("/sys/fs/cgroup" + path + "/memory.max");
+    } else if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+      lower_to("/sys/fs/cgroup/memory" + path + "/memory.limit_in_bytes");
     }
   }
   return room;
