@@ -1,0 +1,231 @@
+"""Batched reads from Python (every engine, the io_uring fallback, bad
+batches), the page cache policies as the kernel reports them, and
+LocalitySampler (blocks, windows, rank splits, StatefulDataLoader resume)."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import lmdbloader
+
+ENGINES = ("io_uring", "threads", "sync")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """600 records of 5000 bytes (overflow pages) written class by class."""
+    path = str(tmp_path_factory.mktemp("cold") / "c")
+    with lmdbloader.CorpusWriter(path) as w:
+        for i in range(600):
+            w.add(f"r{i}", bytes([i % 251]) * 4000 + i.to_bytes(4, "little") * 250, label=i // 60)
+    return path
+
+
+def expected(i):
+    return bytes([i % 251]) * 4000 + i.to_bytes(4, "little") * 250
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_get_batch_returns_exact_bytes_with_every_engine(corpus, engine):
+    r = lmdbloader.Reader(corpus, io_engine=engine, index_dir="none")
+    assert r.stats()["io_engine"] == engine
+    order = np.random.default_rng(1).permutation(len(r)).tolist() + [5, 5]
+    assert r.get_batch(order) == [expected(i) for i in order]
+    assert r.stats()["records_read"] == len(order)
+
+
+def test_io_uring_blocked_falls_back_to_threads_and_reports_why(corpus):
+    code = ("import lmdbloader, json; r = lmdbloader.Reader(%r, index_dir='none'); s = r.stats(); "
+            "assert r.get_batch(range(0, 600, 7)) == [%s(i) for i in range(0, 600, 7)]; "
+            "print(json.dumps([s['io_engine'], s['io_fallback']]))") % (corpus, "__import__('test_cold_reads').expected")
+    env = dict(os.environ, LMDBLOADER_DISABLE_IO_URING="1",
+               PYTHONPATH=os.path.dirname(__file__) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    engine, why = __import__("json").loads(out.stdout)
+    assert engine == "threads"
+    assert "io_uring" in why
+
+
+def test_explicit_io_uring_when_blocked_is_an_oserror_naming_io_uring(corpus, monkeypatch):
+    monkeypatch.setenv("LMDBLOADER_DISABLE_IO_URING", "1")
+    with pytest.raises(OSError, match="io_uring"):
+        lmdbloader.Reader(corpus, io_engine="io_uring", index_dir="none")
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    (dict(io_engine="aio"), ValueError), (dict(cache="keep"), ValueError), (dict(queue_depth=0), ValueError),
+    (dict(queue_depth=5000), ValueError), (dict(queue_depth="8"), TypeError), (dict(queue_depth=True), TypeError),
+])
+def test_bad_io_options_are_refused(corpus, kwargs, error):
+    with pytest.raises(error):
+        lmdbloader.Reader(corpus, **kwargs)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_batch_with_an_out_of_range_index_raises_index_error_and_reads_nothing(corpus, engine):
+    r = lmdbloader.Reader(corpus, io_engine=engine, index_dir="none")
+    with pytest.raises(IndexError, match="600"):
+        r.get_batch([1, 2, 600])
+    assert r.stats()["records_read"] == 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_damaged_record_in_a_batch_is_corruption_naming_record_and_file(tmp_path, corpus, engine):
+    import shutil
+    path = str(tmp_path / "damaged")
+    shutil.copytree(corpus, path)
+    r = lmdbloader.Reader(path, index_dir="none")
+    data = os.path.join(path, "data.mdb")
+    # Flip one byte inside record 321's value (its position in the file is known).
+    at = int(r.record_positions()[321]) + 100
+    with open(data, "r+b") as f:
+        f.seek(at)
+        b = f.read(1)
+        f.seek(at)
+        f.write(bytes([b[0] ^ 0xFF]))
+    r = lmdbloader.Reader(path, io_engine=engine, index_dir="none", cache="exact")
+    with pytest.raises(lmdbloader.CorruptedError, match=r"record 321 .*data\.mdb"):
+        r.get_batch([1, 2, 321, 4])
+
+
+def test_file_truncated_under_the_reader_raises_corrupted_error(tmp_path, corpus):
+    import shutil
+    path = str(tmp_path / "t")
+    shutil.copytree(corpus, path)
+    r = lmdbloader.Reader(path, index_dir="none", cache="exact")
+    data = os.path.join(path, "data.mdb")
+    os.truncate(data, os.path.getsize(data) // 2)
+    with pytest.raises(lmdbloader.CorruptedError, match="truncated"):
+        r.get_batch(range(600))
+
+
+def _page_cache():
+    """bench/page_cache.py: eviction and mincore counts."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+    import page_cache
+    return page_cache
+
+
+def test_cache_drop_leaves_the_file_out_of_the_page_cache_and_exact_keeps_it(corpus):
+    page_cache = _page_cache()
+    data = os.path.join(corpus, "data.mdb")
+    records_bytes = 600 * 5000
+    for cache in ("drop", "exact"):
+        r = lmdbloader.Reader(corpus, cache=cache, index_dir="none")
+        page_cache.evict(corpus)
+        r.get_batch(np.random.default_rng(2).permutation(600).tolist())
+        cached = page_cache.cached_bytes(data)
+        if cache == "drop":
+            assert cached < records_bytes // 10, cached
+        else:
+            assert cached >= records_bytes, cached
+
+
+def test_cache_fill_caches_whole_chunks_without_growing_rss(corpus):
+    page_cache = _page_cache()
+    data = os.path.join(corpus, "data.mdb")
+    r = lmdbloader.Reader(corpus, cache="fill", index_dir="none")
+    page_cache.evict(corpus)
+    with open("/proc/self/statm") as f:
+        rss_before = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    assert r.get_batch([0, 599]) == [expected(0), expected(599)]
+    with open("/proc/self/statm") as f:
+        rss_after = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    s = r.stats()
+    assert s["cache_policy"] == "fill" and s["chunks_filled"] >= 1
+    # Two records read, the whole (small) file cached; none of it mapped here.
+    assert page_cache.cached_bytes(data) >= os.path.getsize(data) * 9 // 10
+    assert s["mapped_rss"] == 0
+    assert rss_after - rss_before < 2 << 20
+
+
+# --- LocalitySampler -------------------------------------------------------
+
+def test_sampler_epoch_is_a_permutation_with_block_local_windows(corpus):
+    r = lmdbloader.Reader(corpus, index_dir="none")
+    positions = r.record_positions()
+    s = lmdbloader.LocalitySampler(r, block_bytes="256KiB", window=2, seed=3)
+    order = list(s)
+    assert sorted(order) == list(range(600)) and len(s) == 600
+    blocks = positions[order] // (256 << 10)
+    # Records of one window come from at most `window` blocks, and each block
+    # is consumed inside a single window.
+    per_block = {}
+    for k, b in enumerate(blocks):
+        per_block.setdefault(int(b), []).append(k)
+    spans = sorted((min(v), max(v)) for v in per_block.values())
+    windows = []
+    for lo, hi in spans:
+        if windows and lo <= windows[-1][1]:
+            windows[-1][1] = max(windows[-1][1], hi)
+            windows[-1][2] += 1
+        else:
+            windows.append([lo, hi, 1])
+    assert max(w[2] for w in windows) <= 2
+    assert s.num_blocks == len(per_block)
+
+
+def test_sampler_reshuffles_per_epoch_and_repeats_per_seed(corpus):
+    r = lmdbloader.Reader(corpus, index_dir="none")
+    a = lmdbloader.LocalitySampler(r, block_bytes="64KiB", seed=1)
+    b = lmdbloader.LocalitySampler(r, block_bytes="64KiB", seed=1)
+    first = list(a)
+    assert first == list(b)
+    a.set_epoch(1)
+    assert list(a) != first and sorted(a) == sorted(first)
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_sampler_ranks_are_disjoint_equal_and_cover_the_epoch(corpus, drop_last):
+    ds_len = 600
+    parts = [list(lmdbloader.LocalitySampler(lmdbloader.Reader(corpus, index_dir="none"), num_replicas=7, rank=k,
+                                             drop_last=drop_last, block_bytes="64KiB")) for k in range(7)]
+    assert len({len(p) for p in parts}) == 1
+    flat = [i for p in parts for i in p]
+    if drop_last:
+        assert len(set(flat)) == len(flat) == ds_len // 7 * 7
+    else:
+        assert set(flat) == set(range(ds_len)) and len(flat) == -(-ds_len // 7) * 7
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    (dict(window=0), ValueError), (dict(rank=2, num_replicas=2), ValueError), (dict(block_bytes="x"), ValueError),
+    (dict(window=True), TypeError),
+])
+def test_sampler_refuses_bad_arguments(corpus, kwargs, error):
+    with pytest.raises(error):
+        lmdbloader.LocalitySampler(lmdbloader.Reader(corpus, index_dir="none"), **kwargs)
+
+
+def test_sampler_refuses_what_is_not_a_reader():
+    with pytest.raises(TypeError, match="Reader"):
+        lmdbloader.LocalitySampler(list(range(10)))
+
+
+def test_sampler_with_stateful_dataloader_resumes_mid_epoch_exactly(corpus):
+    torch = pytest.importorskip("torch")
+    sdl = pytest.importorskip("torchdata.stateful_dataloader")
+
+    def loader():
+        ds = lmdbloader.LmdbDataset(corpus, decode=lambda raw: int.from_bytes(raw[-4:], "little"),
+                                    index_dir="none")
+        sampler = lmdbloader.LocalitySampler(ds, block_bytes="64KiB", window=3, seed=5)
+        sampler.set_epoch(2)
+        return sdl.StatefulDataLoader(ds, batch_size=8, sampler=sampler, num_workers=2)
+
+    uninterrupted = [x for batch in loader() for x in batch.tolist()]
+    assert sorted(uninterrupted) == list(range(600))
+    first = loader()
+    it = iter(first)
+    head = [x for _, batch in zip(range(11), it) for x in batch.tolist()]
+    state = first.state_dict()
+    del it, first
+    resumed = loader()
+    resumed.load_state_dict(state)
+    tail = [x for batch in resumed for x in batch.tolist()]
+    assert head + tail == uninterrupted
+    assert torch is not None
