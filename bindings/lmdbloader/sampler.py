@@ -39,7 +39,7 @@ class LocalitySampler:
     or cut with ``drop_last``), so each rank reads whole windows.
     """
 
-    def __init__(self, data_source, *, block_bytes="2MiB", window=16, seed=0, num_replicas=1, rank=0,
+    def __init__(self, data_source, *, block_bytes="2MiB", window=8, seed=0, num_replicas=1, rank=0,
                  drop_last=False):
         reader = getattr(data_source, "reader", data_source)
         if not hasattr(reader, "record_positions"):
