@@ -181,6 +181,12 @@ TEST_P(BatchReadsTest, TruncationWhileBatchesAreInFlightNeverReturnsWrongBytes) 
 }
 
 TEST_P(BatchReadsTest, ForkWhileReadsAreInFlightLeavesBothProcessesReading) {
+#ifdef LMDBLOADER_SANITIZED
+  // AddressSanitizer's allocator (GCC 12) is not fork-safe while other
+  // threads allocate: the child can block forever on a lock held by a
+  // parent thread at fork time. The unsanitized run covers this test.
+  GTEST_SKIP() << "fork from a multithreaded process deadlocks ASan's allocator";
+#endif
   TempDir dir;
   testing::WriteNumberedLmdb(dir.Sub("db"), 500, 8000);
   std::unique_ptr<Reader> r;
