@@ -232,6 +232,15 @@ py::list ReadBatchBytes(Reader& r, const py::iterable& indices) {
 // so only one decoded record of the batch exists untransformed at a time.
 constexpr uint64_t kDecodeChunkBytes = 256u << 10;
 
+// End of the chunk of records starting at `first`: up to kDecodeChunkBytes,
+// at least one record. `*total` gets the chunk's bytes.
+size_t ChunkEnd(const std::vector<uint64_t>& sizes, size_t first, uint64_t* total) {
+  size_t end = first;
+  *total = 0;
+  while (end < sizes.size() && (end == first || *total + sizes[end] <= kDecodeChunkBytes)) *total += sizes[end++];
+  return end;
+}
+
 py::list DecodeBatch(Reader& r, const py::iterable& indices, const py::object& transform) {
   std::vector<uint64_t> pos = Positions(r, indices);
   std::vector<uint64_t> sizes(pos.size());
@@ -239,9 +248,8 @@ py::list DecodeBatch(Reader& r, const py::iterable& indices, const py::object& t
   py::list out(pos.size());
   std::vector<char*> dsts;
   for (size_t first = 0; first < pos.size();) {
-    size_t end = first;
     uint64_t total = 0;
-    while (end < pos.size() && (end == first || total + sizes[end] <= kDecodeChunkBytes)) total += sizes[end++];
+    const size_t end = ChunkEnd(sizes, first, &total);
     ScratchBuffer buf(total);
     dsts.clear();
     for (size_t k = first, at = 0; k < end; at += sizes[k], ++k) dsts.push_back(buf.data() + at);
@@ -254,6 +262,44 @@ py::list DecodeBatch(Reader& r, const py::iterable& indices, const py::object& t
     for (size_t k = first; k < end; ++k) {
       py::object record = DecodeRecord(r, pos[k], dsts[k - first], sizes[k]);
       out[k] = transform.is_none() ? record : transform(record);
+    }
+    first = end;
+  }
+  return out;
+}
+
+// fn(bytes) of each record, read a chunk at a time (one ReadBatch, reads in
+// flight together) and each record's bytes dropped as soon as fn returns.
+// Holding a whole batch of large records at once instead measured 5x slower
+// for 1 MiB records: the allocator returns the freed batch to the kernel and
+// every record's pages fault in again (about 255 faults a MiB).
+py::list ApplyBatch(Reader& r, const py::iterable& indices, const py::object& fn) {
+  std::vector<uint64_t> pos = Positions(r, indices);
+  std::vector<uint64_t> sizes(pos.size());
+  for (size_t k = 0; k < pos.size(); ++k) ThrowIfError(r.ValueSize(pos[k], &sizes[k]));
+  py::list out(pos.size());
+  std::vector<py::object> chunk;
+  std::vector<char*> dsts;
+  for (size_t first = 0; first < pos.size();) {
+    uint64_t total = 0;
+    const size_t end = ChunkEnd(sizes, first, &total);
+    chunk.clear();
+    dsts.clear();
+    for (size_t k = first; k < end; ++k) {
+      PyObject* obj = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(sizes[k]));
+      if (!obj) throw py::error_already_set();
+      dsts.push_back(PyBytes_AS_STRING(obj));
+      chunk.push_back(py::reinterpret_steal<py::object>(obj));
+    }
+    Status s;
+    {
+      py::gil_scoped_release release;
+      s = r.ReadBatch(pos.data() + first, end - first, dsts.data());
+    }
+    ThrowIfError(s);
+    for (size_t k = first; k < end; ++k) {
+      py::object record = std::move(chunk[k - first]);
+      out[k] = fn(record);
     }
     first = end;
   }
@@ -466,6 +512,7 @@ PYBIND11_MODULE(_core, m) {
         return DecodeRecord(r, pos, buf.data(), size);
       })
       .def("decode_batch", &DecodeBatch, py::arg("indices"), py::arg("transform") = py::none())
+      .def("apply_batch", &ApplyBatch, py::arg("indices"), py::arg("fn"))
       .def("value_size", [](Reader& r, const py::object& i) {
         uint64_t size = 0;
         ThrowIfError(r.ValueSize(Position(r, i), &size));

@@ -47,14 +47,15 @@ class LmdbDataset(torch.utils.data.Dataset):
     def __getitems__(self, indices):
         if self.decode == "msgpack":
             return self.reader.decode_batch(indices, self.transform)
-        records = self.reader.get_batch(indices)
         if not callable(self.decode) and self.transform is None:
-            return records
-        # Each raw record is dropped as soon as it is decoded and transformed.
-        for k, raw in enumerate(records):
-            record = self.decode(raw) if callable(self.decode) else raw
-            records[k] = self.transform(record) if self.transform is not None else record
-        return records
+            return self.reader.get_batch(indices)
+        # Read a chunk at a time, each raw record dropped as soon as it is
+        # decoded and transformed (Reader.apply_batch).
+        return self.reader.apply_batch(indices, self._decode_raw)
+
+    def _decode_raw(self, raw):
+        record = self.decode(raw) if callable(self.decode) else raw
+        return self.transform(record) if self.transform is not None else record
 
     def column(self, name):
         """A metadata column (e.g. "label") as a read-only numpy array."""

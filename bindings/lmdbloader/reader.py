@@ -146,6 +146,16 @@ class Reader:
         """Records at many positions, read in one call with the GIL released."""
         return self._c.read_batch(list(indices))
 
+    def apply_batch(self, indices, fn):
+        """``[fn(self[i]) for i in indices]``, read in cache-sized chunks with
+        every read of a chunk in flight together, each record's bytes dropped
+        as soon as ``fn`` returns: a batch of large records is never held
+        whole, which spares the allocator returning it to the kernel and the
+        pages faulting in again for the next batch."""
+        if not callable(fn):
+            raise TypeError("fn must be callable")
+        return self._c.apply_batch(list(indices), fn)
+
     def decode(self, index):
         """Record at ``index`` decoded from msgpack in C++ (maps, lists, bytes, numbers, str)."""
         return self._c.decode(index)
