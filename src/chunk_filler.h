@@ -1,12 +1,14 @@
 // ChunkFiller: reads whole 2 MiB-aligned chunks of a data file into the page
 // cache so that the kernel keeps each as one 2 MiB folio.
 //
-// Why: a read() that misses the cache at a random offset makes the kernel
-// read just the pages asked for, as 4 KiB folios; only a sequential stream
-// ramps its readahead up to large folios. Later epochs then copy records out
-// of thousands of small folios, 1.5-3x slower than out of a cache filled by a
-// sequential read (README, "The page cache left behind": folio sizes read
-// from /proc/kpageflags). A fault in a mapping marked MADV_HUGEPAGE reads the
+// Why: a cold epoch over small records makes one small read per record, at
+// the device's IOPS; reading the 2 MiB around the first record touched turns
+// it into large sequential requests that bring hundreds of records each. And
+// a read() that misses the cache at a random offset makes the kernel read
+// just the pages asked for, as 4 KiB folios (only a sequential stream ramps
+// readahead up to large folios); a filled chunk leaves the cache a
+// sequential read leaves (README, "Cold reads and the page cache": folio
+// sizes from /proc/kpageflags). A fault in a mapping marked MADV_HUGEPAGE reads the
 // whole aligned 2 MiB as one folio, whatever the access pattern:
 // MADV_POPULATE_READ takes that fault for a chunk, MADV_DONTNEED unmaps it at
 // once, and the folio stays in the page cache, outside the process's RSS.

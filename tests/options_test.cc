@@ -39,6 +39,28 @@ TEST(ParseAccessModeTest, KnownAndUnknown) {
   EXPECT_EQ(ParseAccessMode("fast", &m).code(), Status::Code::kInvalidArgument);
 }
 
+TEST(ParseIoEngineTest, NamesRoundTripAndUnknownNamesAreRefused) {
+  for (IoEngine e : {IoEngine::kAuto, IoEngine::kIoUring, IoEngine::kThreads, IoEngine::kSync}) {
+    IoEngine parsed;
+    ASSERT_TRUE(ParseIoEngine(IoEngineName(e), &parsed).ok()) << IoEngineName(e);
+    EXPECT_EQ(parsed, e);
+  }
+  IoEngine e;
+  Status s = ParseIoEngine("aio", &e);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("aio"), std::string::npos);
+}
+
+TEST(ParseCachePolicyTest, NamesRoundTripAndUnknownNamesAreRefused) {
+  for (CachePolicy c : {CachePolicy::kAuto, CachePolicy::kFill, CachePolicy::kExact, CachePolicy::kDrop}) {
+    CachePolicy parsed;
+    ASSERT_TRUE(ParseCachePolicy(CachePolicyName(c), &parsed).ok()) << CachePolicyName(c);
+    EXPECT_EQ(parsed, c);
+  }
+  CachePolicy c;
+  EXPECT_EQ(ParseCachePolicy("keep", &c).code(), Status::Code::kInvalidArgument);
+}
+
 TEST(ReaderOptionsTest, DefaultsAreDocumented) {
   ReaderOptions o;
   EXPECT_EQ(o.rss_budget, 0u);
@@ -46,6 +68,9 @@ TEST(ReaderOptionsTest, DefaultsAreDocumented) {
   EXPECT_FALSE(o.lock);
   EXPECT_EQ(o.mmap_window, 64ull << 20);
   EXPECT_EQ(o.remap_every, 0u);
+  EXPECT_EQ(o.io_engine, IoEngine::kAuto);
+  EXPECT_EQ(o.queue_depth, 64u);
+  EXPECT_EQ(o.cache_policy, CachePolicy::kAuto);
   EXPECT_TRUE(ValidateOptions(o).ok());
   o.mmap_window = 100;
   EXPECT_EQ(ValidateOptions(o).code(), Status::Code::kInvalidArgument);
