@@ -47,8 +47,7 @@ def make_corpus(path, value_size, count):
     """Records of random bytes, written class by class (label = position * 100 // count),
     as `lmdbloader convert` writes an image folder."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    manifest_path = os.path.join(path, "data.mdb")
-    if os.path.exists(manifest_path):
+    if os.path.exists(os.path.join(path, "data.mdb")):
         r = lmdbloader.Reader(path, index_dir="none")
         if len(r) == count and r.manifest.get("value_size") == value_size:
             return

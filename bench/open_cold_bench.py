@@ -9,6 +9,7 @@ large-value databases written by py-lmdb. Medians of --repeats, alternating.
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
 
@@ -16,16 +17,10 @@ import lmdb
 
 import lmdbloader
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from page_cache import evict  # noqa: E402
+
 SHAPES = {"1000 B values (inline)": (131072, 1000), "100 KiB values (overflow pages)": (2560, 100 * 1024)}
-
-
-def evict(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def timed_open(path, index_dir, cold):

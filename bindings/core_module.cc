@@ -204,6 +204,14 @@ std::vector<uint64_t> Positions(const Reader& r, const py::iterable& indices) {
   return out;
 }
 
+// An uninitialized bytes object of `size` bytes, to be read into at *data.
+py::object NewBytes(uint64_t size, char** data) {
+  PyObject* obj = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
+  if (!obj) throw py::error_already_set();
+  *data = PyBytes_AS_STRING(obj);
+  return py::reinterpret_steal<py::object>(obj);
+}
+
 py::list ReadBatchBytes(Reader& r, const py::iterable& indices) {
   std::vector<uint64_t> pos = Positions(r, indices);
   py::list out(pos.size());
@@ -211,10 +219,7 @@ py::list ReadBatchBytes(Reader& r, const py::iterable& indices) {
   for (size_t k = 0; k < pos.size(); ++k) {
     uint64_t size = 0;
     ThrowIfError(r.ValueSize(pos[k], &size));
-    PyObject* obj = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
-    if (!obj) throw py::error_already_set();
-    dsts[k] = PyBytes_AS_STRING(obj);
-    out[k] = py::reinterpret_steal<py::object>(obj);
+    out[k] = NewBytes(size, &dsts[k]);
   }
   Status s;
   {
@@ -286,10 +291,8 @@ py::list ApplyBatch(Reader& r, const py::iterable& indices, const py::object& fn
     chunk.clear();
     dsts.clear();
     for (size_t k = first; k < end; ++k) {
-      PyObject* obj = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(sizes[k]));
-      if (!obj) throw py::error_already_set();
-      dsts.push_back(PyBytes_AS_STRING(obj));
-      chunk.push_back(py::reinterpret_steal<py::object>(obj));
+      dsts.push_back(nullptr);
+      chunk.push_back(NewBytes(sizes[k], &dsts.back()));
     }
     Status s;
     {

@@ -63,11 +63,14 @@ class SyncBatchIo final : public BatchIo {
 };
 
 // Up to queue_depth reads at once: the calling thread and up to
-// queue_depth - 1 pool threads claim requests from a shared counter.
+// queue_depth - 1 pool threads (kMaxHelpers at most) claim requests from a
+// shared counter.
 class ThreadPoolBatchIo final : public BatchIo {
  public:
+  // Idle threads cost little, but each DataLoader worker holds its own pool.
+  static constexpr uint32_t kMaxHelpers = 32;
   explicit ThreadPoolBatchIo(uint32_t queue_depth)
-      : helpers_wanted_(std::min<uint32_t>(queue_depth, 33) - 1) {}
+      : helpers_wanted_(std::min<uint32_t>(queue_depth - 1, kMaxHelpers)) {}
 
   ~ThreadPoolBatchIo() override {
     {
@@ -232,11 +235,7 @@ class UringBatchIo final : public BatchIo {
         sqe->user_data = k;
         ++in_flight;
       }
-      if (in_flight == 0) {
-        // A failure stopped submission and everything in flight came back.
-        finished = count;
-        break;
-      }
+      if (in_flight == 0) break;  // a failure stopped submission and all came back
       int rc = io_uring_submit_and_wait(ring, 1);
       if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
         // The ring itself failed; the reads already in flight must still be
@@ -272,7 +271,6 @@ class UringBatchIo final : public BatchIo {
         }
       }
       io_uring_cq_advance(ring, seen);
-      if (error.any() && in_flight == 0) break;
     }
     return error.any() ? error.Take() : Status::OK();
   }

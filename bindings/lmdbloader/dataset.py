@@ -50,8 +50,15 @@ class LmdbDataset(torch.utils.data.Dataset):
         if not callable(self.decode) and self.transform is None:
             return self.reader.get_batch(indices)
         # Read a chunk at a time, each raw record dropped as soon as it is
-        # decoded and transformed (Reader.apply_batch).
-        return self.reader.apply_batch(indices, self._decode_raw)
+        # decoded and transformed (Reader.apply_batch); one Python call per
+        # record where decode or transform alone is set.
+        if self.transform is None:
+            fn = self.decode
+        elif not callable(self.decode):
+            fn = self.transform
+        else:
+            fn = self._decode_raw
+        return self.reader.apply_batch(indices, fn)
 
     def _decode_raw(self, raw):
         record = self.decode(raw) if callable(self.decode) else raw

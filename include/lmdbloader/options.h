@@ -55,7 +55,7 @@ enum class CachePolicy {
   // reads the file in large sequential requests (2 KiB records: about 3x the
   // device's 4 KiB random-read IOPS) and leaves the cache a sequential read
   // would (large folios; reading exactly the records leaves 4 KiB ones).
-  // The chunk passes through a private mapping for a moment: up to 2 MiB per
+  // The chunk passes through a mapping of the file for a moment: up to 2 MiB per
   // reading thread counts against the budget while it is read.
   kFill,
   // Reads only the records' bytes.

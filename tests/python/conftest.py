@@ -38,6 +38,23 @@ def warm_page_cache(path):
         os.close(fd)
 
 
+def stop_and_resume(make_loader, stop_after):
+    """Runs make_loader() through one epoch uninterrupted; then again, stopped
+    after `stop_after` batches, its state_dict() loaded into a fresh loader
+    that finishes the epoch. Returns (uninterrupted order, stopped + resumed
+    order), flattened."""
+    uninterrupted = [x for batch in make_loader() for x in batch.tolist()]
+    first = make_loader()
+    it = iter(first)
+    head = [x for _, batch in zip(range(stop_after), it) for x in batch.tolist()]
+    state = first.state_dict()
+    del it, first
+    resumed = make_loader()
+    resumed.load_state_dict(state)
+    tail = [x for batch in resumed for x in batch.tolist()]
+    return uninterrupted, head + tail
+
+
 def statm_rss(pid="self"):
     """The kernel's RSS count of a process, in bytes (/proc/<pid>/statm)."""
     with open(f"/proc/{pid}/statm") as f:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import lmdbloader
+from conftest import stop_and_resume
 
 ENGINES = ("io_uring", "threads", "sync")
 
@@ -207,7 +208,6 @@ def test_sampler_refuses_what_is_not_a_reader():
 
 
 def test_sampler_with_stateful_dataloader_resumes_mid_epoch_exactly(corpus):
-    torch = pytest.importorskip("torch")
     sdl = pytest.importorskip("torchdata.stateful_dataloader")
 
     def loader():
@@ -217,18 +217,9 @@ def test_sampler_with_stateful_dataloader_resumes_mid_epoch_exactly(corpus):
         sampler.set_epoch(2)
         return sdl.StatefulDataLoader(ds, batch_size=8, sampler=sampler, num_workers=2)
 
-    uninterrupted = [x for batch in loader() for x in batch.tolist()]
+    uninterrupted, resumed = stop_and_resume(loader, stop_after=11)
     assert sorted(uninterrupted) == list(range(600))
-    first = loader()
-    it = iter(first)
-    head = [x for _, batch in zip(range(11), it) for x in batch.tolist()]
-    state = first.state_dict()
-    del it, first
-    resumed = loader()
-    resumed.load_state_dict(state)
-    tail = [x for batch in resumed for x in batch.tolist()]
-    assert head + tail == uninterrupted
-    assert torch is not None
+    assert resumed == uninterrupted
 
 
 # --- apply_batch -----------------------------------------------------------
