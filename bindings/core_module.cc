@@ -236,6 +236,9 @@ py::list ReadBatchBytes(Reader& r, const py::iterable& indices) {
 // `transform` (or None) is applied to each record as soon as it is decoded,
 // so only one decoded record of the batch exists untransformed at a time.
 constexpr uint64_t kDecodeChunkBytes = 256u << 10;
+// Checking a record this large (its checksum: about 4 us) is worth more than
+// releasing and taking the GIL back (well under 1 us).
+constexpr uint64_t kReleaseGilBytes = 64u << 10;
 
 // End of the chunk of records starting at `first`: up to kDecodeChunkBytes,
 // at least one record. `*total` gets the chunk's bytes.
@@ -305,6 +308,42 @@ py::list ApplyBatch(Reader& r, const py::iterable& indices, const py::object& fn
       out[k] = fn(record);
     }
     first = end;
+  }
+  return out;
+}
+
+// fn(view) of each record, zero-copy (mode=mmap): the batch's pages are
+// prefetched together, then each record is checked (checksum) in the mapping
+// and handed at once to fn as a read-only memoryview. No copy is made:
+// against a copy out of the page cache (pread or memcpy) this saves one pass
+// over the record's bytes, which for large records is most of the work
+// (bench/warm_paths.py). One record at a time, so that fn's touches are
+// counted by the governor at the next record and the bytes are still in the
+// CPU cache when fn reads them. A view stays valid as long as it is
+// referenced (it keeps its mapping).
+py::list ApplyBatchViews(Reader& r, const py::iterable& indices, const py::object& fn) {
+  std::vector<uint64_t> pos = Positions(r, indices);
+  std::vector<uint64_t> sizes(pos.size());
+  for (size_t k = 0; k < pos.size(); ++k) ThrowIfError(r.ValueSize(pos[k], &sizes[k]));
+  {
+    py::gil_scoped_release release;
+    r.Prefetch(pos.data(), pos.size());
+  }
+  py::list out(pos.size());
+  for (size_t k = 0; k < pos.size(); ++k) {
+    RecordView view;
+    Status s;
+    if (sizes[k] >= kReleaseGilBytes) {
+      py::gil_scoped_release release;
+      s = r.View(pos[k], &view);
+    } else {
+      s = r.View(pos[k], &view);
+    }
+    ThrowIfError(s);
+    py::object holder = py::cast(std::move(view));
+    PyObject* mv = PyMemoryView_FromObject(holder.ptr());
+    if (!mv) throw py::error_already_set();
+    out[k] = fn(py::reinterpret_steal<py::object>(mv));
   }
   return out;
 }
@@ -516,6 +555,7 @@ PYBIND11_MODULE(_core, m) {
       })
       .def("decode_batch", &DecodeBatch, py::arg("indices"), py::arg("transform") = py::none())
       .def("apply_batch", &ApplyBatch, py::arg("indices"), py::arg("fn"))
+      .def("apply_batch_views", &ApplyBatchViews, py::arg("indices"), py::arg("fn"))
       .def("value_size", [](Reader& r, const py::object& i) {
         uint64_t size = 0;
         ThrowIfError(r.ValueSize(Position(r, i), &size));

@@ -249,8 +249,9 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
 
   r->manifest_ = r->parts_.front()->manifest;
 
-  if (r->mode_ == AccessMode::kPread) {
+  if (r->mode_ == AccessMode::kPread)
     LMDBLOADER_RETURN_IF_ERROR(BatchIo::Create(options.io_engine, options.queue_depth, &r->io_, &r->io_fallback_));
+  {
     r->cache_policy_ = options.cache_policy;
     if (r->cache_policy_ == CachePolicy::kAuto) {
       // Fill only what the page cache can keep: a corpus bigger than RAM
@@ -430,6 +431,7 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, char* const* dst
   for (size_t k = 0; k < count; ++k)
     if (indices[k] >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, indices[k], size_));
   if (mode_ == AccessMode::kMmap || count == 1) {
+    Prefetch(indices, count);
     for (size_t k = 0; k < count; ++k) {
       Part* part = nullptr;
       uint64_t local = 0;
@@ -478,6 +480,34 @@ Status Reader::View(uint64_t index, RecordView* view) {
   *view = RecordView(map->data() + offset, size, map);
   records_read_.fetch_add(1, std::memory_order_relaxed);
   bytes_read_.fetch_add(size, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+void Reader::Prefetch(const uint64_t* indices, size_t count) {
+  if (mode_ != AccessMode::kMmap || !EnsureProcess().ok()) return;
+  for (size_t k = 0; k < count; ++k) {
+    Part* part = nullptr;
+    uint64_t local = 0;
+    if (!Locate(indices[k], &part, &local).ok()) continue;
+    const uint64_t offset = part->index.offset(local), size = part->index.value_size(local);
+    if (part->filler) {
+      part->filler->Fill(offset, size);
+    } else if (size > 0) {
+      std::shared_ptr<Mapping> map = std::atomic_load(&part->map);
+      const uint64_t start = offset & ~uint64_t{4095};
+      ::madvise(const_cast<char*>(map->data()) + start, offset + size - start, MADV_WILLNEED);
+    }
+  }
+}
+
+Status Reader::ViewBatch(const uint64_t* indices, size_t count, RecordView* views) {
+  if (mode_ != AccessMode::kMmap)
+    return Status::InvalidArgument("views need mode=mmap; " + path_ + " was opened in pread mode");
+  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
+  for (size_t k = 0; k < count; ++k)
+    if (indices[k] >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, indices[k], size_));
+  Prefetch(indices, count);
+  for (size_t k = 0; k < count; ++k) LMDBLOADER_RETURN_IF_ERROR(View(indices[k], &views[k]));
   return Status::OK();
 }
 
@@ -644,14 +674,13 @@ ReaderStats Reader::stats() {
     s.io_engine = IoEngineName(io_->kind());
     s.io_fallback = io_fallback_;
     s.queue_depth = io_->kind() == IoEngine::kSync ? 1 : options_.queue_depth;
-    s.cache_policy = CachePolicyName(cache_policy_);
-    for (const auto& p : parts_)
-      if (p->filler) s.chunks_filled += p->filler->chunks_filled();
   } else {
     s.io_engine = "mmap";
     s.queue_depth = 1;
-    s.cache_policy = "exact";
   }
+  s.cache_policy = CachePolicyName(cache_policy_);
+  for (const auto& p : parts_)
+    if (p->filler) s.chunks_filled += p->filler->chunks_filled();
   return s;
 }
 

@@ -32,8 +32,12 @@ Status ResidencyGovernor::Touched(size_t slot, uint64_t offset, uint64_t length)
   std::lock_guard<std::mutex> lock(mu_);
   ++tick_;
   std::vector<uint64_t>& touch = slots_[slot].last_touch;
-  uint64_t last = (offset + (length ? length - 1 : 0)) / window_;
-  for (uint64_t w = offset / window_; w <= last && w < touch.size(); ++w) touch[w] = tick_;
+  // A touch maps the whole folio around it, up to a 2 MiB-aligned 2 MiB:
+  // mark every window that span reaches, or pages mapped beside the record
+  // would never be released.
+  const uint64_t begin = offset / kMaxFolio * kMaxFolio;
+  const uint64_t end = (offset + std::max<uint64_t>(length, 1) + kMaxFolio - 1) / kMaxFolio * kMaxFolio;
+  for (uint64_t w = begin / window_; w <= (end - 1) / window_ && w < touch.size(); ++w) touch[w] = tick_;
   uint64_t rss = 0, file_rss = 0;
   LMDBLOADER_RETURN_IF_ERROR(statm_.Read(&rss, &file_rss));
   uint64_t grown = file_rss > baseline_file_rss_ ? file_rss - baseline_file_rss_ : 0;

@@ -45,6 +45,8 @@ class ResidencyGovernor {
  private:
   Status ReleaseLocked(uint64_t grown);
 
+  static constexpr uint64_t kMaxFolio = 2u << 20;  // PMD size on x86-64 and arm64 (4 KiB pages)
+
   const uint64_t allowance_;
   const uint64_t window_;
   mutable std::mutex mu_;

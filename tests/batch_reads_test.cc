@@ -393,5 +393,52 @@ TEST(BatchReadBudget, FilledChunksAndBatchesStayOutOfRssWhereAMappedReaderGrows)
   EXPECT_GT(mapped_growth, 80u << 20) << "the control did not grow; the measurement sees nothing";
 }
 
+// mmap mode's batch of views: exact bytes, indices checked first, refused in
+// pread mode, and the mapped pages under the budget by the kernel's count.
+TEST(MappedViewBatch, ViewsAreExactAndTheBudgetHoldsByTheKernelsCount) {
+  TempDir dir;
+  constexpr uint64_t kValue = 64 << 10;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 1500, kValue);  // ~96 MiB
+  for (CachePolicy cache : {CachePolicy::kExact, CachePolicy::kFill}) {
+    Evict(dir.Sub("db") + "/data.mdb");
+    ReaderOptions o = Options(IoEngine::kAuto, cache);
+    o.mode = AccessMode::kMmap;
+    o.rss_budget = 24u << 20;
+    o.mmap_window = 1u << 20;
+    const uint64_t before = testing::ProcessRssBytes();
+    std::unique_ptr<Reader> r;
+    ASSERT_OK(Reader::Open(dir.Sub("db"), o, &r));
+    std::vector<uint64_t> order = Shuffled(r->size(), 6);
+    uint64_t peak = before;
+    int wrong = 0;
+    for (size_t first = 0; first + 32 <= order.size(); first += 32) {
+      std::vector<RecordView> views(32);
+      ASSERT_OK(r->ViewBatch(order.data() + first, 32, views.data()));
+      for (size_t k = 0; k < 32; ++k) wrong += views[k].bytes() != RecordBytes(order[first + k], kValue);
+      views.clear();
+      peak = std::max(peak, testing::ProcessRssBytes());
+    }
+    EXPECT_EQ(wrong, 0);
+    EXPECT_EQ(r->stats().cache_policy, CachePolicyName(cache));
+    // The governor counts one read late, and the caller's own touches of
+    // the batch's views after the call (each maps the folio around it: up
+    // to 2 MiB where the chunk was filled) until the next read.
+    const uint64_t folio = cache == CachePolicy::kFill ? 2u << 20 : kValue;
+    EXPECT_LT(peak - before, o.rss_budget + 32 * folio + (2u << 20)) << CachePolicyName(cache);
+    EXPECT_GT(r->stats().drops, 0u);
+
+    std::vector<RecordView> views(3);
+    const std::vector<uint64_t> bad = {1, 1500, 2};
+    Status s = r->ViewBatch(bad.data(), bad.size(), views.data());
+    EXPECT_EQ(s.code(), Status::Code::kOutOfRange) << s.ToString();
+    EXPECT_EQ(views[0].size(), 0u) << "nothing is viewed before the indices are checked";
+  }
+  std::unique_ptr<Reader> pread;
+  ASSERT_OK(Reader::Open(dir.Sub("db"), Options(IoEngine::kAuto), &pread));
+  RecordView v;
+  const uint64_t one = 1;
+  EXPECT_EQ(pread->ViewBatch(&one, 1, &v).code(), Status::Code::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace lmdbloader

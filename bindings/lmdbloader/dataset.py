@@ -12,7 +12,10 @@ class LmdbDataset(torch.utils.data.Dataset):
 
     ``decode``: "msgpack" (decoded in C++ into dicts, lists, bytes, ints,
     floats, str), "raw" (the record's bytes) or a callable taking bytes.
-    ``transform`` is applied to the decoded record. ``__getitems__`` fetches a
+    ``views=True`` hands a callable ``decode`` a zero-copy read-only
+    memoryview of the record instead (mode="mmap", which it implies for
+    mode="auto"): no copy out of the page cache, the checksum checked in
+    place. ``transform`` is applied to the decoded record. ``__getitems__`` fetches a
     whole batch in one C++ call (the DataLoader uses it automatically).
     Labels and names stay in the file: use :meth:`column` and :meth:`name`
     instead of Python lists, so forked workers copy nothing on read.
@@ -21,16 +24,23 @@ class LmdbDataset(torch.utils.data.Dataset):
 
     def __init__(self, path, *, rss_budget=None, decode="msgpack", transform=None, mode="auto",
                  lock=False, db=None, index_dir=None, verify_checksums=True, io_engine="auto",
-                 queue_depth=64, cache="auto"):
+                 queue_depth=64, cache="auto", views=False):
         if not (callable(decode) or decode in _DECODERS):
             raise ValueError(f"decode must be 'msgpack', 'raw' or a callable; got {decode!r}")
+        if views and not callable(decode):
+            raise ValueError(f"views=True hands records to a decode callable; decode is {decode!r}")
+        if views and mode == "auto":
+            mode = "mmap"
         if transform is not None and not callable(transform):
             raise TypeError("transform must be callable")
         self.reader = Reader(path, rss_budget=rss_budget, mode=mode, lock=lock, db=db,
                              index_dir=index_dir, verify_checksums=verify_checksums,
                              io_engine=io_engine, queue_depth=queue_depth, cache=cache)
+        if views and self.reader.stats()["mode"] != "mmap":
+            raise ValueError(f"views=True needs mode='mmap'; got mode={mode!r}")
         self.decode = decode
         self.transform = transform
+        self.views = bool(views)
 
     def __len__(self):
         return len(self.reader)
@@ -38,6 +48,8 @@ class LmdbDataset(torch.utils.data.Dataset):
     def __getitem__(self, index):
         if self.decode == "msgpack":
             record = self.reader.decode(index)
+        elif self.views:
+            record = self.decode(self.reader.view(index))
         else:
             record = self.reader[index]
             if callable(self.decode):
@@ -58,7 +70,7 @@ class LmdbDataset(torch.utils.data.Dataset):
             fn = self.transform
         else:
             fn = self._decode_raw
-        return self.reader.apply_batch(indices, fn)
+        return self.reader.apply_batch(indices, fn, views=self.views)
 
     def _decode_raw(self, raw):
         record = self.decode(raw) if callable(self.decode) else raw

@@ -112,13 +112,25 @@ class Reader {
   // Reads `count` records: record indices[k] into dsts[k], each sized by
   // ValueSize. All indices are checked before anything is read. In pread
   // mode the reads are issued together (ReaderOptions::io_engine), up to
-  // queue_depth in flight; the call returns when all are done. On failure
+  // queue_depth in flight; in mmap mode they are prefetched (Prefetch)
+  // before the first is copied. The call returns when all are done. On failure
   // the error is that of the first failing record in batch order.
   Status ReadBatch(const uint64_t* indices, size_t count, char* const* dsts);
 
   // A zero-copy view of record `index` (see record_view.h). Needs mmap mode:
   // InvalidArgument in pread mode.
   Status View(uint64_t index, RecordView* view);
+  // mmap mode: asks for the pages of these records without waiting (the
+  // cache policy's chunk fill, else MADV_WILLNEED). The mapping is
+  // MADV_RANDOM, so touching a cold record faults 4 KiB at a time with one
+  // read in flight; prefetched, a batch's reads overlap. Out-of-range
+  // indices are skipped. Nothing in pread mode, whose batches issue their
+  // reads together anyway.
+  void Prefetch(const uint64_t* indices, size_t count);
+  // Views of `count` records (mmap mode), the batch form of View: Prefetch,
+  // then View each. All indices are checked first; on failure the error is
+  // that of the first failing record in batch order.
+  Status ViewBatch(const uint64_t* indices, size_t count, RecordView* views);
 
   // Key of record `index`.
   Status Key(uint64_t index, std::string* key) const;

@@ -262,3 +262,94 @@ def test_apply_batch_of_large_records_does_not_fault_every_page_in_again(tmp_pat
     applied = faults_per_record(lambda: r.apply_batch(range(24), digest))
     assert applied < 32, (applied, held)
     assert held > 4 * applied, (applied, held)
+
+
+# --- zero-copy views ---------------------------------------------------------
+
+def test_apply_batch_views_hands_fn_exact_read_only_memoryviews(corpus):
+    r = lmdbloader.Reader(corpus, mode="mmap", index_dir="none")
+    order = np.random.default_rng(5).permutation(600).tolist()
+    seen = r.apply_batch(order, lambda v: (type(v), v.readonly, bytes(v)), views=True)
+    assert seen == [(memoryview, True, expected(i)) for i in order]
+    # A view kept past fn stays valid: it holds its mapping, even after close().
+    kept = r.apply_batch([7, 8], lambda v: v, views=True)
+    r.close()
+    assert [bytes(v) for v in kept] == [expected(7), expected(8)]
+
+
+def test_apply_batch_views_refuses_pread_mode_and_checks_indices(corpus):
+    r = lmdbloader.Reader(corpus, index_dir="none")
+    with pytest.raises(ValueError, match="mode='mmap'.*pread"):
+        r.apply_batch([1], len, views=True)
+    m = lmdbloader.Reader(corpus, mode="mmap", index_dir="none")
+    with pytest.raises(IndexError):
+        m.apply_batch([1, 600], len, views=True)
+    with pytest.raises(ZeroDivisionError):
+        m.apply_batch([1], lambda v: 1 / 0, views=True)
+
+
+def test_apply_batch_views_checks_checksums_in_place(tmp_path, corpus):
+    import shutil
+    path = str(tmp_path / "damaged")
+    shutil.copytree(corpus, path)
+    at = int(lmdbloader.Reader(path, index_dir="none").record_positions()[222]) + 7
+    with open(os.path.join(path, "data.mdb"), "r+b") as f:
+        f.seek(at)
+        b = f.read(1)
+        f.seek(at)
+        f.write(bytes([b[0] ^ 1]))
+    r = lmdbloader.Reader(path, mode="mmap", index_dir="none")
+    with pytest.raises(lmdbloader.CorruptedError, match=r"record 222 .*data\.mdb"):
+        r.apply_batch([1, 222, 3], len, views=True)
+    off = lmdbloader.Reader(path, mode="mmap", index_dir="none", verify_checksums=False)
+    assert off.apply_batch([222], bytes, views=True)[0] != expected(222)
+
+
+def test_cold_views_ask_for_the_batch_pages_before_touching_them(corpus):
+    """A cold batch of views asks for all its pages before the first checksum
+    touches one: the touches then find the pages in the page cache (no major
+    fault, getrusage), where faulting each record in would wait for the
+    device page by page (the mapping is MADV_RANDOM)."""
+    import resource
+    page_cache = _page_cache()
+    data = os.path.join(corpus, "data.mdb")
+    for cache in ("exact", "fill"):
+        r = lmdbloader.Reader(corpus, mode="mmap", cache=cache, index_dir="none")
+        page_cache.evict(corpus)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_majflt
+        assert r.apply_batch(range(0, 600, 3), len, views=True) == [5000] * 200
+        major = resource.getrusage(resource.RUSAGE_SELF).ru_majflt - before
+        assert page_cache.cached_bytes(data) >= 200 * 5000
+        assert r.stats()["cache_policy"] == cache
+        if cache == "exact":
+            assert major < 20, major
+        r.close()  # unmaps: mapped pages cannot be evicted
+    # The control: touching the cold records one at a time faults them in.
+    m = lmdbloader.Reader(corpus, mode="mmap", cache="exact", index_dir="none")
+    page_cache.evict(corpus)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_majflt
+    assert [len(m.view(i)) for i in range(0, 600, 3)] == [5000] * 200
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_majflt - before >= 200
+
+
+def test_dataset_views_match_bytes_through_dataloader_workers(corpus):
+    from torch.utils.data import DataLoader
+    digest = lambda raw: (len(raw), bytes(raw[-8:]))  # noqa: E731
+    plain = lmdbloader.LmdbDataset(corpus, decode=digest, index_dir="none")
+    views = lmdbloader.LmdbDataset(corpus, decode=digest, views=True, index_dir="none")
+    assert views.stats()["mode"] == "mmap"
+    assert views[5] == plain[5]
+
+    def load(ds):
+        return [x for b in DataLoader(ds, batch_size=32, num_workers=2, collate_fn=lambda b: b) for x in b]
+    assert load(views) == load(plain)
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    (dict(decode="raw", views=True), "decode callable"),
+    (dict(decode="msgpack", views=True), "decode callable"),
+    (dict(decode=len, views=True, mode="pread"), "mode='mmap'"),
+])
+def test_dataset_views_refuse_what_cannot_take_a_view(corpus, kwargs, error):
+    with pytest.raises(ValueError, match=error):
+        lmdbloader.LmdbDataset(corpus, index_dir="none", **kwargs)
