@@ -12,6 +12,9 @@ For records of 2 KiB, 100 KiB and 1 MiB, in one run:
   warm-up's epoch 1, which also starts the workers, is not compared); the
   three jobs alternate --repeats times and each epoch's median is reported;
 - the page cache each leaves behind (folio sizes from /proc/kpageflags);
+- zero-copy views (LmdbDataset(views=True), mode="mmap") with checksums on
+  and off, beside the default LmdbDataset and py-lmdb in the same DataLoader
+  (100 KiB and 1 MiB; --views-only runs just this and merges it in);
 - LocalitySampler against the perfect shuffle, cold, in a memory cgroup
   smaller than the corpus when one can be made (a corpus bigger than RAM),
   with the shuffle quality of each window.
@@ -159,6 +162,40 @@ def warm_random_pass(path):
     return best
 
 
+# Views keep pages mapped: under a budget of a quarter of the smaller corpus
+# (the default is unbounded), so that they are measured releasing pages.
+VIEWS_BUDGET = "96MiB"
+
+
+def views_study(directory, sizes, repeats):
+    """Cold epoch 1 then epochs 2-3 of large records: the default LmdbDataset
+    (a copy out of the page cache), zero-copy views (rss_budget VIEWS_BUDGET)
+    with checksums on and off, and py-lmdb, alternating, medians of `repeats`
+    runs."""
+    out = {}
+    for name in ("100KiB", "1MiB"):
+        path = os.path.join(directory, name)
+        count = sizes[name][1]
+        out[name] = {}
+        for workers in (2, 8):
+            cold = lambda: page_cache.evict(path)  # noqa: E731
+            jobs = {
+                "pylmdb": lambda: PyLmdbChecksums(path, count),
+                "lmdbloader": lambda: lmdbloader_dataset(path),
+                "views": lambda: lmdbloader_dataset(path, views=True, rss_budget=VIEWS_BUDGET),
+                "views_no_checksums": lambda: lmdbloader_dataset(path, views=True, verify_checksums=False,
+                                                                 rss_budget=VIEWS_BUDGET),
+            }
+            runs = {k: [] for k in jobs}
+            for _ in range(repeats):
+                for k, make in jobs.items():
+                    runs[k].append(dataloader_epochs(make(), workers, 3, cold))
+            out[name][workers] = {k: [statistics.median(e) for e in zip(*v)] for k, v in runs.items()}
+            out[name][workers]["runs"] = runs
+            print("views", name, workers, json.dumps(out[name][workers]), flush=True)
+    return out
+
+
 def page_cache_study(path):
     """What each way of reading a cold corpus leaves in the cache, and how fast a later epoch reads it."""
     data = os.path.join(path, "data.mdb")
@@ -257,6 +294,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smaller corpora, shorter runs")
     ap.add_argument("--repeats", type=int, default=3, help="DataLoader runs per configuration (median)")
     ap.add_argument("--sampler-study", help=argparse.SUPPRESS)  # internal: run inside the cgroup
+    ap.add_argument("--views-only", action="store_true",
+                    help="only the zero-copy views study (corpora already written), merged into the JSON")
     ap.add_argument("--page-cache-only", action="store_true",
                     help="only the page cache study (corpora already written), merged into the JSON")
     args = ap.parse_args()
@@ -265,6 +304,16 @@ def main():
         with open(out_json) as f:
             results = json.load(f)
         results["page_cache"] = page_cache_study(os.path.join(args.dir, "100KiB"))
+        with open(out_json, "w") as f:
+            json.dump(results, f, indent=1)
+        print_tables(results)
+        return
+    if args.views_only:
+        out_json = os.path.join(args.out, "cold_bench.json")
+        with open(out_json) as f:
+            results = json.load(f)
+        os.environ.setdefault("LMDBLOADER_INDEX_DIR", os.path.join(args.dir, "index-cache"))
+        results["views"] = views_study(args.dir, QUICK if args.quick else SIZES, args.repeats)
         with open(out_json, "w") as f:
             json.dump(results, f, indent=1)
         print_tables(results)
@@ -304,6 +353,7 @@ def main():
         print(name, json.dumps(res), flush=True)
     results["page_cache"] = page_cache_study(os.path.join(args.dir, "100KiB"))
     print("page cache", json.dumps(results["page_cache"]), flush=True)
+    results["views"] = views_study(args.dir, sizes, args.repeats)
 
     small = os.path.join(args.dir, "2KiB")
     corpus_bytes = os.path.getsize(os.path.join(small, "data.mdb"))
@@ -348,6 +398,18 @@ def print_tables(results):
                   f"| {' / '.join(f'{x:,.0f}' for x in w[1:])} "
                   f"| {' / '.join(f'{x:,.0f}' for x in p)} | {later / statistics.mean(w[1:]):.2f}x "
                   f"| {later / statistics.mean(p[1:]):.2f}x (epoch 1: {c[0] / p[0]:.1f}x) |")
+    if "views" in results:
+        print("\n| values | workers | epoch | py-lmdb | lmdbloader | views | views, checksums off |")
+        print("|---|---|---|---|---|---|---|")
+        for name, by_workers in results["views"].items():
+            for workers, d in by_workers.items():
+                p = d["pylmdb"]
+                for label, e in (("1 (cold)", [0]), ("2-3", [1, 2])):
+                    def cell(k):
+                        v = statistics.mean(d[k][i] for i in e)
+                        return f"{v:,.0f} ({v / statistics.mean(p[i] for i in e):.2f}x)"
+                    print(f"| {name} | {workers} | {label} | {statistics.mean(p[i] for i in e):,.0f} "
+                          f"| {cell('lmdbloader')} | {cell('views')} | {cell('views_no_checksums')} |")
     print("\n| how the cold 100 KiB corpus was read | folios left | later epoch (GB/s) |")
     print("|---|---|---|")
     for name, r in results["page_cache"].items():

@@ -127,6 +127,16 @@ uint64_t ProcessRssBytes() {
   return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
+uint64_t ProcessFileRssBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  unsigned long long size = 0, resident = 0, shared = 0;
+  if (f) {
+    if (std::fscanf(f, "%llu %llu %llu", &size, &resident, &shared) != 3) shared = 0;
+    std::fclose(f);
+  }
+  return shared * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
 int RunUnprivileged(const std::function<int()>& body) {
   pid_t pid = ::fork();
   if (pid < 0) return 97;

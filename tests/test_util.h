@@ -63,6 +63,9 @@ int RunUnprivileged(const std::function<int()>& body);
 
 // The kernel's count for this process, read directly from /proc/self/statm.
 uint64_t ProcessRssBytes();
+// File-backed and shared resident bytes of this process (statm's third field):
+// the mapped pages of data files, without the heap (which sanitizers grow).
+uint64_t ProcessFileRssBytes();
 
 }  // namespace lmdbloader::testing
 
