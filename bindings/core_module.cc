@@ -204,6 +204,12 @@ std::vector<uint64_t> Positions(const Reader& r, const py::iterable& indices) {
   return out;
 }
 
+std::vector<uint64_t> ValueSizes(const Reader& r, const std::vector<uint64_t>& pos) {
+  std::vector<uint64_t> sizes(pos.size());
+  for (size_t k = 0; k < pos.size(); ++k) ThrowIfError(r.ValueSize(pos[k], &sizes[k]));
+  return sizes;
+}
+
 // An uninitialized bytes object of `size` bytes, to be read into at *data.
 py::object NewBytes(uint64_t size, char** data) {
   PyObject* obj = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
@@ -251,8 +257,7 @@ size_t ChunkEnd(const std::vector<uint64_t>& sizes, size_t first, uint64_t* tota
 
 py::list DecodeBatch(Reader& r, const py::iterable& indices, const py::object& transform) {
   std::vector<uint64_t> pos = Positions(r, indices);
-  std::vector<uint64_t> sizes(pos.size());
-  for (size_t k = 0; k < pos.size(); ++k) ThrowIfError(r.ValueSize(pos[k], &sizes[k]));
+  std::vector<uint64_t> sizes = ValueSizes(r, pos);
   py::list out(pos.size());
   std::vector<char*> dsts;
   for (size_t first = 0; first < pos.size();) {
@@ -283,8 +288,7 @@ py::list DecodeBatch(Reader& r, const py::iterable& indices, const py::object& t
 // every record's pages fault in again (about 255 faults a MiB).
 py::list ApplyBatch(Reader& r, const py::iterable& indices, const py::object& fn) {
   std::vector<uint64_t> pos = Positions(r, indices);
-  std::vector<uint64_t> sizes(pos.size());
-  for (size_t k = 0; k < pos.size(); ++k) ThrowIfError(r.ValueSize(pos[k], &sizes[k]));
+  std::vector<uint64_t> sizes = ValueSizes(r, pos);
   py::list out(pos.size());
   std::vector<py::object> chunk;
   std::vector<char*> dsts;
@@ -317,14 +321,13 @@ py::list ApplyBatch(Reader& r, const py::iterable& indices, const py::object& fn
 // and handed at once to fn as a read-only memoryview. No copy is made:
 // against a copy out of the page cache (pread or memcpy) this saves one pass
 // over the record's bytes, which for large records is most of the work
-// (bench/warm_paths.py). One record at a time, so that fn's touches are
+// (bench/cold_bench.py --views-only). One record at a time, so that fn's touches are
 // counted by the governor at the next record and the bytes are still in the
 // CPU cache when fn reads them. A view stays valid as long as it is
 // referenced (it keeps its mapping).
 py::list ApplyBatchViews(Reader& r, const py::iterable& indices, const py::object& fn) {
   std::vector<uint64_t> pos = Positions(r, indices);
-  std::vector<uint64_t> sizes(pos.size());
-  for (size_t k = 0; k < pos.size(); ++k) ThrowIfError(r.ValueSize(pos[k], &sizes[k]));
+  std::vector<uint64_t> sizes = ValueSizes(r, pos);
   {
     py::gil_scoped_release release;
     r.Prefetch(pos.data(), pos.size());

@@ -31,13 +31,13 @@ class LmdbDataset(torch.utils.data.Dataset):
             raise ValueError(f"views=True hands records to a decode callable; decode is {decode!r}")
         if views and mode == "auto":
             mode = "mmap"
+        if views and mode != "mmap":
+            raise ValueError(f"views=True needs mode='mmap'; got mode={mode!r}")
         if transform is not None and not callable(transform):
             raise TypeError("transform must be callable")
         self.reader = Reader(path, rss_budget=rss_budget, mode=mode, lock=lock, db=db,
                              index_dir=index_dir, verify_checksums=verify_checksums,
                              io_engine=io_engine, queue_depth=queue_depth, cache=cache)
-        if views and self.reader.stats()["mode"] != "mmap":
-            raise ValueError(f"views=True needs mode='mmap'; got mode={mode!r}")
         self.decode = decode
         self.transform = transform
         self.views = bool(views)

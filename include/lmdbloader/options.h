@@ -120,7 +120,7 @@ struct ReaderOptions {
 
   // What reads leave in the page cache. Default: kAuto. In mmap mode the
   // policy applies to batches (ReadBatch, ViewBatch, Prefetch: chunk fill or
-  // MADV_WILLNEED before the records are touched), and kDrop acts as kExact,
+  // POSIX_FADV_WILLNEED before the records are touched), and kDrop acts as kExact,
   // since a view may outlive the read. There a touch maps the whole folio
   // around it: after a fill, 2 MiB of RSS per record touched (with one
   // fault), which the governor releases at the next read.

@@ -121,7 +121,7 @@ class Reader {
   // InvalidArgument in pread mode.
   Status View(uint64_t index, RecordView* view);
   // mmap mode: asks for the pages of these records without waiting (the
-  // cache policy's chunk fill, else MADV_WILLNEED). The mapping is
+  // cache policy's chunk fill, else POSIX_FADV_WILLNEED). The mapping is
   // MADV_RANDOM, so touching a cold record faults 4 KiB at a time with one
   // read in flight; prefetched, a batch's reads overlap. Out-of-range
   // indices are skipped. Nothing in pread mode, whose batches issue their
