@@ -457,6 +457,13 @@ PYBIND11_MODULE(_core, m) {
     for (const auto& n : names) out.append(py::bytes(n));
     return out;
   });
+  m.def("leaf_layout", [](const std::string& path, const std::string& db) {
+    LeafLayout layout;
+    ThrowIfError(ReadLeafLayout(path, db, &layout));
+    py::dict dups;
+    for (const auto& [key, starts] : layout.dup_page_starts) dups[py::int_(key)] = py::cast(starts);
+    return py::make_tuple(py::cast(layout.key_page_starts), dups);
+  });
   m.def("lmdb_version", [] {
     int major = 0, minor = 0, patch = 0;
     LmdbVersion(&major, &minor, &patch);

@@ -45,6 +45,33 @@ Status ListNamedDatabases(const std::string& path, std::vector<std::string>* nam
   });
 }
 
+Status ReadLeafLayout(const std::string& path, const std::string& db_name, LeafLayout* layout) {
+  *layout = LeafLayout{};
+  bool shard_set = false;
+  std::vector<ShardEntry> parts;
+  LMDBLOADER_RETURN_IF_ERROR(ReadShardList(path, &shard_set, &parts));
+  if (shard_set) return Status::InvalidArgument(path + " is a shard set: its parts have leaf pages of their own");
+  DataLocation location;
+  LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(path, &location));
+  std::unique_ptr<LmdbEnv> env;
+  LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(location, false, db_name, &env));
+  uint64_t keys = 0;  // key nodes seen
+  uint64_t leaf = 0, dup_leaf = 0;
+  return env->file().Walk(env->meta(), env->tree(), [&](const LmdbItem& item) {
+    if (item.dup_index == 0) {
+      if (keys > 0 && item.leaf_pgno != leaf) layout->key_page_starts.push_back(keys);
+      leaf = item.leaf_pgno;
+      ++keys;
+    } else if (item.dup_leaf_pgno != dup_leaf) {
+      if (layout->dup_page_starts.empty() || layout->dup_page_starts.back().first != keys - 1)
+        layout->dup_page_starts.emplace_back(keys - 1, std::vector<uint64_t>{});
+      layout->dup_page_starts.back().second.push_back(item.dup_index);
+    }
+    dup_leaf = item.dup_leaf_pgno;
+    return Status::OK();
+  });
+}
+
 void LmdbVersion(int* major, int* minor, int* patch) { mdb_version(major, minor, patch); }
 
 Status CheckPages(const std::string& path, const std::string& db_name, std::vector<std::string>* problems) {

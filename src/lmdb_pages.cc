@@ -109,6 +109,7 @@ struct LmdbFile::WalkState {
   LmdbTree tree;
   bool dup_tree = false;        // a sub-tree of duplicates: its keys are values
   std::string_view outer_key;   // the key whose duplicates a dup tree holds
+  uint64_t outer_pgno = 0;      // the leaf page of that key's node
   uint64_t items = 0;
   std::string prev;             // previous key (or duplicate) of this tree
   bool have_prev = false;
@@ -364,6 +365,9 @@ Status LmdbFile::VisitLeaf(WalkState& st, const char* page, uint64_t pgno) {
       item.value = dup;
       item.value_offset = page_offset + kHeaderSize + i * ks;
       item.value_size = ks;
+      item.leaf_pgno = st.outer_pgno;
+      item.dup_leaf_pgno = pgno;
+      item.dup_index = st.items;
       ++st.items;
       LMDBLOADER_RETURN_IF_ERROR(st.visit(item));
     }
@@ -422,11 +426,15 @@ Status LmdbFile::VisitLeaf(WalkState& st, const char* page, uint64_t pgno) {
       item.value = std::string_view(node + kNodeSize + ksize, dsize);
       item.named_database = flags & kNodeSubData;
     }
+    item.leaf_pgno = pgno;
     if (st.dup_tree) {
       item.value = key;
       item.value_offset = page_offset + ptr + kNodeSize;
       item.value_size = ksize;
       item.key = st.outer_key;
+      item.leaf_pgno = st.outer_pgno;
+      item.dup_leaf_pgno = pgno;
+      item.dup_index = st.items;
     }
     ++st.items;
     LMDBLOADER_RETURN_IF_ERROR(st.visit(item));
@@ -444,6 +452,7 @@ Status LmdbFile::VisitDuplicates(WalkState& st, std::string_view key, const char
   std::string outer(key);
   st.dup_tree = true;
   st.outer_key = outer;
+  st.outer_pgno = pgno;
   st.have_prev = false;
   st.items = 0;
   Status s;
@@ -499,6 +508,8 @@ Status LmdbFile::VisitDuplicates(WalkState& st, std::string_view key, const char
       item.value = dup;
       item.value_offset = data_offset + at;
       item.value_size = dup.size();
+      item.leaf_pgno = pgno;
+      item.dup_index = i;
       ++st.items;
       s = st.visit(item);
     }

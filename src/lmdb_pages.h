@@ -80,6 +80,14 @@ struct LmdbItem {
   std::string_view value;        // the value's bytes when they sit in a tree page, else empty
   bool on_overflow_pages = false;
   bool named_database = false;   // the value is the header of a named database (F_SUBDATA)
+  // Where the item sits, for callers that follow LMDB's cursor from page to
+  // page: the leaf page of its key node, the duplicate's leaf page in a tree
+  // of duplicates of its own (0 when the duplicates sit inside the key node
+  // or there are none), and the duplicate's index within its key (0 for the
+  // first, and for every item of a database without MDB_DUPSORT).
+  uint64_t leaf_pgno = 0;
+  uint64_t dup_leaf_pgno = 0;
+  uint64_t dup_index = 0;
 };
 
 class LmdbFile {

@@ -3,11 +3,13 @@
 // edits and random mutations end in a Corruption status, never a crash (this
 // suite runs under ASan + UBSan in CI).
 #include "lmdb_pages.h"
+#include "lmdbloader/inspect.h"
 
 #include <fcntl.h>
 #include <lmdb.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -123,6 +125,34 @@ TEST(LmdbPagesTest, WalkMatchesLiblmdbCursorOnEveryKindOfTree) {
     Pairs expected = CursorPairs(dir.Sub("db"), c.db_name);
     ASSERT_EQ(walked.size(), expected.size());
     EXPECT_TRUE(walked == expected) << "the walk differs from liblmdb's cursor";
+  }
+}
+
+// Every leaf page of a tree without duplicates begins one run of keys: the
+// runs add up to LMDB's own count of leaf pages. Duplicates that outgrow their
+// node get a tree of their own, with runs of their own. (Where liblmdb's
+// cursor lands at those page starts is compared with py-lmdb's in
+// tests/python/test_compat_differential.py.)
+TEST(LmdbPagesTest, LeafLayoutFindsEveryLeafPage) {
+  for (const TreeCase& c : Cases()) {
+    if (c.records.empty() || !c.db_name.empty()) continue;
+    SCOPED_TRACE(c.name);
+    TempDir dir;
+    testing::WriteLmdb(dir.Sub("db"), c.records, c.db_name, false, c.flags);
+    LeafLayout layout;
+    ASSERT_OK(ReadLeafLayout(dir.Sub("db"), c.db_name, &layout));
+    EXPECT_TRUE(std::is_sorted(layout.key_page_starts.begin(), layout.key_page_starts.end()));
+    if (!(c.flags & MDB_DUPSORT)) {
+      DatabaseInfo info;
+      ASSERT_OK(InspectDatabase(dir.Sub("db"), c.db_name, &info));
+      EXPECT_EQ(layout.key_page_starts.size() + 1, info.leaf_pages);
+      EXPECT_TRUE(layout.dup_page_starts.empty());
+    } else if (std::string(c.name) == "dupsort_subtrees") {
+      ASSERT_EQ(layout.dup_page_starts.size(), 5u);  // each of its 5 keys has 900 duplicates: ~11 pages each
+      for (const auto& [key, starts] : layout.dup_page_starts) EXPECT_GE(starts.size(), 8u) << "key " << key;
+    } else if (std::string(c.name) == "dupsort_subpages") {
+      EXPECT_TRUE(layout.dup_page_starts.empty());  // 3 duplicates per key fit in the node
+    }
   }
 }
 

@@ -459,6 +459,12 @@ class Cursor:
         self._eof = False    # LMDB's C_EOF
         self._g = 0          # the key node (group of duplicates); _groups: past the end
         self._d = None       # the duplicate within it; None: sub-cursor not initialized
+        # A failed lookup whose insertion point begins a leaf page leaves
+        # LMDB's cursor past the last node of the page before (and its
+        # sub-cursor likewise, in a tree of duplicates): _g (_d) is then the
+        # node its next move reaches, not the one it sits on.
+        self._page_end = False
+        self._dup_page_end = False
         self._valid = False  # py-lmdb's "positioned"
         self._nokey = False  # key() is b"" (MDB_FIRST_DUP/LAST_DUP after a failed move)
         self._last_mutation = txn._mutations
@@ -481,6 +487,7 @@ class Cursor:
 
     def _hit(self, g, d):
         self._init, self._eof, self._g, self._d, self._valid = True, False, g, d, True
+        self._page_end = self._dup_page_end = False
         self._nokey = False
         self._last_mutation = self.txn._mutations
         return True
@@ -549,10 +556,10 @@ class Cursor:
             raise IncompatibleError(f"mdb_cursor_count: {_INCOMPATIBLE}")
         if not self._init:
             raise InvalidParameterError("mdb_cursor_count: Invalid argument")
-        if self._g >= self._groups:
-            # Past the last key node: liblmdb answers NOTFOUND at the end of
-            # the file, and otherwise reads the slot after the last node,
-            # which carries no duplicates.
+        if self._g >= self._groups or self._page_end:
+            # Past the last key node of a page: liblmdb answers NOTFOUND at
+            # the end of the file, and otherwise reads the slot after the last
+            # node, which carries no duplicates.
             if self._eof:
                 raise NotFoundError(f"mdb_cursor_count: {_NOTFOUND}")
             return 1
@@ -566,11 +573,13 @@ class Cursor:
     def first(self):
         self._check()
         self._d = None
+        self._page_end = self._dup_page_end = False
         return self._hit(0, 0) if self._groups else self._miss()
 
     def last(self):
         self._check()
         self._d = None
+        self._page_end = self._dup_page_end = False
         return self._hit(self._groups - 1, self._ndups(self._groups - 1) - 1) if self._groups else self._miss()
 
     def _next(self, op):
@@ -580,11 +589,20 @@ class Cursor:
             if self._g >= self._groups - 1:
                 return self._miss()
             self._eof = False
+        if self._page_end:
+            # Past the last node of a page: the slot read there carries no
+            # duplicates, and the move goes on to the next page's first node.
+            self._d = None
+            if self._dupsort and op == self._NEXT_DUP:
+                return self._miss()
+            return self._hit(self._g, 0)
         if self._dupsort and self._g < self._groups:
             if self._ndups(self._g) > 1:
                 if op in (self._NEXT, self._NEXT_DUP):
                     if self._d is None:
                         return self._hit(self._g, 0)
+                    if self._dup_page_end:
+                        return self._hit(self._g, self._d)
                     if self._d + 1 < self._ndups(self._g):
                         return self._hit(self._g, self._d + 1)
                     if op == self._NEXT_DUP:
@@ -602,7 +620,7 @@ class Cursor:
     def _prev(self, op):
         if not self._init:
             return self.last()
-        if self._dupsort and self._g < self._groups:
+        if self._dupsort and self._g < self._groups and not self._page_end:
             if self._ndups(self._g) > 1:
                 if op in (self._PREV, self._PREV_DUP):
                     if self._d is None:
@@ -652,7 +670,7 @@ class Cursor:
             if not self._init:
                 raise InvalidParameterError("mdb_cursor_get: Invalid argument")
             raise IncompatibleError(f"mdb_cursor_get: {_INCOMPATIBLE}")
-        if self._g >= self._groups:
+        if self._g >= self._groups or self._page_end:
             return self._miss()
         n = self._ndups(self._g)
         if n > 1 and self._d is None:  # duplicates, but the sub-cursor is not on them
@@ -676,11 +694,14 @@ class Cursor:
         """MDB_SET / MDB_SET_RANGE: the key node found, or None with LMDB's
         cursor left at the insertion point."""
         self._d = None
+        self._page_end = self._dup_page_end = False
         if not self._groups:
             return None
         g = self._lower_group(key)
         if g < self._groups and (not exact or self._group_key(g) == key):
             return g
+        if exact and 0 < g < self._groups and g in _leaf_layout(self.db)[0]:
+            self._page_end = True
         # Past the last key an initialized cursor keeps its end flag (liblmdb
         # answers from the page it is on); otherwise the search clears it.
         if g < self._groups or not self._init:
@@ -722,6 +743,13 @@ class Cursor:
         d = self._lower_dup(g, value)
         if d < self._ndups(g) and (not exact or self._r[self._starts[g] + d] == value):
             return self._hit(g, d)
+        if self._ndups(g) > 1:
+            # The sub-cursor's own search initialized it at the insertion
+            # point (the end when every duplicate is smaller): later
+            # first_dup/last_dup/count answer and next_dup/prev_dup move from
+            # there.
+            self._d = d
+            self._dup_page_end = 0 < d < self._ndups(g) and d in _leaf_layout(self.db)[1].get(g, ())
         return self._miss()
 
     def set_key_dup(self, key, value):
@@ -849,6 +877,17 @@ def _order(key, integer, reverse):
     if integer:
         return int.from_bytes(key, sys.byteorder)
     return key[::-1] if reverse else key
+
+
+def _leaf_layout(db):
+    """Where db's leaf pages begin (cached per database): the keys that begin
+    one, and per key with a tree of duplicates, the duplicates that begin one.
+    Read only when a failed lookup needs it: one walk of the tree."""
+    layout = getattr(db, "_layout", None)
+    if layout is None:
+        keys, dups = _core.leaf_layout(db._env._path, db.name or b"")
+        layout = db._layout = (frozenset(keys), {g: frozenset(d) for g, d in dups.items()})
+    return layout
 
 
 def _group_starts(db):

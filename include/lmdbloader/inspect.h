@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lmdbloader/status.h"
@@ -33,6 +34,26 @@ Status InspectDatabase(const std::string& path, const std::string& db_name, Data
 // Names of the named databases of `path` (entries of its main tree flagged
 // as such). Walks the whole main tree: call it when the names are needed.
 Status ListNamedDatabases(const std::string& path, std::vector<std::string>* names);
+
+// Where the leaf pages of one database begin, in LMDB's order. liblmdb's
+// cursor moves page by page: after a failed exact lookup whose insertion point
+// is the first node of a leaf page, the cursor sits past the last node of the
+// page before it, and its next move lands on that node rather than the one
+// after it. py-lmdb compatibility (lmdbloader.compat) reproduces that.
+struct LeafLayout {
+  // Indices of the keys (key nodes; one per key in a MDB_DUPSORT database)
+  // that begin a leaf page, the first page's excepted.
+  std::vector<uint64_t> key_page_starts;
+  // For each key whose duplicates fill a tree of their own: the key's index
+  // and the indices of its duplicates that begin a leaf page of that tree,
+  // the first excepted.
+  std::vector<std::pair<uint64_t, std::vector<uint64_t>>> dup_page_starts;
+};
+
+// Walks `db_name` (main database when empty) of the LMDB at `path` with the
+// checked page reader. Errors as for Reader::Open; a shard set is refused
+// (InvalidArgument): its parts are separate trees.
+Status ReadLeafLayout(const std::string& path, const std::string& db_name, LeafLayout* layout);
 
 // liblmdb's version, as mdb_version() reports it.
 void LmdbVersion(int* major, int* minor, int* patch);

@@ -6,6 +6,7 @@ import os
 import pickle
 import shutil
 import struct
+import sys
 import tempfile
 
 import pytest
@@ -165,6 +166,11 @@ def run_isolated(path, kind, ops, buffers, direct):
     return pickle.loads(data)
 
 
+# Errors py-lmdb raises on intact files when liblmdb reads stale cursor
+# state: faults of the oracle, which compat does not copy (see below).
+ORACLE_FAULTS = {("raised", "BadDbiError"), ("raised", "CorruptedError"), ("raised", "PageNotFoundError")}
+
+
 # derandomize: the same examples in every run, so a CI failure reproduces.
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=os.environ.get("COMPAT_DIFF_RANDOM") is None,
           suppress_health_check=list(HealthCheck))
@@ -188,8 +194,7 @@ def test_compat_matches_pylmdb_on_random_read_only_operations(data, spec):
         # MDB_PAGE_NOTFOUND (liblmdb's sub-cursor used after a failed lookup
         # left it uninitialized: it reads stale state): faults of the oracle,
         # which compat does not copy. Such examples are skipped.
-        faults = {("raised", "BadDbiError"), ("raised", "CorruptedError"), ("raised", "PageNotFoundError")}
-        assume(not any(e[1:] in faults for e in expected if e[1] == "raised"))
+        assume(not any(e[1:] in ORACLE_FAULTS for e in expected if e[1] == "raised"))
         got = run(compat, path, kind, ops, buffers, direct)
         def short(x):
             return repr(x) if len(repr(x)) < 120 else repr(x)[:60] + "..." + repr(x)[-40:]
@@ -199,3 +204,165 @@ def test_compat_matches_pylmdb_on_random_read_only_operations(data, spec):
         assert len(got) == len(expected)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# The generated databases above fit one leaf page. Trees of several levels,
+# duplicates that outgrow their node into a sub-database of their own and
+# fixed-size duplicates on LEAF2 pages are what real datasets hold: the same
+# comparison over them, with seeded random operations.
+BIG_TREES = {
+    "main": lambda rng: [(rng.randbytes(rng.randint(1, 60)), rng.randbytes(rng.choice((8, 200, 3000, 9000))))
+                         for _ in range(4000)],
+    "integerkey": lambda rng: [(struct.pack("=Q", rng.getrandbits(rng.choice((8, 32, 63)))), rng.randbytes(100))
+                               for _ in range(4000)],
+    "reverse_key": lambda rng: [(rng.randbytes(rng.randint(1, 40)), rng.randbytes(50)) for _ in range(3000)],
+    "dupsort": lambda rng: ([(b"big", rng.randbytes(rng.randint(1, 300))) for _ in range(3000)]
+                            + [(rng.randbytes(rng.randint(1, 20)), rng.randbytes(rng.randint(1, 100)))
+                               for _ in range(2000)]),
+    "dupsort_integerdup": lambda rng: ([(b"many", struct.pack("=Q", rng.getrandbits(40))) for _ in range(5000)]
+                                       + [(rng.randbytes(4), struct.pack("=Q", rng.getrandbits(20)))
+                                          for _ in range(1500)]),
+}
+
+
+def big_tree_operations(rng, records, count, integer):
+    """Random operations whose keys are mostly stored ones or neighbours of
+    them, so that set_range and set_key land inside the tree. Integer keys
+    keep their size (liblmdb reads 8 bytes of any key it compares)."""
+    keys = [k for k, _ in records]
+    values = [v for _, v in records]
+
+    def probe():
+        k = rng.choice(keys)
+        roll = rng.random()
+        if roll < 0.5:
+            return k
+        if roll < 0.8 or integer:
+            return k[:-1] + bytes([(k[-1] + rng.choice((-1, 1))) % 256]) if len(k) > 1 else k + b"\x00"
+        return k + b"\x00"
+
+    moves = ["first", "last", "next", "prev", "next_nodup", "prev_nodup", "next_dup", "prev_dup", "first_dup",
+             "last_dup", "item", "count"]
+    ops = []
+    for _ in range(count):
+        roll = rng.random()
+        if roll < 0.45:
+            ops.append((rng.choice(moves),))
+        elif roll < 0.75:
+            ops.append((rng.choice(["set_key", "set_range", "get"]), probe()))
+        elif roll < 0.85:
+            ops.append((rng.choice(["set_key_dup", "set_range_dup"]), probe(), rng.choice(values)))
+        elif roll < 0.92:
+            ops.append(("getmulti", [probe() for _ in range(3)], rng.random() < 0.5))
+        else:
+            ops.append((rng.choice(["iternext", "iterprev", "iternext_dup", "iternext_nodup", "iterprev_dup",
+                                    "iterprev_nodup"]), rng.randint(0, 40)))
+    return ops + [("txn_stat",), ("env_stat",)]
+
+
+@pytest.mark.parametrize("kind", sorted(BIG_TREES))
+def test_compat_matches_pylmdb_on_trees_of_several_levels(kind, tmp_path):
+    import random
+    rng = random.Random(kind)
+    records = BIG_TREES[kind](rng)
+    path = str(tmp_path / "db")
+    named = kind != "main"
+    with lmdb.open(path, map_size=1 << 28, max_dbs=2) as env:
+        db = env.open_db(b"db", **KINDS[kind]) if named else None
+        with env.begin(write=True, db=db) as txn:
+            for k, v in records:
+                txn.put(k, v, db=db)
+        with env.begin(db=db) as txn:
+            depth = txn.stat(db)["depth"] if db is not None else txn.stat()["depth"]
+    assert depth >= 2, "the tree must have branch pages"
+
+    def walk(module, reverse):
+        env = module.open(path, readonly=True, lock=False, max_dbs=2,
+                          **({"index_dir": "none"} if module is compat else {}))
+        try:
+            db = env.open_db(b"db", **KINDS[kind]) if named else None
+            with env.begin(db=db) as txn:
+                cur = txn.cursor()
+                return list(cur.iterprev() if reverse else cur.iternext()), cur.count() if kind.startswith("dupsort") else None
+        finally:
+            env.close()
+
+    for reverse in (False, True):
+        assert walk(compat, reverse) == walk(lmdb, reverse)
+    sequences = [big_tree_operations(random.Random(seed), records, 150, kind == "integerkey") for seed in range(6)]
+    sequences += page_boundary_operations(path, kind)
+    for i, ops in enumerate(sequences):
+        buffers = i % 2 == 1
+        expected = run_isolated(path, kind, ops, buffers, direct=False)
+        if expected is None:
+            continue  # the oracle crashed on this sequence
+        got = run(compat, path, kind, ops, buffers, direct=False)
+        for e, g in zip(expected, got):
+            if e[1] == "raised" and e[1:] in ORACLE_FAULTS:
+                break  # liblmdb read stale state: what follows is not compared
+            assert g == e, f"{kind} sequence {i}: op {e[0]!r:.120}: py-lmdb {e[1:]!r:.200}, compat {g[1:]!r:.200}"
+        assert len(got) == len(expected)
+
+
+def page_boundary_operations(path, kind):
+    """Sequences that miss a key (or a duplicate) falling between two leaf
+    pages, then move: where liblmdb's cursor is left depends on the pages.
+    In a MDB_DUPSORT database, liblmdb's next moves and count() from there
+    read the unused slot after the page's last node (whatever bytes the page
+    holds there): those are not probed."""
+    from lmdbloader import _core
+    from lmdbloader.compat import _order
+    named = kind != "main"
+    flags = KINDS[kind]
+    dupsort = flags.get("dupsort", False)
+
+    def after(k, integer, reverse):
+        """The smallest key of the same kind that sorts after k."""
+        if integer:
+            v = int.from_bytes(k, sys.byteorder) + 1
+            return v.to_bytes(len(k), sys.byteorder) if v < 2 ** (8 * len(k)) else None
+        return b"\x00" + k if reverse else k + b"\x00"
+
+    def before(a, b, integer, reverse):
+        return a is not None and len(a) <= 511 and _order(a, integer, reverse) < _order(b, integer, reverse)
+
+    keys_on_pages, dups_on_pages = _core.leaf_layout(path, "db" if named else "")
+    env = lmdb.open(path, readonly=True, lock=False, max_dbs=2)
+    db = env.open_db(b"db", **flags) if named else None
+    moves = [("prev",), ("prev_dup",), ("prev_nodup",), ("first_dup",), ("last_dup",), ("item",)]
+    if not dupsort:
+        moves += [("next",), ("next_nodup",)]
+    sequences = []
+    with env.begin(db=db) as txn:
+        keys = list(txn.cursor().iternext_nodup())
+        ik, rk = flags.get("integerkey", False), flags.get("reverse_key", False)
+        probed = 0
+        for g in sorted(keys_on_pages):
+            between = after(keys[g - 1], ik, rk)
+            if not before(between, keys[g], ik, rk):
+                continue  # no key sorts between the two pages' keys
+            probed += 1
+            if probed > 8:
+                break
+            for move in moves:
+                sequences.append([("set_key", between), move, ("item",), ("prev",), ("item",)])
+                if dupsort:
+                    sequences.append([("set_key_dup", between, keys[0]), move, ("item",)])
+        idup = flags.get("integerdup", False)
+        for g, starts in list(dups_on_pages.items())[:2]:
+            cur = txn.cursor()
+            cur.set_key(keys[g])
+            dups = list(cur.iternext_dup())
+            probed = 0
+            for d in sorted(starts):
+                between = after(dups[d - 1], idup, False)
+                if not before(between, dups[d], idup, False):
+                    continue
+                probed += 1
+                if probed > 4:
+                    break
+                for move in moves + [("next",), ("next_dup",), ("next_nodup",), ("count",)]:
+                    sequences.append([("set_key_dup", keys[g], between), move, ("item",), move, ("item",)])
+    env.close()
+    assert sequences, "no page boundary to probe"
+    return sequences
