@@ -347,6 +347,8 @@ py::list ApplyBatchViews(Reader& r, const py::iterable& indices, const py::objec
     PyObject* mv = PyMemoryView_FromObject(holder.ptr());
     if (!mv) throw py::error_already_set();
     out[k] = fn(py::reinterpret_steal<py::object>(mv));
+    // fn read the mapping: zeros, not the file's bytes, if the file shrank meanwhile.
+    ThrowIfError(r.CheckMappings());
   }
   return out;
 }
@@ -571,6 +573,7 @@ PYBIND11_MODULE(_core, m) {
         ThrowIfError(r.ValueSize(Position(r, i), &size));
         return size;
       })
+      .def("check_mappings", [](const Reader& r) { ThrowIfError(r.CheckMappings()); })
       .def("view", [](Reader& r, const py::object& i) {
         RecordView v;
         ThrowIfError(r.View(Position(r, i), &v));

@@ -1,5 +1,7 @@
 // Mapping: one read-only shared mapping of a data file, unmapped when the
-// last owner (the Reader or a RecordView) lets go.
+// last owner (the Reader or a RecordView) lets go. It is guarded
+// (fault_guard.h): a read past the end of a file that shrank since it was
+// mapped finds zeros and marks the mapping, where it would raise SIGBUS.
 #ifndef LMDBLOADER_SRC_MAPPING_H_
 #define LMDBLOADER_SRC_MAPPING_H_
 
@@ -19,11 +21,15 @@ class Mapping {
   Mapping& operator=(const Mapping&) = delete;
   const char* data() const { return data_; }
   uint64_t size() const { return size_; }
+  // Whether a read reached past the end of the file since it was mapped:
+  // then bytes read from the mapping since may be zeros, not the file's.
+  bool shrank() const;
 
  private:
-  Mapping(const char* data, uint64_t size) : data_(data), size_(size) {}
+  Mapping(const char* data, uint64_t size, int guard) : data_(data), size_(size), guard_(guard) {}
   const char* data_;
   uint64_t size_;
+  int guard_;  // fault guard handle; -1: unguarded
 };
 
 }  // namespace lmdbloader

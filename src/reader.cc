@@ -390,6 +390,7 @@ Status Reader::CopyOut(Part& part, uint64_t local, char* dst) {
   } else {
     std::shared_ptr<Mapping> map = std::atomic_load(&part.map);
     std::memcpy(dst, map->data() + offset, size);
+    if (map->shrank()) return ShrankUnderMapping(part);
     LMDBLOADER_RETURN_IF_ERROR(NoteMapped(part, offset, size));
   }
   LMDBLOADER_RETURN_IF_ERROR(VerifyRecord(part, local, dst, size));
@@ -476,7 +477,9 @@ Status Reader::View(uint64_t index, RecordView* view) {
   // through earlier views: a caller's touches are bounded one read late.
   LMDBLOADER_RETURN_IF_ERROR(NoteMapped(*part, offset, size));
   std::shared_ptr<Mapping> map = std::atomic_load(&part->map);
-  LMDBLOADER_RETURN_IF_ERROR(VerifyRecord(*part, local, map->data() + offset, size));
+  Status verified = VerifyRecord(*part, local, map->data() + offset, size);
+  if (map->shrank()) return ShrankUnderMapping(*part);
+  LMDBLOADER_RETURN_IF_ERROR(verified);
   *view = RecordView(map->data() + offset, size, map);
   records_read_.fetch_add(1, std::memory_order_relaxed);
   bytes_read_.fetch_add(size, std::memory_order_relaxed);
@@ -508,6 +511,23 @@ Status Reader::ViewBatch(const uint64_t* indices, size_t count, RecordView* view
     if (indices[k] >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, indices[k], size_));
   Prefetch(indices, count);
   for (size_t k = 0; k < count; ++k) LMDBLOADER_RETURN_IF_ERROR(View(indices[k], &views[k]));
+  return Status::OK();
+}
+
+Status Reader::ShrankUnderMapping(const Part& part) const {
+  struct stat st;
+  std::string now = ::fstat(part.fd, &st) == 0 ? std::to_string(st.st_size) + " bytes now" : "size unknown now";
+  return Status::IOError(part.location.data_path + ": the file shrank under its mapping (" +
+                         std::to_string(part.index.identity.size) + " bytes when opened, " + now +
+                         "): a read reached past its end (it is being rewritten or was truncated); reopen it");
+}
+
+Status Reader::CheckMappings() const {
+  if (mode_ != AccessMode::kMmap) return Status::OK();
+  for (const auto& p : parts_) {
+    std::shared_ptr<Mapping> map = std::atomic_load(&p->map);
+    if (map && map->shrank()) return ShrankUnderMapping(*p);
+  }
   return Status::OK();
 }
 

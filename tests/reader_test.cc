@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <lmdb.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -342,6 +343,57 @@ TEST(ReaderErrorsTest, FileTruncatedAfterOpenIsAnErrorNotACrash) {
   Status s = r->Read(99, &v);
   EXPECT_EQ(s.code(), Status::Code::kCorruption) << s.ToString();
   EXPECT_NE(s.message().find("data.mdb"), std::string::npos);
+}
+
+// A plain mapping dies of SIGBUS here; the Reader's guarded mapping reads
+// zeros and reports the shrink on every read since.
+TEST(ReaderErrorsTest, FileTruncatedUnderMappingIsAnErrorNotSigbus) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 100, 5000);
+  ReaderOptions options = NoSavedIndex();
+  options.mode = AccessMode::kMmap;
+  auto r = OpenOrDie(dir.Sub("db"), options);
+  std::string v;
+  ASSERT_OK(r->Read(99, &v));
+  RecordView view;
+  ASSERT_OK(r->View(98, &view));
+  ASSERT_OK(r->Remap());  // the view keeps the old mapping, whose pages are released: it reads the file again
+  ASSERT_EQ(::truncate(dir.Sub("db/data.mdb").c_str(), 8192), 0);
+  EXPECT_OK(r->CheckMappings());  // nothing read past the end yet
+  Status s = r->Read(99, &v);
+  EXPECT_EQ(s.code(), Status::Code::kIOError) << s.ToString();
+  EXPECT_NE(s.message().find("data.mdb"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("shrank under its mapping"), std::string::npos) << s.ToString();
+  EXPECT_EQ(r->Read(0, &v).code(), Status::Code::kIOError);  // every later read of that mapping
+  EXPECT_EQ(r->CheckMappings().code(), Status::Code::kIOError);
+  EXPECT_EQ(view.bytes(), std::string(5000, '\0'));  // its pages are gone: zeros, not a crash
+  RecordView after;
+  EXPECT_EQ(r->View(97, &after).code(), Status::Code::kIOError);
+}
+
+// Faults the guard does not own reach the handler it replaced: here the
+// default action, which ends the process.
+TEST(ReaderErrorsTest, SigbusOutsideGuardedMappingsStillEndsTheProcess) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 100, 5000);
+  ReaderOptions options = NoSavedIndex();
+  options.mode = AccessMode::kMmap;
+  auto r = OpenOrDie(dir.Sub("db"), options);  // installs the guard
+  const std::string other = dir.Sub("other");
+  std::ofstream(other) << std::string(1 << 16, 'x');
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int fd = ::open(other.c_str(), O_RDWR);
+    auto* p = static_cast<volatile char*>(::mmap(nullptr, 1 << 16, PROT_READ, MAP_SHARED, fd, 0));
+    if (::ftruncate(fd, 0) != 0) ::_exit(3);
+    char c = p[1 << 15];  // SIGBUS: not a guarded mapping
+    ::_exit(c == 0 ? 0 : 2);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  // Killed by SIGBUS (or, under a sanitizer, its report and exit status 1).
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the fault was swallowed";
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 3);
 }
 
 }  // namespace

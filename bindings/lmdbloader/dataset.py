@@ -50,6 +50,7 @@ class LmdbDataset(torch.utils.data.Dataset):
             record = self.reader.decode(index)
         elif self.views:
             record = self.decode(self.reader.view(index))
+            self.reader._c.check_mappings()  # decode read zeros if the file shrank meanwhile
         else:
             record = self.reader[index]
             if callable(self.decode):

@@ -178,7 +178,10 @@ class Reader:
 
     def view(self, index):
         """Zero-copy read-only memoryview of a record (mode="mmap"). It stays valid
-        after remaps and close(): it keeps its mapping alive."""
+        after remaps and close(): it keeps its mapping alive. Should the file
+        shrink while the view is held, its missing pages read as zeros (where
+        a plain mapping would kill the process with SIGBUS) and the Reader's
+        next read raises OSError."""
         return memoryview(self._c.view(index))
 
     def value_size(self, index):

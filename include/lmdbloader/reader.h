@@ -14,9 +14,18 @@
 //   changes it. With lock true the Reader holds one read transaction, so a
 //   writer's later commits are invisible to it and cannot reuse the pages it
 //   reads (and the file grows meanwhile, as with any long-lived LMDB reader).
-// - mmap mode maps the data file: if another process truncates the file, a
-//   read of a missing page raises SIGBUS, as with any mapped reader. pread
-//   mode reports an error instead.
+// - mmap mode maps the data file. If another process truncates the file, a
+//   read of a missing page would raise SIGBUS and kill the process, as with
+//   any mapped reader; the Reader guards its mappings instead (a SIGBUS
+//   handler that chains to the one it replaced): the read finds zeros, and
+//   the call reports IOError ("shrank under its mapping"), as do all later
+//   reads of that mapping. A view already handed out reads zeros where its
+//   pages are gone; CheckMappings() says whether that happened. The handler
+//   is put back in front each time a file is mapped (open, Remap, the first
+//   use after fork(), where a DataLoader worker has installed its own); a
+//   SIGBUS handler installed later in the same process displaces it until
+//   then. pread mode reports an error
+//   without any of this.
 // - Remote file systems: as for LMDB itself, do not read a database on NFS
 //   while a writer changes it.
 //
@@ -131,6 +140,9 @@ class Reader {
   // then View each. All indices are checked first; on failure the error is
   // that of the first failing record in batch order.
   Status ViewBatch(const uint64_t* indices, size_t count, RecordView* views);
+  // IOError naming the file when one of the Reader's files shrank under its
+  // mapping (see CAVEATS): views read since may hold zeros. OK in pread mode.
+  Status CheckMappings() const;
 
   // Key of record `index`.
   Status Key(uint64_t index, std::string* key) const;
@@ -179,6 +191,7 @@ class Reader {
   Reader();
   Status OpenPart(const std::string& path, Part* part, std::string* index_source);
   Status EnsureProcess();  // reopens handles after fork()
+  Status ShrankUnderMapping(const Part& part) const;
   Status ReopenHandles();
   Status Locate(uint64_t index, Part** part, uint64_t* local);
   Status CopyOut(Part& part, uint64_t local, char* dst);

@@ -107,3 +107,71 @@ def test_unreadable_file_raises_permission_error_naming_it():
         assert os.waitstatus_to_exitcode(status) == 0
     finally:
         shutil.rmtree(base)
+
+
+# A file truncated under a running job (rewritten in place: `cp` truncates its
+# target first). Through a plain mapping the next read dies of SIGBUS; each
+# case runs in a child process, so that a regression shows as a signal, not
+# as the end of the test run.
+TRUNCATED_UNDER_MAPPING = r'''
+import os, sys
+import lmdbloader
+path, case = sys.argv[1], sys.argv[2]
+data = os.path.join(path, "data.mdb")
+if case == "dataloader":
+    import torch
+    from torch.utils.data import DataLoader
+    ds = lmdbloader.LmdbDataset(path, mode="mmap", decode=len, views=True)
+    loader = DataLoader(ds, batch_size=8, num_workers=2, persistent_workers=True)
+    assert sum(len(b) for b in loader) == len(ds)  # the workers are up, with their own SIGBUS handlers
+    os.truncate(data, 8192)
+    try:
+        sum(len(b) for b in loader)
+    except OSError as e:
+        print("OSError", e)
+    sys.exit(0)
+r = lmdbloader.Reader(path, mode="mmap", index_dir="none")
+last = len(r) - 1
+if case == "fork":
+    r[last]
+    pid = os.fork()
+    if pid == 0:
+        import faulthandler
+        faulthandler.enable()  # a SIGBUS handler installed after the Reader's, as a DataLoader worker's
+        r[0]  # the first use in the child reopens
+        os.truncate(data, 8192)
+        try:
+            r[last]
+        except OSError as e:
+            print("OSError", e, flush=True)
+        os._exit(0)
+    sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+elif case == "views":
+    os.truncate(data, 8192)
+    try:
+        r.apply_batch([last], bytes, views=True)
+    except OSError as e:
+        print("OSError", e)
+else:
+    r[last]
+    os.truncate(data, 8192)
+    try:
+        r[last]
+    except OSError as e:
+        print("OSError", e)
+'''
+
+
+@pytest.mark.parametrize("case", ["read", "views", "fork", "dataloader"])
+def test_file_truncated_under_mapping_is_an_oserror_not_sigbus(tmp_path, case):
+    import subprocess
+    import sys
+    path = str(tmp_path / "big")
+    with lmdbloader.CorpusWriter(path) as w:
+        for i in range(64):
+            w.add(f"n{i}", os.urandom(50_000))
+    out = subprocess.run([sys.executable, "-c", TRUNCATED_UNDER_MAPPING, path, case], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, f"exit {out.returncode}: {out.stderr[-2000:]}"
+    assert "OSError" in out.stdout and "data.mdb" in out.stdout and "shrank under its mapping" in out.stdout, \
+        out.stdout + out.stderr[-2000:]

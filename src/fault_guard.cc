@@ -1,0 +1,117 @@
+#include "fault_guard.h"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+namespace lmdbloader {
+
+namespace {
+
+constexpr int kSlots = 4096;
+
+// Read by the signal handler: plain atomics, no locks, no allocation.
+struct Slot {
+  std::atomic<uintptr_t> begin{0};  // 0: free
+  std::atomic<uintptr_t> end{0};
+  std::atomic<bool> shrank{false};
+};
+Slot g_slots[kSlots];
+
+std::mutex g_mu;                 // guards installation and slot claims
+struct sigaction g_previous;     // the SIGBUS disposition the guard replaced
+
+void CallPrevious(int sig, siginfo_t* info, void* context) {
+  struct sigaction prev = g_previous;
+  if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction != nullptr) {
+    prev.sa_sigaction(sig, info, context);
+    return;
+  }
+  if (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
+    prev.sa_handler(sig);
+    return;
+  }
+  // The default action: restore it and return; the access faults again and
+  // the kernel applies it (a SIGBUS from a fault cannot be ignored).
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(SIGBUS, &dfl, nullptr);
+}
+
+void OnSigbus(int sig, siginfo_t* info, void* context) {
+  if (info != nullptr && info->si_code == BUS_ADRERR) {
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(info->si_addr);
+    for (Slot& slot : g_slots) {
+      const uintptr_t begin = slot.begin.load(std::memory_order_acquire);
+      if (begin == 0 || addr < begin) continue;
+      const uintptr_t end = slot.end.load(std::memory_order_acquire);
+      if (addr >= end) continue;
+      // The file ends before this page: so do all later pages. Zero pages
+      // over the rest of the mapping (MAP_FIXED replaces the file's pages;
+      // unmapping the mapping later unmaps these too).
+      const uintptr_t page_size = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+      const uintptr_t page = addr & ~(page_size - 1);
+      void* p = mmap(reinterpret_cast<void*>(page), end - page, PROT_READ,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+      if (p == MAP_FAILED) break;
+      slot.shrank.store(true, std::memory_order_release);
+      return;  // the read resumes and finds zeros
+    }
+  }
+  CallPrevious(sig, info, context);
+}
+
+bool HandlerIsOurs(const struct sigaction& sa) {
+  return (sa.sa_flags & SA_SIGINFO) && sa.sa_sigaction == OnSigbus;
+}
+
+void InstallLocked() {
+  struct sigaction current;
+  if (sigaction(SIGBUS, nullptr, &current) != 0) return;
+  if (HandlerIsOurs(current)) return;
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = OnSigbus;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  g_previous = current;
+  (void)sigaction(SIGBUS, &sa, nullptr);
+}
+
+}  // namespace
+
+int GuardMapping(const void* begin, uint64_t size) {
+  if (begin == nullptr || size == 0) return -1;
+  std::lock_guard<std::mutex> lock(g_mu);
+  InstallLocked();
+  for (int i = 0; i < kSlots; ++i) {
+    Slot& slot = g_slots[i];
+    if (slot.begin.load(std::memory_order_relaxed) != 0) continue;
+    const uintptr_t b = reinterpret_cast<uintptr_t>(begin);
+    const uintptr_t page_size = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    slot.shrank.store(false, std::memory_order_relaxed);
+    slot.end.store((b + size + page_size - 1) & ~(page_size - 1), std::memory_order_relaxed);
+    slot.begin.store(b, std::memory_order_release);
+    return i;
+  }
+  return -1;
+}
+
+void UnguardMapping(int handle) {
+  if (handle < 0 || handle >= kSlots) return;
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_slots[handle].begin.store(0, std::memory_order_release);
+  g_slots[handle].end.store(0, std::memory_order_release);
+}
+
+bool MappingShrank(int handle) {
+  return handle >= 0 && handle < kSlots && g_slots[handle].shrank.load(std::memory_order_acquire);
+}
+
+}  // namespace lmdbloader
