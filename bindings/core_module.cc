@@ -14,6 +14,7 @@
 #include "lmdbloader/options.h"
 #include "lmdbloader/reader.h"
 #include "lmdbloader/writer.h"
+#include "lmdb_copy.h"
 #include "msgpack_record.h"
 
 namespace py = pybind11;
@@ -458,6 +459,14 @@ PYBIND11_MODULE(_core, m) {
     py::list out;
     for (const auto& n : names) out.append(py::bytes(n));
     return out;
+  });
+  m.def("copy_environment", [](const std::string& path, const std::string& dir, bool compact) {
+    py::gil_scoped_release release;
+    ThrowIfError(CopyEnvironmentToDir(path, dir, compact));
+  });
+  m.def("copy_environment_fd", [](const std::string& path, int fd, bool compact) {
+    py::gil_scoped_release release;
+    ThrowIfError(CopyEnvironmentToFd(path, fd, compact));
   });
   m.def("leaf_layout", [](const std::string& path, const std::string& db) {
     LeafLayout layout;

@@ -337,8 +337,40 @@ class Environment:
         return 0
 
     sync = _write_call("mdb_env_sync")
-    copy = _write_call("mdb_env_copy2")
-    copyfd = _write_call("mdb_env_copyfd2")
+    def copy(self, path=None, compact=False, txn=None):
+        """py-lmdb's ``copy``: a copy of the environment written to
+        ``path``/data.mdb (an existing directory without one), as liblmdb
+        makes it; ``compact=True`` leaves out free pages. The copy appears
+        whole or not at all. ``txn`` is accepted (with ``compact``, as
+        py-lmdb): the environment is one snapshot anyway."""
+        self._check()
+        if path is None:
+            raise TypeError("path argument required")
+        if txn is not None and not compact:
+            raise TypeError("txn argument only compatible with compact=True")
+        self._copy("mdb_env_copy3", _core.copy_environment, os.fsdecode(os.fspath(path)), bool(compact))
+
+    def copyfd(self, fd=None, compact=False, txn=None):
+        """py-lmdb's ``copyfd``: the same copy, written to file descriptor ``fd``."""
+        self._check()
+        if fd is None:
+            raise TypeError("fd argument required")
+        if fd < 0:
+            raise OverflowError("Integer argument must be >= 0")
+        if txn is not None and not compact:
+            raise TypeError("txn argument only compatible with compact=True")
+        self._copy("mdb_env_copyfd3", _core.copy_environment_fd, int(fd), bool(compact))
+
+    def _copy(self, call, copier, dest, compact):
+        try:
+            copier(self._path, dest, compact)
+        except OSError as e:
+            if e.errno is None:
+                raise Error(f"{call}: {e}") from None
+            raise Error(f"{call}: {os.strerror(e.errno)}") from None
+        except CorruptedError as e:
+            raise CorruptedError(f"{call}: {e}") from None
+
     set_mapsize = _write_call("mdb_env_set_mapsize")
 
     def close(self):

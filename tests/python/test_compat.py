@@ -97,7 +97,7 @@ def test_unsupported_calls_raise_clear_errors(foreign):
         env.begin(write=True)
     txn = env.begin()
     for call in (lambda: txn.put(b"k", b"v"), lambda: txn.delete(b"k"), lambda: txn.cursor().put(b"k", b"v"),
-                 lambda: env.copy("/tmp/x"), lambda: txn.drop(None)):
+                 lambda: txn.drop(None)):
         with pytest.raises(lmdbloader.ReadonlyError):
             call()
     with pytest.raises(TypeError):
@@ -122,3 +122,114 @@ def test_read_only_opens_write_nothing_into_the_dataset_directory(foreign, tmp_p
     # Asking for it puts it there.
     lmdbloader.Reader(path, index_dir=path)
     assert len(os.listdir(path)) == len(before) + 1
+
+
+def every_item(path):
+    """All items of every database of an environment, read by py-lmdb (a
+    named database's entry in the main database by its name only: its value
+    is the tree's header, page numbers included)."""
+    env = lmdb.open(path, readonly=True, lock=False, max_dbs=4)
+    out = {None: []}
+    with env.begin() as txn:
+        for name, value in txn.cursor():
+            try:
+                db = env.open_db(name, txn=txn, create=False)
+            except lmdb.Error:
+                out[None].append((name, value))  # a plain key of the main database
+                continue
+            out[None].append((name, None))
+            out[name] = list(txn.cursor(db=db))
+    env.close()
+    return out
+
+
+@pytest.fixture
+def with_free_pages(tmp_path):
+    """Main and named (dupsort) databases, overflow values, and free pages
+    left by deletions, so that a compacting copy has something to leave out."""
+    path = str(tmp_path / "src")
+    env = lmdb.open(path, map_size=1 << 28, max_dbs=4)
+    dups = env.open_db(b"dups", dupsort=True)
+    with env.begin(write=True) as txn:
+        for i in range(3000):
+            txn.put(b"k%05d" % i, os.urandom(20 if i % 7 else 9000))
+            txn.put(b"d%02d" % (i % 40), b"%06d" % i, db=dups)
+    with env.begin(write=True) as txn:
+        for i in range(0, 3000, 2):
+            txn.delete(b"k%05d" % i)
+    env.close()
+    return path
+
+
+@pytest.mark.parametrize("compact", [False, True])
+def test_copy_matches_pylmdb(with_free_pages, tmp_path, compact):
+    src = with_free_pages
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    ours.mkdir()
+    theirs.mkdir()
+    env = compat.open(src, readonly=True, lock=False, max_dbs=4)
+    env.copy(str(ours), compact=compact)
+    with open(ours / "fd.mdb", "wb") as f:
+        env.copyfd(f.fileno(), compact=compact)
+    ref = lmdb.open(src, readonly=True, lock=False, max_dbs=4)
+    ref.copy(str(theirs), compact=compact)
+    ref.close()
+    assert sorted(os.listdir(ours)) == ["data.mdb", "fd.mdb"]
+    if not compact:  # the pages in use, byte for byte
+        assert (ours / "data.mdb").read_bytes() == (theirs / "data.mdb").read_bytes()
+    else:  # liblmdb's own layout: the same items, the free pages left out
+        source_size = os.path.getsize(os.path.join(src, "data.mdb"))
+        assert os.path.getsize(ours / "data.mdb") == os.path.getsize(theirs / "data.mdb") < source_size
+    expected = every_item(src)
+    assert every_item(str(ours)) == expected
+    assert (ours / "fd.mdb").read_bytes() == (ours / "data.mdb").read_bytes()
+    assert len(expected[b"dups"]) == 3000
+
+
+def test_copy_errors_match_pylmdb(with_free_pages, tmp_path):
+    src = with_free_pages
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "data.mdb").write_bytes(b"keep me")
+    env = compat.open(src, readonly=True, lock=False)
+    ref = lmdb.open(src, readonly=True, lock=False)
+    calls = [lambda e: e.copy(str(tmp_path / "missing")), lambda e: e.copy(str(tmp_path / "taken")),
+             lambda e: e.copy(), lambda e: e.copy(str(tmp_path), txn=e.begin()), lambda e: e.copyfd(-1),
+             lambda e: e.copyfd(987654)]
+    for call in calls:
+        with pytest.raises(Exception) as ours:
+            call(env)
+        with pytest.raises(Exception) as theirs:
+            call(ref)
+        assert (type(ours.value).__name__, str(ours.value)) == (type(theirs.value).__name__, str(theirs.value))
+    assert (tmp_path / "taken" / "data.mdb").read_bytes() == b"keep me"
+    env.close()
+    with pytest.raises(compat.Error):
+        env.copy(str(tmp_path))
+
+
+def test_compacting_copy_of_a_damaged_file_is_an_error_and_leaves_nothing(with_free_pages, tmp_path):
+    src = with_free_pages
+    env = compat.open(src, readonly=True, lock=False, max_dbs=4)  # the main tree is intact
+    # Damage a page of the named database's tree: liblmdb's compacting copy
+    # would follow it; the checked reader stops first.
+    raw = lmdb.open(src, readonly=True, lock=False, max_dbs=4)
+    with raw.begin() as txn:
+        root = txn.stat(raw.open_db(b"dups", txn=txn, create=False))
+    raw.close()
+    assert root["leaf_pages"] > 1
+    data = os.path.join(src, "data.mdb")
+    blob = bytearray(open(data, "rb").read())
+    # The named tree's pages hold keys b"dNN": damage every such leaf's node offsets.
+    page = 4096
+    damaged = 0
+    for at in range(2 * page, len(blob), page):
+        if blob[at + 10] & 0x02 and b"d0" in blob[at:at + page]:  # P_LEAF holding dup keys
+            blob[at + 16:at + 18] = b"\xff\xff"
+            damaged += 1
+    assert damaged
+    open(data, "wb").write(bytes(blob))
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(lmdbloader.CorruptedError, match="data.mdb"):
+        env.copy(str(out), compact=True)
+    assert os.listdir(out) == []
