@@ -6,7 +6,8 @@ case, damages a copy (bit flips, byte runs, truncation, page swaps, zeroed
 pages, random page-header fields, meta-page fields, or a damaged saved index
 beside an intact file) and opens and reads everything in a fresh process:
 through Python (a forked child: Reader in pread or mmap mode, every record by
-position, in batches, decoded) or through the command line (`lmdbloader
+position, in batches, decoded; foreign LMDBs also through lmdbloader.compat,
+cursor moves after misses and a compacting copy) or through the command line (`lmdbloader
 verify`, `lmdbloader scan --mode mmap`). Each case ends as one of:
 
   read      the damage missed what was read, or the reader coped: all reads fine
@@ -151,6 +152,7 @@ def read_everything(path, mode, expected):
                     pass
             for i in range(n):
                 r.get(r.key(i))
+            through_compat(path)
         os._exit(0)
     except OK_EXCEPTIONS:
         os._exit(1)
@@ -158,6 +160,28 @@ def read_everything(path, mode, expected):
         import traceback
         traceback.print_exc()
         os._exit(4)
+
+
+def through_compat(path):
+    """py-lmdb's API over a foreign LMDB: a walk, misses followed by moves
+    (they read the leaf layout), and a compacting copy (liblmdb, in a child
+    process, after the checked reader)."""
+    import lmdbloader.compat as compat
+    env = compat.open(path, readonly=True, lock=False, max_dbs=4, subdir=os.path.isdir(path))
+    with env.begin() as txn:
+        cur = txn.cursor()
+        keys = [k for k, _ in cur]
+        for k in keys[::max(1, len(keys) // 8)]:
+            if cur.set_key(k + b"\x00"):
+                cur.next()
+            cur.next()
+            cur.prev()
+    out = tempfile.mkdtemp(prefix="compat-copy-")
+    try:
+        env.copy(out, compact=True)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    env.close()
 
 
 def run_python(path, mode, expected, timeout):
