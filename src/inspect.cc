@@ -50,7 +50,7 @@ Status ReadLeafLayout(const std::string& path, const std::string& db_name, LeafL
   bool shard_set = false;
   std::vector<ShardEntry> parts;
   LMDBLOADER_RETURN_IF_ERROR(ReadShardList(path, &shard_set, &parts));
-  if (shard_set) return Status::InvalidArgument(path + " is a shard set: its parts have leaf pages of their own");
+  if (shard_set) return Status::Unsupported(path + " is a shard set: its parts have leaf pages of their own");
   DataLocation location;
   LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(path, &location));
   std::unique_ptr<LmdbEnv> env;

@@ -216,6 +216,11 @@ Status LmdbFile::ReadMeta(uint64_t want_txnid, LmdbMeta* out) {
     return Status::Corruption("open " + path_ + ": truncated or damaged: meta page " + std::to_string(pick) +
                               " says the last page is " + std::to_string(meta.last_pgno) + ", the file has " +
                               std::to_string(file_pages) + " pages of " + std::to_string(page_size) + " bytes");
+  // The free-page tree maps transaction ids to page lists: never sorted
+  // duplicates (liblmdb asserts on such a tree when it walks it).
+  if (meta.free_tree.flags & kLmdbDupSort)
+    return Status::Corruption(where + "the free-page tree claims sorted duplicates (flags " +
+                              std::to_string(meta.free_tree.flags) + ")");
   for (const LmdbTree* t : {&meta.main_tree, &meta.free_tree}) {
     const char* name = t == &meta.main_tree ? "main" : "free-page";
     if (t->root == kInvalidPage) {

@@ -258,6 +258,14 @@ TEST(LmdbPagesTest, MapSizeBeyondTheFileIsHarmlessAndLastPageBeyondItIsTruncatio
   }, records), "truncated or damaged");
 }
 
+// liblmdb's compacting copy asserts inside mdb_cursor_init on such a free tree.
+TEST(LmdbPagesTest, FreePageTreeClaimingSortedDuplicatesIsCorruption) {
+  ExpectCorruption(WalkAfter([](std::string* b) {
+    uint16_t flags = 0x04;  // MDB_DUPSORT in the free tree's md_flags
+    std::memcpy(b->data() + NewestMeta(*b) + 40 + 4, &flags, 2);
+  }, ThreeLevels()), "free-page tree claims sorted duplicates");
+}
+
 TEST(LmdbPagesTest, EmptyAndTinyFilesAreNotLmdb) {
   TempDir dir;
   for (size_t size : {0, 1, 151, 4096, 4097}) {

@@ -28,7 +28,7 @@ import os
 import sys
 
 from . import _core
-from .errors import CorruptedError, Error, ReadonlyError
+from .errors import CorruptedError, Error, ReadonlyError, UnsupportedError
 from .reader import Reader
 
 __all__ = ["open", "version", "Environment", "Transaction", "Cursor", "Error", "ReadonlyError",
@@ -917,7 +917,12 @@ def _leaf_layout(db):
     Read only when a failed lookup needs it: one walk of the tree."""
     layout = getattr(db, "_layout", None)
     if layout is None:
-        keys, dups = _core.leaf_layout(db._env._path, db.name or b"")
+        try:
+            keys, dups = _core.leaf_layout(db._env._path, db.name or b"")
+        except UnsupportedError:
+            # A shard set is no LMDB of py-lmdb's: its cursor runs over the
+            # parts as over one sequence of keys.
+            keys, dups = [], {}
         layout = db._layout = (frozenset(keys), {g: frozenset(d) for g, d in dups.items()})
     return layout
 

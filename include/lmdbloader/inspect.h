@@ -51,8 +51,8 @@ struct LeafLayout {
 };
 
 // Walks `db_name` (main database when empty) of the LMDB at `path` with the
-// checked page reader. Errors as for Reader::Open; a shard set is refused
-// (InvalidArgument): its parts are separate trees.
+// checked page reader. Errors as for Reader::Open; Unsupported for a shard
+// set: its parts are separate trees.
 Status ReadLeafLayout(const std::string& path, const std::string& db_name, LeafLayout* layout);
 
 // liblmdb's version, as mdb_version() reports it.

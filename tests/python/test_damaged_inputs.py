@@ -146,6 +146,33 @@ def test_stat_of_a_shard_set_sums_its_parts(tmp_path):
     assert env.stat()["entries"] >= 10
 
 
+def test_compat_cursor_misses_over_a_shard_set_move_on_without_error(tmp_path):
+    # A failed lookup reads the tree's leaf layout to place the cursor as
+    # liblmdb would; a shard set has no single tree, and that must not fail.
+    # The answers are py-lmdb's over one LMDB holding the same keys.
+    lmdb = pytest.importorskip("lmdb")
+    path = _shard_set(tmp_path)
+    env = lmdbloader.compat.open(path, readonly=True, lock=False)
+    with env.begin() as txn:
+        keys = [k for k, _ in txn.cursor()]
+    assert len(keys) == 10
+    single = lmdb.open(str(tmp_path / "single"), map_size=1 << 20)
+    with single.begin(write=True) as txn:
+        for k in keys:
+            txn.put(k, b"")
+
+    def moves(e):
+        with e.begin() as txn:
+            cur = txn.cursor()
+            missing = keys[3] + b"\x00"
+            return [cur.set_key(missing), cur.next(), cur.key(), cur.set_key(b"\xff"), cur.prev(), cur.key(),
+                    cur.set_range(missing), cur.key()]
+
+    assert moves(env) == moves(single)
+    env.close()
+    single.close()
+
+
 def test_shard_list_refuses_a_plain_lmdb_part(tmp_path):
     out = tmp_path / "set"
     os.makedirs(out)
