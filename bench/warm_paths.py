@@ -52,16 +52,19 @@ def main():
                 ("get_batch, then decode each", {}, "get_batch"),
                 ("apply_batch (LmdbDataset's path)", {}, "apply"),
                 ("apply_batch, checksums off", dict(verify_checksums=False), "apply"),
-                ("apply_batch, mode=mmap, checksums off", dict(mode="mmap", verify_checksums=False), "apply")):
+                ("apply_batch, mode=mmap, checksums off", dict(mode="mmap", verify_checksums=False), "apply"),
+                ("apply_batch, views (mode=mmap, 96 MiB budget)", dict(mode="mmap", rss_budget="96MiB"), "views"),
+                ("apply_batch, views, checksums off", dict(mode="mmap", rss_budget="96MiB",
+                                                           verify_checksums=False), "views")):
             r = lmdbloader.Reader(path, cache="exact", **kw)
             if how == "get_batch":
                 def run(r=r):
                     for b in batches:
                         [digest(x) for x in r.get_batch(b)]
             else:
-                def run(r=r):
+                def run(r=r, views=how == "views"):
                     for b in batches:
-                        r.apply_batch(b, digest)
+                        r.apply_batch(b, digest, views=views)
             rows.append((label, best_of(3, run, n)))
         import lmdb
         env = lmdb.open(path, readonly=True, lock=False)
