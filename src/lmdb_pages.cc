@@ -182,7 +182,18 @@ Status LmdbFile::ReadMeta(uint64_t want_txnid, LmdbMeta* out) {
     }
     PageHeader h = PageHeader::Parse(buf);
     if (!(h.flags & kPageMeta) || Load<uint32_t>(buf + 16) != kMagic) {
-      if (m == 0) return Status::Corruption(not_lmdb + " (no LMDB meta page at offset 0)");
+      if (m == 0) {
+        // LMDB 1.0 (data format 3: py-lmdb's lib_version=1, lmdb-js) has a
+        // longer page header, so its meta sits further into the page.
+        for (size_t at = 0; at + 8 <= 64; at += 4) {
+          if (at == 16 || Load<uint32_t>(first + at) != kMagic) continue;
+          const uint32_t format = Load<uint32_t>(first + at + 4);
+          return Status::Unsupported("open " + path_ + ": LMDB data format " + std::to_string(format) +
+                                     (format == 3 ? " (LMDB 1.0)" : "") +
+                                     " is not supported: lmdbloader reads LMDB 0.9 files (data format 1)");
+        }
+        return Status::Corruption(not_lmdb + " (no LMDB meta page at offset 0)");
+      }
       return Status::Corruption("open " + path_ + ": damaged " + which + " (bad flags or magic)");
     }
     uint32_t version = Load<uint32_t>(buf + 20);

@@ -281,6 +281,25 @@ TEST(LmdbPagesTest, EmptyAndTinyFilesAreNotLmdb) {
   }
 }
 
+// LMDB 1.0's page header is 8 bytes longer: its meta (magic, then data format
+// 3) starts at byte 24, where py-lmdb's lib_version=1 and lmdb-js put it.
+TEST(LmdbPagesTest, Lmdb10DataFormatIsUnsupportedNotCorruption) {
+  TempDir dir;
+  std::string bytes(2 * kPage, '\0');
+  const uint32_t magic = 0xBEEFC0DE, format = 3;
+  std::memcpy(bytes.data() + 24, &magic, 4);
+  std::memcpy(bytes.data() + 28, &format, 4);
+  const std::string path = dir.Sub("newer.mdb");
+  WriteAll(path, bytes);
+  LmdbFile file;
+  ASSERT_OK(file.Open(path));
+  LmdbMeta meta;
+  Status s = file.ReadMeta(0, &meta);
+  EXPECT_EQ(s.code(), Status::Code::kUnsupported) << s.ToString();
+  EXPECT_NE(s.message().find(path + ": LMDB data format 3 (LMDB 1.0) is not supported"), std::string::npos)
+      << s.message();
+}
+
 // Random damage over every kind of tree: each walk ends OK or in Corruption,
 // and under ASan + UBSan no mutation makes the reader touch memory it should
 // not. The full-file fuzzer (tools/fuzz_corrupt.py) covers whole processes.

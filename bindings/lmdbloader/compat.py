@@ -25,6 +25,7 @@ Opening writes nothing into the dataset's directory (README, "The record index")
 
 import bisect
 import os
+import re
 import sys
 
 from . import _core
@@ -129,6 +130,23 @@ class DiskError(Error):
     """No more disk space."""
 
 
+# LMDB 1.0's error codes (py-lmdb 3 names them; liblmdb 0.9 never returns them).
+class ProblemError(Error):
+    """Unexpected problem - transaction should abort."""
+
+
+class BadChecksumError(Error):
+    """Page checksum incorrect."""
+
+
+class CryptoFailError(Error):
+    """Encryption/decryption failed."""
+
+
+class EnvEncryptionError(Error):
+    """Environment encryption mismatch."""
+
+
 _CLOSED = "Attempt to operate on closed/deleted/dropped object."
 _BAD_VALSIZE = "MDB_BAD_VALSIZE: Unsupported size of key/DB name/data, or wrong DUPFIXED size"
 _NOTFOUND = "MDB_NOTFOUND: No matching key/data pair found"
@@ -139,10 +157,24 @@ _MAX_KEY = 511
 _REVERSEKEY, _DUPSORT, _INTEGERKEY, _DUPFIXED, _INTEGERDUP, _REVERSEDUP = 0x02, 0x04, 0x08, 0x10, 0x20, 0x40
 
 
-def version(subpatch=False):
-    """liblmdb's version, ``(major, minor, patch)``, as py-lmdb's ``lmdb.version()``."""
+def version(subpatch=False, lib_version=None):
+    """liblmdb's version, ``(major, minor, patch)``, as py-lmdb's ``lmdb.version()``.
+    lmdbloader reads one engine's files, LMDB 0.9's: ``lib_version`` may name
+    it (0) and nothing else, as in a py-lmdb build with a single engine."""
+    _engine(lib_version)
     v = tuple(_core.lmdb_version())
     return v + (0,) if subpatch else v
+
+
+def _engine(lib_version):
+    """py-lmdb's check of ``lib_version=``: None or the major version of the
+    one engine there is."""
+    if lib_version is None:
+        return
+    if lib_version < 0:
+        raise OverflowError("Integer argument must be >= 0")
+    if lib_version != _core.lmdb_version()[0]:
+        raise Error(f"lib_version={lib_version}: this build has no LMDB {lib_version}.x engine.")
 
 
 def _readonly(call):
@@ -177,7 +209,7 @@ def _key(key, call, allow_empty=False):
 
 def open(path, map_size=10485760, subdir=True, readonly=False, metasync=True, sync=True,  # noqa: A001
          map_async=False, mode=0o755, create=True, readahead=True, writemap=False,
-         meminit=True, max_readers=126, max_dbs=0, max_spare_txns=1, lock=True, *,
+         meminit=True, max_readers=126, max_dbs=0, max_spare_txns=1, lock=True, lib_version=None, *,
          rss_budget=None, access_mode="auto", index_dir=None):
     """Opens an environment read-only, with py-lmdb's signature.
 
@@ -188,7 +220,7 @@ def open(path, map_size=10485760, subdir=True, readonly=False, metasync=True, sy
     return Environment(path, map_size=map_size, subdir=subdir, readonly=readonly, metasync=metasync,
                        sync=sync, map_async=map_async, mode=mode, create=create, readahead=readahead,
                        writemap=writemap, meminit=meminit, max_readers=max_readers, max_dbs=max_dbs,
-                       max_spare_txns=max_spare_txns, lock=lock, rss_budget=rss_budget,
+                       max_spare_txns=max_spare_txns, lock=lock, lib_version=lib_version, rss_budget=rss_budget,
                        access_mode=access_mode, index_dir=index_dir)
 
 
@@ -214,10 +246,12 @@ class Environment:
 
     def __init__(self, path, map_size=10485760, subdir=True, readonly=False, metasync=True, sync=True,
                  map_async=False, mode=0o755, create=True, readahead=True, writemap=False,
-                 meminit=True, max_readers=126, max_dbs=0, max_spare_txns=1, lock=True, *,
+                 meminit=True, max_readers=126, max_dbs=0, max_spare_txns=1, lock=True, lib_version=None, *,
                  rss_budget=None, access_mode="auto", index_dir=None):
         del mode, create, max_spare_txns
         self._closed = True  # until opened
+        _engine(lib_version)
+        self._lib_version = lib_version
         path = os.fspath(path)
         if isinstance(path, bytes):
             path = os.fsdecode(path)
@@ -246,6 +280,15 @@ class Environment:
         except CorruptedError as e:
             if "not an LMDB file" in str(e):
                 raise InvalidError(f"{self._path}: MDB_INVALID: File is not an LMDB file") from None
+            raise
+        except UnsupportedError as e:
+            # py-lmdb's message for a data format it has no engine for.
+            found = re.search(r"LMDB data format (\d+)", str(e))
+            if found and self._lib_version is not None:
+                # py-lmdb: an engine named explicitly that does not match the file.
+                raise InvalidError(f"{self._path}: MDB_INVALID: File is not an LMDB file") from None
+            if found:
+                raise Error(f"{self._path}: LMDB data format v{found.group(1)} is not supported by this build.") from None
             raise
         except FileNotFoundError as e:
             raise Error(f"{self._path}: {e.strerror}") from None
@@ -290,6 +333,10 @@ class Environment:
         db = _Database(self, self._open_reader(os.fsdecode(key)), key)
         self._named[key] = db
         return db
+
+    def lib_version(self):
+        """The engine reading this environment, as py-lmdb's ``Environment.lib_version()``."""
+        return version()
 
     def dbs(self, txn=None):
         """Names of the named databases, as py-lmdb's ``Environment.dbs()``."""

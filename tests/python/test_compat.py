@@ -233,3 +233,40 @@ def test_compacting_copy_of_a_damaged_file_is_an_error_and_leaves_nothing(with_f
     with pytest.raises(lmdbloader.CorruptedError, match="data.mdb"):
         env.copy(str(out), compact=True)
     assert os.listdir(out) == []
+
+
+def _outcome(call):
+    try:
+        result = call()
+    except Exception as e:  # noqa: BLE001 - the outcome is what is compared
+        return ("raised", type(e).__name__, str(e))
+    return ("returned", result)
+
+
+@pytest.mark.skipif(not hasattr(lmdb.Environment, "lib_version"), reason="py-lmdb before 3.0 has one engine")
+def test_lib_version_and_lmdb_1_0_files(tmp_path):
+    """py-lmdb 3 bundles LMDB 0.9 and 1.0 engines; compat reads 0.9 files and
+    answers lib_version= as a py-lmdb build holding only that engine."""
+    plain, newer = str(tmp_path / "plain"), str(tmp_path / "newer")
+    for path, engine in ((plain, 0), (newer, 1)):
+        with lmdb.open(path, map_size=1 << 20, lib_version=engine) as env, env.begin(write=True) as txn:
+            txn.put(b"k", b"v")
+
+    def opened(module, path, **kw):
+        with module.open(path, readonly=True, lock=False, **kw) as env, env.begin() as txn:
+            return env.lib_version()[0], txn.get(b"k")
+
+    for kw in ({}, {"lib_version": 0}, {"lib_version": -1}, {"lib_version": 7}):
+        assert _outcome(lambda: opened(compat, plain, **kw)) == _outcome(lambda: opened(lmdb, plain, **kw)), kw
+    assert _outcome(lambda: opened(compat, newer, lib_version=0)) == _outcome(
+        lambda: opened(lmdb, newer, lib_version=0))
+    assert compat.version(lib_version=0) == compat.version()
+    with pytest.raises(compat.Error, match="lib_version=1: this build has no LMDB 1.x engine"):
+        compat.version(lib_version=1)
+    # A file written by LMDB 1.0: py-lmdb reads it; lmdbloader says why it cannot.
+    with pytest.raises(compat.Error, match=f"{newer}: LMDB data format v3 is not supported"):
+        compat.open(newer, readonly=True, lock=False)
+    with pytest.raises(lmdbloader.UnsupportedError, match="data.mdb: LMDB data format 3 .LMDB 1.0. is not supported"):
+        lmdbloader.Reader(newer)
+    for name in ("ProblemError", "BadChecksumError", "CryptoFailError", "EnvEncryptionError"):
+        assert issubclass(getattr(compat, name), compat.Error)
