@@ -166,6 +166,10 @@ def version(subpatch=False, lib_version=None):
     return v + (0,) if subpatch else v
 
 
+def enable_drop_gil():
+    """Deprecated in py-lmdb and a no-op there; here too."""
+
+
 def _engine(lib_version):
     """py-lmdb's check of ``lib_version=``: None or the major version of the
     one engine there is."""

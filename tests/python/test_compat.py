@@ -270,3 +270,11 @@ def test_lib_version_and_lmdb_1_0_files(tmp_path):
         lmdbloader.Reader(newer)
     for name in ("ProblemError", "BadChecksumError", "CryptoFailError", "EnvEncryptionError"):
         assert issubclass(getattr(compat, name), compat.Error)
+
+
+def test_compat_has_every_public_name_of_pylmdb():
+    """Code written against the installed py-lmdb finds every name it may use."""
+    pairs = [(lmdb, compat)] + [(getattr(lmdb, c), getattr(compat, c)) for c in ("Environment", "Transaction", "Cursor")]
+    missing = [f"{theirs.__name__}.{name}" for theirs, ours in pairs for name in dir(theirs)
+               if not name.startswith("_") and name != "cpython" and not hasattr(ours, name)]
+    assert missing == []
