@@ -457,9 +457,14 @@ class Transaction:
 
     def __init__(self, env, db=None, parent=None, write=False, buffers=False):
         env._check()
+        if parent is not None:
+            # Every transaction here is a read transaction, and LMDB nests
+            # only write transactions (py-lmdb checks this first).
+            if not isinstance(parent, Transaction):
+                raise TypeError("invalid type")
+            raise InvalidParameterError("Read-only transactions cannot be nested.: Invalid argument")
         if write:
             raise ReadonlyError("Cannot start write transaction with read-only environment.: Permission denied")
-        del parent
         self.env = env
         self._db = db or env._main
         self._buffers = bool(buffers)

@@ -278,3 +278,20 @@ def test_compat_has_every_public_name_of_pylmdb():
     missing = [f"{theirs.__name__}.{name}" for theirs, ours in pairs for name in dir(theirs)
                if not name.startswith("_") and name != "cpython" and not hasattr(ours, name)]
     assert missing == []
+
+
+def test_nested_transactions_are_refused_as_pylmdb_refuses_them(foreign):
+    path, _ = foreign
+
+    def nested(module):
+        outcomes = []
+        with module.open(path, readonly=True, lock=False) as env:
+            parent = env.begin()
+            for call in (lambda: env.begin(parent=parent), lambda: env.begin(parent=parent, write=True),
+                         lambda: module.Transaction(env, parent=parent), lambda: env.begin(parent="txn")):
+                outcomes.append(_outcome(lambda: type(call()).__name__))
+            parent.abort()
+            outcomes.append(_outcome(lambda: type(env.begin(parent=parent)).__name__))
+        return outcomes
+
+    assert nested(compat) == nested(lmdb)
