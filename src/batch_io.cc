@@ -1,6 +1,7 @@
 #include "batch_io.h"
 
 #include <liburing.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -65,6 +66,14 @@ class SyncBatchIo final : public BatchIo {
 // Up to queue_depth reads at once: the calling thread and up to
 // queue_depth - 1 pool threads (kMaxHelpers at most) claim requests from a
 // shared counter.
+//
+// What the page cache already holds is read first, in the calling thread,
+// with preadv2(RWF_NOWAIT), which copies cached bytes and returns EAGAIN
+// instead of waiting for the device. Only the rest goes to the pool, and only
+// as many helpers are woken as there are reads left. Handing every read of a
+// warm batch to the pool measured 3x slower than plain pread() for 100 KiB
+// records (waking 32 threads on 2 cores for each chunk of 2-3 reads); io_uring
+// makes the same nonblocking attempt itself before it queues a read.
 class ThreadPoolBatchIo final : public BatchIo {
  public:
   // Idle threads cost little, but each DataLoader worker holds its own pool.
@@ -89,14 +98,22 @@ class ThreadPoolBatchIo final : public BatchIo {
       return Status::OK();
     }
     Job job;
-    job.requests = requests;
-    job.count = count;
+    for (size_t k = 0; k < count; ++k) {
+      ReadRequest rest = requests[k];
+      if (!ReadCached(&rest)) {
+        job.requests.push_back(rest);
+        job.order.push_back(k);
+      }
+    }
+    if (job.requests.empty()) return Status::OK();
+    if (job.requests.size() == 1) return PreadFully(job.requests[0]);
+    const size_t helpers = std::min<size_t>(job.requests.size() - 1, helpers_wanted_);
     {
       std::unique_lock<std::mutex> lock(mu_);
       StartThreadsLocked();
       jobs_.push_back(&job);
     }
-    work_cv_.notify_all();
+    for (size_t h = 0; h < helpers; ++h) work_cv_.notify_one();
     Work(&job);
     {
       // Every request is claimed once the caller's own loop ends; a helper
@@ -111,19 +128,40 @@ class ThreadPoolBatchIo final : public BatchIo {
 
  private:
   struct Job {
-    const ReadRequest* requests = nullptr;
-    size_t count = 0;
+    std::vector<ReadRequest> requests;  // what the page cache did not hold
+    std::vector<size_t> order;          // each one's place in the batch, for FirstError
     std::atomic<size_t> next{0};
     int helpers = 0;  // guarded by mu_
     FirstError error;
   };
 
+  // Copies what the page cache holds of `*r` without waiting for the device;
+  // true when all of it was there. Otherwise `*r` is narrowed to the bytes
+  // still missing, and any failure is left for PreadFully to meet and name.
+  bool ReadCached(ReadRequest* r) {
+    if (!nowait_.load(std::memory_order_relaxed)) return false;
+    while (r->size > 0) {
+      iovec iov{r->dst, static_cast<size_t>(std::min<uint64_t>(r->size, kMaxPiece))};
+      const ssize_t n = ::preadv2(r->fd, &iov, 1, static_cast<off_t>(r->offset), RWF_NOWAIT);
+      if (n <= 0) {
+        // EOPNOTSUPP/EINVAL: a kernel or file system without RWF_NOWAIT for
+        // buffered reads; the pool reads everything from then on.
+        if (n < 0 && (errno == EOPNOTSUPP || errno == EINVAL)) nowait_.store(false, std::memory_order_relaxed);
+        return false;
+      }
+      r->dst += n;
+      r->offset += static_cast<uint64_t>(n);
+      r->size -= static_cast<uint64_t>(n);
+    }
+    return true;
+  }
+
   static void Work(Job* job) {
-    for (size_t k; (k = job->next.fetch_add(1)) < job->count;) {
+    for (size_t k; (k = job->next.fetch_add(1)) < job->requests.size();) {
       if (job->error.any()) continue;  // stop reading after a failure
       Status s = PreadFully(job->requests[k]);
       if (!s.ok()) {
-        job->error.Note(k, std::move(s));
+        job->error.Note(job->order[k], std::move(s));
         job->error.Mark();
       }
     }
@@ -139,7 +177,7 @@ class ThreadPoolBatchIo final : public BatchIo {
       work_cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
       if (stop_) return;
       Job* job = jobs_.front();
-      if (job->next.load() >= job->count) {
+      if (job->next.load() >= job->requests.size()) {
         jobs_.pop_front();  // fully claimed: nothing left for anyone
         continue;
       }
@@ -152,6 +190,7 @@ class ThreadPoolBatchIo final : public BatchIo {
   }
 
   const uint32_t helpers_wanted_;
+  std::atomic<bool> nowait_{true};
   std::mutex mu_;
   std::condition_variable work_cv_, done_cv_;
   std::deque<Job*> jobs_;
