@@ -12,7 +12,11 @@ namespace lmdbloader {
 
 namespace {
 
-constexpr int kSlots = 4096;
+// Slots come in blocks, allocated as mappings are guarded (a shard set of
+// thousands of parts maps thousands of files) and never freed: the handler
+// may be reading any of them at any time.
+constexpr int kSlots = 4096;      // slots in a block
+constexpr int kMaxBlocks = 256;   // 1,048,576 mappings guarded at once
 
 // Read by the signal handler: plain atomics, no locks, no allocation.
 struct Slot {
@@ -20,7 +24,14 @@ struct Slot {
   std::atomic<uintptr_t> end{0};
   std::atomic<bool> shrank{false};
 };
-Slot g_slots[kSlots];
+Slot g_first_block[kSlots];
+std::atomic<Slot*> g_blocks[kMaxBlocks] = {g_first_block};
+
+Slot* SlotOf(int handle) {
+  if (handle < 0 || handle >= kSlots * kMaxBlocks) return nullptr;
+  Slot* block = g_blocks[handle / kSlots].load(std::memory_order_acquire);
+  return block == nullptr ? nullptr : &block[handle % kSlots];
+}
 
 std::mutex g_mu;                 // guards installation and slot claims
 struct sigaction g_previous;     // the SIGBUS disposition the guard replaced
@@ -47,7 +58,9 @@ void CallPrevious(int sig, siginfo_t* info, void* context) {
 void OnSigbus(int sig, siginfo_t* info, void* context) {
   if (info != nullptr && info->si_code == BUS_ADRERR) {
     const uintptr_t addr = reinterpret_cast<uintptr_t>(info->si_addr);
-    for (Slot& slot : g_slots) {
+    for (int h = 0; h < kSlots * kMaxBlocks; ++h) {
+      if (h % kSlots == 0 && g_blocks[h / kSlots].load(std::memory_order_acquire) == nullptr) break;
+      Slot& slot = *SlotOf(h);
       const uintptr_t begin = slot.begin.load(std::memory_order_acquire);
       if (begin == 0 || addr < begin) continue;
       const uintptr_t end = slot.end.load(std::memory_order_acquire);
@@ -90,28 +103,32 @@ int GuardMapping(const void* begin, uint64_t size) {
   if (begin == nullptr || size == 0) return -1;
   std::lock_guard<std::mutex> lock(g_mu);
   InstallLocked();
-  for (int i = 0; i < kSlots; ++i) {
-    Slot& slot = g_slots[i];
+  for (int h = 0; h < kSlots * kMaxBlocks; ++h) {
+    if (h % kSlots == 0 && g_blocks[h / kSlots].load(std::memory_order_relaxed) == nullptr)
+      g_blocks[h / kSlots].store(new Slot[kSlots], std::memory_order_release);
+    Slot& slot = *SlotOf(h);
     if (slot.begin.load(std::memory_order_relaxed) != 0) continue;
     const uintptr_t b = reinterpret_cast<uintptr_t>(begin);
     const uintptr_t page_size = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
     slot.shrank.store(false, std::memory_order_relaxed);
     slot.end.store((b + size + page_size - 1) & ~(page_size - 1), std::memory_order_relaxed);
     slot.begin.store(b, std::memory_order_release);
-    return i;
+    return h;
   }
   return -1;
 }
 
 void UnguardMapping(int handle) {
-  if (handle < 0 || handle >= kSlots) return;
+  Slot* slot = SlotOf(handle);
+  if (slot == nullptr) return;
   std::lock_guard<std::mutex> lock(g_mu);
-  g_slots[handle].begin.store(0, std::memory_order_release);
-  g_slots[handle].end.store(0, std::memory_order_release);
+  slot->begin.store(0, std::memory_order_release);
+  slot->end.store(0, std::memory_order_release);
 }
 
 bool MappingShrank(int handle) {
-  return handle >= 0 && handle < kSlots && g_slots[handle].shrank.load(std::memory_order_acquire);
+  const Slot* slot = SlotOf(handle);
+  return slot != nullptr && slot->shrank.load(std::memory_order_acquire);
 }
 
 }  // namespace lmdbloader

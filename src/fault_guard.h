@@ -24,7 +24,8 @@
 namespace lmdbloader {
 
 // Guards [begin, begin + size). Returns a handle, or -1 when no handle is
-// free (4096 mappings guarded at once): that mapping then stays unguarded.
+// free (over a million mappings guarded at once): that mapping then stays
+// unguarded.
 int GuardMapping(const void* begin, uint64_t size);
 
 // Stops guarding; call before unmapping.

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "corpus_format.h"
+#include "fault_guard.h"
 #include "test_util.h"
 
 namespace lmdbloader {
@@ -369,6 +370,33 @@ TEST(ReaderErrorsTest, FileTruncatedUnderMappingIsAnErrorNotSigbus) {
   EXPECT_EQ(view.bytes(), std::string(5000, '\0'));  // its pages are gone: zeros, not a crash
   RecordView after;
   EXPECT_EQ(r->View(97, &after).code(), Status::Code::kIOError);
+}
+
+// A shard set of thousands of parts maps thousands of files: mappings past
+// the first block of guard slots are guarded too.
+TEST(ReaderErrorsTest, MappingsBeyondFiveThousandAreStillGuarded) {
+  TempDir dir;
+  const std::string path = dir.Sub("file");
+  std::ofstream(path) << std::string(1 << 16, 'x');
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  std::vector<std::pair<void*, int>> guarded;
+  for (int i = 0; i < 5000; ++i) {
+    void* p = ::mmap(nullptr, 1 << 16, PROT_READ, MAP_SHARED, fd, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    guarded.emplace_back(p, GuardMapping(p, 1 << 16));
+    ASSERT_GE(guarded.back().second, 0) << "mapping " << i;
+  }
+  ASSERT_EQ(::truncate(path.c_str(), 4096), 0);
+  const auto* last = static_cast<const volatile char*>(guarded.back().first);
+  EXPECT_EQ(last[1 << 15], 0);  // past the end: zeros, not SIGBUS
+  EXPECT_TRUE(MappingShrank(guarded.back().second));
+  EXPECT_FALSE(MappingShrank(guarded.front().second));
+  for (auto& [p, handle] : guarded) {
+    UnguardMapping(handle);
+    ::munmap(p, 1 << 16);
+  }
+  ::close(fd);
 }
 
 // Faults the guard does not own reach the handler it replaced: here the
