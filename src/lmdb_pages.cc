@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "checksum.h"
+#include "open_file.h"
 
 namespace lmdbloader {
 
@@ -121,8 +122,7 @@ LmdbFile::~LmdbFile() {
 
 Status LmdbFile::Open(const std::string& data_path) {
   path_ = data_path;
-  fd_ = ::open(data_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) return Status::FromErrno(errno, "open", data_path);
+  LMDBLOADER_RETURN_IF_ERROR(OpenReadOnly(data_path, &fd_));
   struct stat st;
   if (::fstat(fd_, &st) != 0) return Status::FromErrno(errno, "fstat", data_path);
   file_size_ = static_cast<uint64_t>(st.st_size);

@@ -25,6 +25,7 @@
 #include "lmdb_env.h"
 #include "lmdbloader/memory.h"
 #include "mapping.h"
+#include "open_file.h"
 #include "record_index.h"
 #include "residency.h"
 #include "shard_list.h"
@@ -51,8 +52,8 @@ std::string OutOfRangeMessage(const std::string& path, uint64_t index, uint64_t 
 }
 
 Status OpenDataFile(const std::string& path, const FileIdentity& identity, int* fd) {
-  int f = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (f < 0) return Status::FromErrno(errno, "open", path);
+  int f = -1;
+  LMDBLOADER_RETURN_IF_ERROR(OpenReadOnly(path, &f));
   struct stat st;
   if (::fstat(f, &st) != 0) {
     int err = errno;

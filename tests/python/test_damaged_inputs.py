@@ -5,6 +5,7 @@ import json
 import os
 import struct
 import subprocess
+import sys
 
 import lmdb
 import numpy as np
@@ -171,6 +172,36 @@ def test_compat_cursor_misses_over_a_shard_set_move_on_without_error(tmp_path):
     assert moves(env) == moves(single)
     env.close()
     single.close()
+
+
+def test_shard_set_with_more_parts_than_the_soft_descriptor_limit(tmp_path):
+    """Each part holds a descriptor: a set larger than the soft limit (1,024 by
+    default) opens by raising it to the hard limit, and where the hard limit
+    is too low the error names the part and the limit."""
+    import resource
+    parts = 300
+    os.makedirs(tmp_path / "set")
+    for k in range(parts):
+        with lmdbloader.CorpusWriter(tmp_path / "set" / f"part-{k:05d}-of-{parts:05d}") as w:
+            w.add(f"r{k}", b"%05d" % k, label=k)
+    subprocess.run(["lmdbloader", "shard-list", str(tmp_path / "set")], check=True, capture_output=True)
+    script = ("import lmdbloader; r = lmdbloader.Reader(%r, index_dir='none'); "
+              "assert [r[i] for i in range(len(r))] == [b'%%05d' %% k for k in range(%d)]; "
+              "assert sorted(r.get_batch(list(range(%d)))) == [b'%%05d' %% k for k in range(%d)]"
+              % (str(tmp_path / "set"), parts, parts, parts))
+
+    def limit(soft, hard):
+        return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 2 * parts:
+        pytest.skip(f"hard descriptor limit {hard} is below what the test needs")
+    ok = subprocess.run([sys.executable, "-c", script], preexec_fn=limit(128, 2 * parts), capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    low = subprocess.run(["lmdbloader", "scan", str(tmp_path / "set")], preexec_fn=limit(128, 128),
+                         capture_output=True, text=True)
+    assert low.returncode == 1
+    assert "part-00" in low.stderr and "Too many open files" in low.stderr and "ulimit" in low.stderr, low.stderr
 
 
 def test_shard_list_refuses_a_plain_lmdb_part(tmp_path):
