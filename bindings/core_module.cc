@@ -529,7 +529,7 @@ PYBIND11_MODULE(_core, m) {
       .def(py::init([](const std::string& path, uint64_t rss_budget, const std::string& mode, bool lock,
                        const std::string& db, const std::string& index_dir, uint64_t mmap_window,
                        uint64_t remap_every, bool verify_checksums, const std::string& io_engine,
-                       uint32_t queue_depth, const std::string& cache) {
+                       uint32_t queue_depth, const std::string& cache, bool verify_checksums_once) {
              ReaderOptions o;
              o.rss_budget = rss_budget;
              ThrowIfError(ParseAccessMode(mode, &o.mode));
@@ -539,6 +539,7 @@ PYBIND11_MODULE(_core, m) {
              o.mmap_window = mmap_window;
              o.remap_every = remap_every;
              o.verify_checksums = verify_checksums;
+             o.verify_checksums_once = verify_checksums_once;
              ThrowIfError(ParseIoEngine(io_engine, &o.io_engine));
              o.queue_depth = queue_depth;
              ThrowIfError(ParseCachePolicy(cache, &o.cache_policy));
@@ -553,7 +554,8 @@ PYBIND11_MODULE(_core, m) {
            }),
            py::arg("path"), py::arg("rss_budget"), py::arg("mode"), py::arg("lock"), py::arg("db"),
            py::arg("index_dir"), py::arg("mmap_window"), py::arg("remap_every"), py::arg("verify_checksums"),
-           py::arg("io_engine") = "auto", py::arg("queue_depth") = 64, py::arg("cache") = "auto")
+           py::arg("io_engine") = "auto", py::arg("queue_depth") = 64, py::arg("cache") = "auto",
+           py::arg("verify_checksums_once") = false)
       .def("__len__", &Reader::size)
       .def_property_readonly("path", &Reader::path)
       .def_property_readonly("mode", [](const Reader& r) { return AccessModeName(r.mode()); })

@@ -71,6 +71,32 @@ Status OpenDataFile(const std::string& path, const FileIdentity& identity, int* 
 
 }  // namespace
 
+// Records whose checksum has matched (ReaderOptions::verify_checksums_once):
+// one bit each, in anonymous memory shared with processes forked later, so
+// workers forked from the reader's process check each record once between
+// them. Setting a bit twice is harmless, so relaxed atomics suffice.
+class VerifiedRecords {
+ public:
+  static Status Create(uint64_t count, std::unique_ptr<VerifiedRecords>* out) {
+    const size_t bytes = static_cast<size_t>((count + 63) / 64 * 8);
+    void* p = bytes == 0 ? nullptr : ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return Status::FromErrno(errno, "mmap", "the record of verified checksums");
+    out->reset(new VerifiedRecords(static_cast<uint64_t*>(p), bytes));
+    return Status::OK();
+  }
+  ~VerifiedRecords() {
+    if (words_ != nullptr) ::munmap(words_, bytes_);
+  }
+  bool Has(uint64_t i) const { return (__atomic_load_n(&words_[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1; }
+  void Add(uint64_t i) { __atomic_fetch_or(&words_[i / 64], uint64_t{1} << (i % 64), __ATOMIC_RELAXED); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  VerifiedRecords(uint64_t* words, size_t bytes) : words_(words), bytes_(bytes) {}
+  uint64_t* words_;
+  size_t bytes_;
+};
+
 struct Reader::Part {
   size_t slot = 0;  // position in parts_, the governor's slot
   DataLocation location;
@@ -80,6 +106,7 @@ struct Reader::Part {
   std::unique_ptr<LmdbEnv> env;  // lock mode: holds the snapshot the index describes
   std::string manifest;          // corpora: the manifest's JSON, checked
   std::vector<uint64_t> checksums;            // corpora: XXH3-64 of each record
+  std::unique_ptr<VerifiedRecords> verified;  // verify_checksums_once: records already checked
   std::map<std::string, uint64_t> meta_sums;  // corpora: of each metadata value, by key
   std::unique_ptr<ChunkFiller> filler;        // cache policy kFill
   ~Part() {
@@ -191,6 +218,8 @@ Status Reader::LoadCorpusMeta(Part& part, bool* corpus) {
     LMDBLOADER_RETURN_IF_ERROR(ReadCheckedMeta(part, records->first, &blob));
     part.checksums.resize(part.index.size());
     if (!blob.empty()) std::memcpy(part.checksums.data(), blob.data(), blob.size());
+    if (options_.verify_checksums && options_.verify_checksums_once)
+      LMDBLOADER_RETURN_IF_ERROR(VerifiedRecords::Create(part.index.size(), &part.verified));
   }
   part.manifest = std::move(bytes);
   return Status::OK();
@@ -238,7 +267,8 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
     }
     if (r->index_source_.empty()) r->index_source_ = source;
     total += part->index.size();
-    index_bytes += part->index.MemoryBytes() + part->checksums.size() * 8;
+    index_bytes += part->index.MemoryBytes() + part->checksums.size() * 8 +
+                   (part->verified ? part->verified->bytes() : 0);
     r->part_ends_.push_back(total);
     r->parts_.push_back(std::move(part));
   }
@@ -308,6 +338,10 @@ Status Reader::ReopenHandles() {
           return Status::Corruption("reopen " + p.location.data_path +
                                     " after fork: the database changed its record count");
         p.index = std::move(fresh);
+        // A writer changed the database: what was checked before may not
+        // be what this process reads. Start a record of its own (unmapping
+        // the shared one here leaves the parent's as it is).
+        if (p.verified) LMDBLOADER_RETURN_IF_ERROR(VerifiedRecords::Create(p.index.size(), &p.verified));
       }
     }
     // The filler's mapping stays valid in the child; it needs no handle.
@@ -378,7 +412,11 @@ Status Reader::ReadRequests(const ReadRequest* requests, Part* const* parts, siz
 
 Status Reader::VerifyRecord(const Part& part, uint64_t local, const char* data, uint64_t size) const {
   if (part.checksums.empty() || !options_.verify_checksums) return Status::OK();
-  if (Checksum(data, size) == part.checksums[local]) return Status::OK();
+  if (part.verified && part.verified->Has(local)) return Status::OK();
+  if (Checksum(data, size) == part.checksums[local]) {
+    if (part.verified) part.verified->Add(local);
+    return Status::OK();
+  }
   return Status::Corruption("record " + std::to_string(local) + " of " + part.location.data_path +
                             " is damaged: its checksum does not match (" + std::to_string(size) + " bytes)");
 }

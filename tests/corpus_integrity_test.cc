@@ -2,6 +2,7 @@
 // manifests, saved indexes and shard lists reported (or rebuilt), never
 // trusted; a plain LMDB is never mistaken for a corpus.
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -86,6 +87,48 @@ TEST(CorpusIntegrityTest, DamagedRecordIsCorruptionNamingRecordAndFileInBothMode
   std::string value;
   ASSERT_OK(r->Read(7, &value));
   EXPECT_NE(value, testing::RecordBytes(7, kValue));
+}
+
+// verify_checksums_once: damage is caught on a record's first read (and on
+// every read until one passes), then the record's bytes are trusted, in this
+// process and in processes forked from it. Damage made after the check is
+// what it gives up, which is how the test sees the record of checks shared.
+TEST(CorpusIntegrityTest, CheckingOnceCatchesDamageOnFirstReadAndSharesWhatWasCheckedAcrossFork) {
+  TempDir dir;
+  WriteCorpus(dir.Sub("c"), 40);
+  FlipInside(dir.Sub("c/data.mdb"), testing::RecordBytes(7, kValue), 1234);
+  for (AccessMode mode : {AccessMode::kPread, AccessMode::kMmap}) {
+    ReaderOptions o;
+    o.mode = mode;
+    o.index_dir = "none";
+    o.verify_checksums_once = true;
+    std::unique_ptr<Reader> once, every;
+    ASSERT_OK(Reader::Open(dir.Sub("c"), o, &once));
+    o.verify_checksums_once = false;
+    ASSERT_OK(Reader::Open(dir.Sub("c"), o, &every));
+    std::string value;
+    EXPECT_EQ(once->Read(7, &value).code(), Status::Code::kCorruption);
+    EXPECT_EQ(once->Read(7, &value).code(), Status::Code::kCorruption);  // a failed check is not remembered
+    const int checked = mode == AccessMode::kPread ? 9 : 19, first = checked + 2, second = checked + 3;
+    ASSERT_OK(once->Read(checked, &value));
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      std::string v;
+      ::_exit(once->Read(first, &v).ok() ? 0 : 1);  // checked in the child
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    FlipInside(dir.Sub("c/data.mdb"), testing::RecordBytes(checked, kValue), 100);
+    FlipInside(dir.Sub("c/data.mdb"), testing::RecordBytes(first, kValue), 100);
+    FlipInside(dir.Sub("c/data.mdb"), testing::RecordBytes(second, kValue), 100);
+    EXPECT_EQ(every->Read(checked, &value).code(), Status::Code::kCorruption);
+    ASSERT_OK(once->Read(checked, &value));  // checked here before the damage
+    EXPECT_NE(value, testing::RecordBytes(checked, kValue));
+    ASSERT_OK(once->Read(first, &value));   // checked in the child before the damage
+    EXPECT_NE(value, testing::RecordBytes(first, kValue));
+    EXPECT_EQ(once->Read(second, &value).code(), Status::Code::kCorruption);  // never checked
+  }
 }
 
 TEST(CorpusIntegrityTest, DamagedManifestIsCorruptionNamingTheFile) {

@@ -37,6 +37,7 @@ struct OpenFlags {
   bool lock = false;
   std::string index_dir;
   bool no_verify = false;
+  bool verify_once = false;
   std::string io_engine = "auto";
   uint32_t queue_depth = 64;
   std::string cache = "auto";
@@ -48,7 +49,10 @@ struct OpenFlags {
     cmd->add_option("--db", db, "named database (default: the main one)");
     cmd->add_flag("--lock", lock, "use LMDB's lock file (a writer may be active)");
     cmd->add_option("--index-dir", index_dir, "where to save the record index ('none': never)");
-    cmd->add_flag("--no-verify-checksums", no_verify, "corpora: skip checking each record's checksum");
+    CLI::Option* skip = cmd->add_flag("--no-verify-checksums", no_verify, "corpora: skip checking each record's checksum");
+    cmd->add_flag("--verify-checksums-once", verify_once,
+                  "corpora: check each record's checksum the first time it is read, then trust the page cache")
+        ->excludes(skip);
     cmd->add_option("--io-engine", io_engine, "batched reads: auto, io_uring, threads or sync");
     cmd->add_option("--queue-depth", queue_depth, "batched reads in flight at most (default 64)");
     cmd->add_option("--cache", cache, "page cache policy: auto, fill, exact or drop");
@@ -61,6 +65,7 @@ struct OpenFlags {
     options.lock = lock;
     options.index_dir = index_dir;
     options.verify_checksums = !no_verify;
+    options.verify_checksums_once = verify_once;
     LMDBLOADER_RETURN_IF_ERROR(ParseIoEngine(io_engine, &options.io_engine));
     options.queue_depth = queue_depth;
     LMDBLOADER_RETURN_IF_ERROR(ParseCachePolicy(cache, &options.cache_policy));

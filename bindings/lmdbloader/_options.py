@@ -68,3 +68,13 @@ def check_queue_depth(queue_depth):
     if not 1 <= depth <= 4096:
         raise ValueError(f"queue_depth must be between 1 and 4096, got {depth}")
     return depth
+
+
+def check_verify(verify_checksums):
+    """True, False or "once"; another string is a mistake, not a truth value
+    ("false" would otherwise read as True)."""
+    if isinstance(verify_checksums, str):
+        if verify_checksums != "once":
+            raise ValueError(f'verify_checksums must be True, False or "once"; got {verify_checksums!r}')
+        return verify_checksums
+    return bool(verify_checksums)

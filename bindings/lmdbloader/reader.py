@@ -8,7 +8,7 @@ import numpy as np
 
 from . import _core
 from ._options import (budget_bytes, byte_size, check_cache, check_io_engine, check_mode,
-                       check_queue_depth)
+                       check_queue_depth, check_verify)
 from .errors import CorruptedError
 
 
@@ -28,7 +28,11 @@ class Reader:
     into the data's directory; README, "The record index"). ``verify_checksums``: corpora
     written by lmdbloader carry a checksum per record, checked on every read
     (CorruptedError naming the record and file on a mismatch); False skips
-    the check (README, "Measured", for what it costs).
+    the check (README, "Measured", for what it costs); "once" checks each
+    record the first time it is read, here or in a process forked from here
+    (DataLoader workers), and trusts the page cache for later reads: later
+    epochs skip the hash, and a record changed on the device after it was
+    checked goes unnoticed.
 
     Batches (:meth:`get_batch`, :meth:`decode_batch`, a DataLoader's
     ``__getitems__``) are read with all their reads in flight at once, GIL
@@ -60,7 +64,7 @@ class Reader:
             path=os.fspath(path), rss_budget=budget_bytes(rss_budget), mode=check_mode(mode),
             lock=bool(lock), db=db or "", index_dir=index_dir or "",
             mmap_window=byte_size(mmap_window, "mmap_window"),
-            remap_every=byte_size(remap_every, "remap_every"), verify_checksums=bool(verify_checksums),
+            remap_every=byte_size(remap_every, "remap_every"), verify_checksums=check_verify(verify_checksums),
             io_engine=check_io_engine(io_engine), queue_depth=check_queue_depth(queue_depth),
             cache=check_cache(cache))
         self._path = self._config["path"]
@@ -72,8 +76,9 @@ class Reader:
         c = self._config
         self._core = _core.Reader(c["path"], c["rss_budget"], c["mode"], c["lock"], c["db"],
                                   c["index_dir"], c["mmap_window"], c["remap_every"],
-                                  c.get("verify_checksums", True), c.get("io_engine", "auto"),
-                                  c.get("queue_depth", 64), c.get("cache", "auto"))
+                                  bool(c.get("verify_checksums", True)), c.get("io_engine", "auto"),
+                                  c.get("queue_depth", 64), c.get("cache", "auto"),
+                                  c.get("verify_checksums", True) == "once")
         return self._core
 
     @property

@@ -111,6 +111,17 @@ struct ReaderOptions {
   // Default: true.
   bool verify_checksums = true;
 
+  // With verify_checksums: check each record the first time it is read, by
+  // this reader or by a process forked from it after the open (DataLoader
+  // workers forked from the process that opened it share one record of what
+  // was checked), and trust the page cache for later reads of it, as a file
+  // system with checksums trusts its cache. Later epochs then skip the hash.
+  // What it gives up: a record whose bytes change on the device after they
+  // were checked (the file rewritten in place, the medium decaying between
+  // two reads) is no longer caught. Costs one bit per record of memory
+  // shared across fork. Default: false (every read is checked).
+  bool verify_checksums_once = false;
+
   // pread mode: how batches of reads are issued, and how many may be in
   // flight at once. The reads land directly in the caller's buffers, so no
   // buffer of the library is in flight. stats() reports the engine chosen.

@@ -267,3 +267,22 @@ def test_damaged_record_is_corrupted_error_unless_checks_are_skipped(tmp_path, m
     assert res.returncode == 1 and "record 5" in res.stderr
     res = subprocess.run(["lmdbloader", "get", path, "--index", "5", "--no-verify-checksums"], capture_output=True)
     assert res.returncode == 0
+    # Checking once still catches damage on every read that would hand it out.
+    import msgpack
+    once = lmdbloader.LmdbDataset(path, mode=mode, verify_checksums="once", views=mode == "mmap",
+                                  decode=lambda raw: msgpack.unpackb(raw)["image"])
+    for _ in range(2):
+        with pytest.raises(lmdbloader.CorruptedError, match="record 5 of"):
+            once.__getitems__([4, 5])
+    assert once.__getitems__([4, 6]) == [bytes([4]) * 3000, bytes([6]) * 3000]
+    res = subprocess.run(["lmdbloader", "scan", path, "--verify-checksums-once"], capture_output=True, text=True)
+    assert res.returncode == 1 and "record 5" in res.stderr
+
+
+@pytest.mark.parametrize("value", ["false", "yes", ""])
+def test_verify_checksums_refuses_strings_other_than_once(tmp_path, value):
+    path = str(tmp_path / "c")
+    with lmdbloader.CorpusWriter(path) as w:
+        w.add("n", b"x")
+    with pytest.raises(ValueError, match='verify_checksums must be True, False or "once"'):
+        lmdbloader.Reader(path, verify_checksums=value)
