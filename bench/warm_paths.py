@@ -54,6 +54,8 @@ def main():
                 ("apply_batch, checksums off", dict(verify_checksums=False), "apply"),
                 ("apply_batch, mode=mmap, checksums off", dict(mode="mmap", verify_checksums=False), "apply"),
                 ("apply_batch, views (mode=mmap, 96 MiB budget)", dict(mode="mmap", rss_budget="96MiB"), "views"),
+                ("apply_batch, views, checked once", dict(mode="mmap", rss_budget="96MiB",
+                                                          verify_checksums="once"), "views"),
                 ("apply_batch, views, checksums off", dict(mode="mmap", rss_budget="96MiB",
                                                            verify_checksums=False), "views")):
             r = lmdbloader.Reader(path, cache="exact", **kw)
