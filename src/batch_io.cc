@@ -71,7 +71,7 @@ class SyncBatchIo final : public BatchIo {
 // with preadv2(RWF_NOWAIT), which copies cached bytes and returns EAGAIN
 // instead of waiting for the device. Only the rest goes to the pool, and only
 // as many helpers are woken as there are reads left. Handing every read of a
-// warm batch to the pool measured 3x slower than plain pread() for 100 KiB
+// warm batch to the pool measured 2.7x slower than plain pread() for 100 KiB
 // records (waking 32 threads on 2 cores for each chunk of 2-3 reads); io_uring
 // makes the same nonblocking attempt itself before it queues a read.
 class ThreadPoolBatchIo final : public BatchIo {
