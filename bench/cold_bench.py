@@ -179,6 +179,7 @@ def views_study(directory, sizes, repeats):
         out[name] = {}
         for workers in (2, 8):
             cold = lambda: page_cache.evict(path)  # noqa: E731
+            seq = lambda: page_cache.read_sequentially(path)  # noqa: E731
             jobs = {
                 "pylmdb": lambda: PyLmdbChecksums(path, count),
                 "lmdbloader": lambda: lmdbloader_dataset(path),
@@ -189,9 +190,12 @@ def views_study(directory, sizes, repeats):
                                                                  rss_budget=VIEWS_BUDGET),
             }
             runs = {k: [] for k in jobs}
+            runs["views_checked_once_after_sequential_warmup"] = []
             for _ in range(repeats):
                 for k, make in jobs.items():
                     runs[k].append(dataloader_epochs(make(), workers, 3, cold))
+                runs["views_checked_once_after_sequential_warmup"].append(
+                    dataloader_epochs(jobs["views_checked_once"](), workers, 3, seq))
             out[name][workers] = {k: [statistics.median(e) for e in zip(*v)] for k, v in runs.items()}
             out[name][workers]["runs"] = runs
             print("views", name, workers, json.dumps(out[name][workers]), flush=True)
@@ -414,6 +418,17 @@ def print_tables(results):
                     print(f"| {name} | {workers} | {label} | {statistics.mean(p[i] for i in e):,.0f} "
                           f"| {cell('lmdbloader')} | {cell('views')} | {cell('views_checked_once')} "
                           f"| {cell('views_no_checksums')} |")
+    if "views" in results:
+        print("\n| values | workers | views checked once, epochs 2-3 after a cold epoch 1 "
+              "| after a sequential warm-up | ratio |")
+        print("|---|---|---|---|---|")
+        for name, by_workers in results["views"].items():
+            for workers, d in by_workers.items():
+                warm = d.get("views_checked_once_after_sequential_warmup")
+                if warm:
+                    after_cold = statistics.mean(d["views_checked_once"][1:])
+                    print(f"| {name} | {workers} | {after_cold:,.0f} | {statistics.mean(warm[1:]):,.0f} "
+                          f"| {after_cold / statistics.mean(warm[1:]):.2f}x |")
     print("\n| how the cold 100 KiB corpus was read | folios left | later epoch (GB/s) |")
     print("|---|---|---|")
     for name, r in results["page_cache"].items():
