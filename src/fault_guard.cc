@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <new>
 
 namespace lmdbloader {
 
@@ -25,7 +26,7 @@ struct Slot {
   std::atomic<bool> shrank{false};
 };
 Slot g_first_block[kSlots];
-std::atomic<Slot*> g_blocks[kMaxBlocks] = {g_first_block};
+std::atomic<Slot*> g_blocks[kMaxBlocks] = {g_first_block};  // published in order, never unpublished
 
 Slot* SlotOf(int handle) {
   if (handle < 0 || handle >= kSlots * kMaxBlocks) return nullptr;
@@ -58,9 +59,8 @@ void CallPrevious(int sig, siginfo_t* info, void* context) {
 void OnSigbus(int sig, siginfo_t* info, void* context) {
   if (info != nullptr && info->si_code == BUS_ADRERR) {
     const uintptr_t addr = reinterpret_cast<uintptr_t>(info->si_addr);
-    for (int h = 0; h < kSlots * kMaxBlocks; ++h) {
-      if (h % kSlots == 0 && g_blocks[h / kSlots].load(std::memory_order_acquire) == nullptr) break;
-      Slot& slot = *SlotOf(h);
+    for (int h = 0; Slot* found = SlotOf(h); ++h) {
+      Slot& slot = *found;
       const uintptr_t begin = slot.begin.load(std::memory_order_acquire);
       if (begin == 0 || addr < begin) continue;
       const uintptr_t end = slot.end.load(std::memory_order_acquire);
@@ -104,8 +104,12 @@ int GuardMapping(const void* begin, uint64_t size) {
   std::lock_guard<std::mutex> lock(g_mu);
   InstallLocked();
   for (int h = 0; h < kSlots * kMaxBlocks; ++h) {
-    if (h % kSlots == 0 && g_blocks[h / kSlots].load(std::memory_order_relaxed) == nullptr)
-      g_blocks[h / kSlots].store(new Slot[kSlots], std::memory_order_release);
+    if (SlotOf(h) == nullptr) {
+      // Every published slot is taken: publish the next block.
+      Slot* block = new (std::nothrow) Slot[kSlots];
+      if (block == nullptr) return -1;
+      g_blocks[h / kSlots].store(block, std::memory_order_release);
+    }
     Slot& slot = *SlotOf(h);
     if (slot.begin.load(std::memory_order_relaxed) != 0) continue;
     const uintptr_t b = reinterpret_cast<uintptr_t>(begin);

@@ -11,7 +11,8 @@ namespace lmdbloader {
 
 namespace {
 
-// Raises the soft descriptor limit to the hard one; true if it grew.
+// Raises the soft descriptor limit to the hard one; true if it grew. (Linux
+// keeps RLIMIT_NOFILE's hard limit finite: at most fs.nr_open.)
 bool RaiseDescriptorLimit() {
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
@@ -25,12 +26,15 @@ bool RaiseDescriptorLimit() {
 
 Status OpenReadOnly(const std::string& path, int* fd) {
   int f = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (f < 0 && errno == EMFILE && RaiseDescriptorLimit()) f = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int err = f < 0 ? errno : 0;
+  if (err == EMFILE && RaiseDescriptorLimit()) {
+    f = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    err = f < 0 ? errno : 0;
+  }
   if (f >= 0) {
     *fd = f;
     return Status::OK();
   }
-  const int err = errno;
   Status s = Status::FromErrno(err, "open", path);
   if (err != EMFILE) return s;
   struct rlimit limit;
