@@ -24,6 +24,7 @@ Opening writes nothing into the dataset's directory (README, "The record index")
 """
 
 import bisect
+import operator
 import os
 import re
 import sys
@@ -199,16 +200,58 @@ def _write_call(call):
     return refuse
 
 
+def _type_name(obj):
+    """The name CPython's own messages give obj's type (its tp_name)."""
+    t = type(obj)
+    if t.__module__ == "builtins" or t.__flags__ & (1 << 9):  # Py_TPFLAGS_HEAPTYPE
+        return t.__name__
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+def _buffer(obj):
+    """The bytes of a key or value argument: any C-contiguous object with the
+    buffer protocol (bytes, bytearray, memoryview, array, numpy), as py-lmdb's
+    val_from_buffer() takes it, with the errors it gives."""
+    if type(obj) is bytes:
+        return obj
+    if type(obj) is str:
+        raise TypeError("Won't implicitly convert Unicode to bytes; use .encode()")
+    try:
+        view = memoryview(obj)
+    except TypeError:
+        raise TypeError(f"a bytes-like object is required, not '{_type_name(obj)}'") from None
+    with view:
+        if not view.c_contiguous:
+            if isinstance(obj, memoryview):
+                raise BufferError("memoryview: underlying buffer is not C-contiguous")
+            raise ValueError(f"{type(obj).__name__} is not C-contiguous")
+        return view.tobytes()
+
+
+def _optional_buffer(obj):
+    """A buffer argument py-lmdb parses with its argument table, where None
+    means "not given": an empty key or value."""
+    return b"" if obj is None else _buffer(obj)
+
+
 def _key(key, call, allow_empty=False):
     """py-lmdb's checks of a key argument."""
-    if isinstance(key, str):
-        raise TypeError("Won't implicitly convert Unicode to bytes; use .encode()")
-    if not isinstance(key, (bytes, bytearray, memoryview)):
-        raise TypeError(f"expected bytes, {type(key).__name__} found")
-    key = bytes(key)
+    key = _buffer(key)
     if not key and not allow_empty:
         raise BadValsizeError(f"{call}: {_BAD_VALSIZE}")
     return key
+
+
+def _db_arg(env, db, default):
+    """A ``db=`` argument, checked as py-lmdb checks it: None means the
+    default; anything but a database handle of this environment is refused."""
+    if db is None:
+        return default
+    if not isinstance(db, _Database):
+        raise TypeError("invalid type")
+    if db._env is not env:
+        raise Error("Database handle belongs to another environment.")
+    return db
 
 
 def open(path, map_size=10485760, subdir=True, readonly=False, metasync=True, sync=True,  # noqa: A001
@@ -358,7 +401,8 @@ class Environment:
         self._check()
         s = self._inspect()
         needed = (s["last_pgno"] + 1) * s["page_size"]
-        return {"map_addr": 0, "map_size": max(self._map_size, needed), "last_pgno": s["last_pgno"],
+        # liblmdb: a map size of 0 takes the meta page's, and none is below the data's size.
+        return {"map_addr": 0, "map_size": max(self._map_size or s["map_size"], needed), "last_pgno": s["last_pgno"],
                 "last_txnid": s["last_txnid"], "max_readers": self._max_readers, "num_readers": 0}
 
     def path(self):
@@ -422,7 +466,16 @@ class Environment:
         except CorruptedError as e:
             raise CorruptedError(f"{call}: {e}") from None
 
-    set_mapsize = _write_call("mdb_env_set_mapsize")
+    def set_mapsize(self, map_size):
+        """py-lmdb's ``set_mapsize``: allowed on a read-only environment, where
+        it changes only the map size info() reports (0: the meta page's)."""
+        self._check()
+        map_size = operator.index(map_size)
+        if map_size < 0:
+            raise OverflowError("Integer argument must be >= 0")
+        if map_size >= 1 << 64:
+            raise OverflowError("Integer argument exceeds limit.")
+        self._map_size = map_size
 
     def close(self):
         if self._closed:
@@ -455,7 +508,12 @@ class Transaction:
     values come back as read-only ``memoryview`` objects, as in py-lmdb (here
     they stay valid after the transaction ends)."""
 
-    def __init__(self, env, db=None, parent=None, write=False, buffers=False):
+    def __init__(self, env=None, db=None, parent=None, write=False, buffers=False):
+        if env is None:
+            raise TypeError("'env' argument required")
+        if not isinstance(env, Environment):
+            raise TypeError("invalid type")
+        db = _db_arg(env, db, None)
         env._check()
         if parent is not None:
             # Every transaction here is a read transaction, and LMDB nests
@@ -480,19 +538,22 @@ class Transaction:
 
     def get(self, key, default=None, db=None):
         self._check()
+        if key is None:
+            raise TypeError("key must be given.")
         key = _key(key, "mdb_get")
+        db = _db_arg(self.env, db, self._db)
         if len(key) > _MAX_KEY:
             return default
-        v = (db or self._db).reader.get(key)
+        v = db.reader.get(key)
         return default if v is None else self._value(v)
 
     def cursor(self, db=None):
         self._check()
-        return Cursor(db or self._db, self)
+        return Cursor(_db_arg(self.env, db, self._db), self)
 
     def stat(self, db=None):
         self._check()
-        return _db_stat(self.env._inspect(db or self._db))
+        return _db_stat(self.env._inspect(_db_arg(self.env, db, self._db)))
 
     def id(self):
         self._check()
@@ -505,11 +566,42 @@ class Transaction:
     def abort(self):
         self._done = True
 
-    put = _write_call("mdb_put")
-    replace = _write_call("mdb_put")
-    pop = _write_call("mdb_del")
-    delete = _write_call("mdb_del")
-    drop = _write_call("mdb_drop")
+    # py-lmdb's write calls, as it answers them in a read-only transaction:
+    # arguments checked first, then liblmdb's EACCES (ReadonlyError) from the
+    # call that would write; pop() and a dupsort replace() look the key up
+    # first and return None where it is missing.
+    def put(self, key, value, dupdata=True, overwrite=True, append=False, db=None):
+        self._check()
+        _optional_buffer(key), _optional_buffer(value)
+        _db_arg(self.env, db, self._db)
+        self._mutations += 1
+        _readonly("mdb_put")
+
+    def replace(self, key, value, db=None):
+        self._check()
+        key = _optional_buffer(key)
+        _optional_buffer(value)
+        return Cursor(_db_arg(self.env, db, self._db), self).replace(key, value)
+
+    def pop(self, key, db=None):
+        self._check()
+        key = _optional_buffer(key)
+        return Cursor(_db_arg(self.env, db, self._db), self).pop(key)
+
+    def delete(self, key, value=b"", db=None):
+        self._check()
+        _optional_buffer(key), _optional_buffer(value)
+        _db_arg(self.env, db, self._db)
+        self._mutations += 1
+        _readonly("mdb_del")
+
+    def drop(self, db=None, delete=True):
+        self._check()
+        if db is None:
+            raise TypeError("'db' argument required.")
+        _db_arg(self.env, db, self._db)
+        self._mutations += 1
+        _readonly("mdb_drop")
 
     def __enter__(self):
         self._check()
@@ -536,7 +628,13 @@ class Cursor:
 
     _NEXT, _NEXT_DUP, _NEXT_NODUP, _PREV, _PREV_DUP, _PREV_NODUP = range(6)
 
-    def __init__(self, db, txn):
+    def __init__(self, db=None, txn=None):
+        if (db is not None and not isinstance(db, _Database)) or (
+                txn is not None and not isinstance(txn, Transaction)):
+            raise TypeError("invalid type")
+        if db is None or txn is None:
+            raise TypeError("db and transaction parameters required.")
+        _db_arg(txn.env, db, None)
         self.db = db
         self.txn = txn
         self._r = db.reader
@@ -799,25 +897,24 @@ class Cursor:
 
     def set_key(self, key):
         self._check()
-        if isinstance(key, (bytes, bytearray, memoryview)) and not bytes(key):
+        key = _buffer(key)
+        if not key:
             self._miss()
             raise BadValsizeError(f"mdb_cursor_get: {_BAD_VALSIZE}")
-        key = _key(key, "mdb_cursor_get")
         g = self._set(key, exact=True)
         return self._hit(g, 0) if g is not None else self._miss()
 
     def set_range(self, key):
         self._check()
-        if isinstance(key, (bytes, bytearray, memoryview)) and not bytes(key):
+        key = _buffer(key)
+        if not key:
             return self.first()  # py-lmdb's own rule
-        key = _key(key, "mdb_cursor_get")
         g = self._set(key, exact=False)
         return self._hit(g, 0) if g is not None else self._miss()
 
     def _set_dup(self, key, value, exact):
         self._check()
-        key = _key(key, "mdb_cursor_get", allow_empty=True)
-        value = _key(value, "mdb_cursor_get", allow_empty=True)
+        key, value = _optional_buffer(key), _optional_buffer(value)
         if not self._dupsort:
             self._miss()  # py-lmdb: any failed mdb_cursor_get unpositions
             raise IncompatibleError(f"mdb_cursor_get: {_INCOMPATIBLE}")
@@ -847,6 +944,8 @@ class Cursor:
         return self._set_dup(key, value, exact=False)
 
     def get(self, key, default=None):
+        if key is None:
+            raise TypeError("key must be given.")
         return self.value() if self.set_key(key) else default
 
     def getmulti(self, keys, dupdata=False, dupfixed_bytes=None, keyfixed=False, values=True):
@@ -936,10 +1035,43 @@ class Cursor:
     def __iter__(self):
         return self.iternext()
 
-    put = _write_call("mdb_cursor_put")
-    putmulti = _write_call("mdb_cursor_put")
-    replace = _write_call("mdb_cursor_put")
-    pop = _write_call("mdb_cursor_del")
+    # py-lmdb's write calls in a read-only transaction (see Transaction.put).
+    def put(self, key, value, dupdata=True, overwrite=True, append=False):
+        self._check()
+        _optional_buffer(key), _optional_buffer(value)
+        self.txn._mutations += 1
+        _readonly("mdb_put")
+
+    def putmulti(self, items, dupdata=True, overwrite=True, append=False):
+        """(0, 0) for no items; the first item fails as its put would."""
+        self._check()
+        for i, item in enumerate(items):
+            if type(item) is not tuple or len(item) != 2:
+                raise TypeError("putmulti() elements must be 2-tuples")
+            _buffer(item[0]), _buffer(item[1])
+            self.txn._mutations += 1
+            _readonly(f"mdb_cursor_put() element #{i}")
+        return (0, 0)
+
+    def replace(self, key, value):
+        self._check()
+        key = _optional_buffer(key)
+        _optional_buffer(value)
+        if self._dupsort:
+            # py-lmdb deletes the key's duplicates before it puts the value.
+            if self.set_key(key):
+                self.txn._mutations += 1
+                _readonly("mdb_cursor_del")
+            _readonly("mdb_put")
+        self.txn._mutations += 1
+        _readonly("mdb_put")
+
+    def pop(self, key):
+        self._check()
+        if not self.set_key(_optional_buffer(key)):
+            return None
+        self.txn._mutations += 1
+        _readonly("mdb_cursor_del")
 
     def delete(self, dupdata=False):
         """False on an unpositioned cursor, as py-lmdb; otherwise ReadonlyError."""

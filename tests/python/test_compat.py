@@ -97,7 +97,7 @@ def test_unsupported_calls_raise_clear_errors(foreign):
         env.begin(write=True)
     txn = env.begin()
     for call in (lambda: txn.put(b"k", b"v"), lambda: txn.delete(b"k"), lambda: txn.cursor().put(b"k", b"v"),
-                 lambda: txn.drop(None)):
+                 lambda: txn.drop(env.open_db())):
         with pytest.raises(lmdbloader.ReadonlyError):
             call()
     with pytest.raises(TypeError):
@@ -295,3 +295,84 @@ def test_nested_transactions_are_refused_as_pylmdb_refuses_them(foreign):
         return outcomes
 
     assert nested(compat) == nested(lmdb)
+
+
+def _outcome(call):
+    try:
+        result = call()
+    except Exception as e:  # the comparison is the point: any exception, by type and message
+        return type(e).__name__, str(e)
+    return "ok", bytes(result) if isinstance(result, memoryview) else result
+
+
+def test_key_value_and_db_arguments_are_checked_as_pylmdb_checks_them(tmp_path):
+    """Every call that takes a key, value or db handle, given keys of every
+    kind (buffer-protocol objects py-lmdb accepts, types it refuses, None,
+    empty, present and missing) and handles of the wrong type or of another
+    environment: the same result or exception type and message as py-lmdb.
+    Write calls included: py-lmdb checks their arguments and looks the key up
+    before liblmdb refuses the write."""
+    import array
+    import numpy as np
+
+    paths = []
+    for name in ("a", "b"):
+        path = str(tmp_path / name)
+        env = lmdb.open(path, map_size=1 << 24, max_dbs=2)
+        dups = env.open_db(b"dups", dupsort=True)
+        with env.begin(write=True) as txn:
+            for i in range(50):
+                txn.put(b"k%05d" % i, b"v" * i)
+                txn.put(b"d%02d" % (i % 5), b"%03d" % i, db=dups)
+        env.close()
+        paths.append(path)
+    keys = [5, None, 1.5, [b"k00001"], "k00001", np.bytes_(b"k00001"), array.array("b", b"k00002"),
+            np.frombuffer(b"k00003", dtype=np.uint8), np.frombuffer(b"k00001k00002", dtype=np.uint8)[::2],
+            memoryview(b"k00001k00002")[::2], bytearray(b"k00004"), b"", b"k00005", b"missing",
+            b"d01", b"x" * 600]
+    results = {}
+    for module in (lmdb, compat):
+        env = module.open(paths[0], readonly=True, lock=False, max_dbs=2)
+        other = module.open(paths[1], readonly=True, lock=False, max_dbs=2)
+        handles = {"main": env.open_db(), "dups": env.open_db(b"dups"), "foreign": other.open_db(b"dups"),
+                   "int": 3, "str": "dups", "bytes": b"dups"}
+        out = results[module] = []
+        for db_name in ("main", "dups"):
+            db = handles[db_name]
+            txn = env.begin(db=db)
+            cur = txn.cursor()
+            calls = {
+                "get": lambda k: txn.get(k), "cursor.get": lambda k: cur.get(k),
+                "set_key": lambda k: cur.set_key(k), "set_range": lambda k: cur.set_range(k),
+                "set_key_dup": lambda k: cur.set_key_dup(k, b"001"),
+                "pop": lambda k: txn.pop(k), "cursor.pop": lambda k: cur.pop(k),
+                "put": lambda k: txn.put(k, b"v"), "put(value=k)": lambda k: txn.put(b"k", k),
+                "cursor.put": lambda k: cur.put(k, b"v"), "replace": lambda k: txn.replace(k, b"v"),
+                "cursor.replace": lambda k: cur.replace(k, b"v"), "delete": lambda k: txn.delete(k),
+                "putmulti": lambda k: cur.putmulti([(k, b"v")]), "cursor.delete": lambda k: cur.delete(),
+                "key": lambda k: cur.key(), "value": lambda k: cur.value(),
+            }
+            for key in keys:
+                for name, call in calls.items():
+                    out.append((db_name, name, repr(key)[:40], _outcome(lambda: call(key))))
+            for handle_name, handle in handles.items():
+                for name, call in {
+                    "begin": lambda h: env.begin(db=h).get(b"k00001"), "get": lambda h: txn.get(b"d01", db=h),
+                    "cursor": lambda h: txn.cursor(db=h).first(), "stat": lambda h: txn.stat(h)["entries"],
+                    "drop": lambda h: txn.drop(h), "put": lambda h: txn.put(b"k", b"v", db=h),
+                    "pop": lambda h: txn.pop(b"d01", db=h), "Cursor": lambda h: module.Cursor(h, txn).first(),
+                    "Transaction": lambda h: module.Transaction(env, db=h).get(b"k00001"),
+                }.items():
+                    out.append((db_name, name, handle_name, _outcome(lambda: call(handle))))
+        for name, call in {"Transaction()": lambda: module.Transaction(), "Transaction(5)": lambda: module.Transaction(5),
+                           "Cursor(None, txn)": lambda: module.Cursor(None, env.begin()),
+                           "Cursor(db, 5)": lambda: module.Cursor(env.open_db(), 5),
+                           "putmulti([])": lambda: env.begin().cursor().putmulti([]),
+                           "putmulti([list])": lambda: env.begin().cursor().putmulti([[b"a", b"b"]]),
+                           "drop()": lambda: env.begin().drop(None)}.items():
+            out.append(("", name, "", _outcome(call)))
+        env.close()
+        other.close()
+    mismatches = [(a, b) for a, b in zip(results[lmdb], results[compat]) if a != b]
+    assert len(results[lmdb]) == len(results[compat]) > 500
+    assert not mismatches, mismatches[:5]
