@@ -363,7 +363,11 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (*get) {
-    if (index < 0 && !*by_key && !*by_hex) {
+    if (*by_index && index < 0) {
+      std::fprintf(stderr, "lmdbloader get: --index must be 0 or more, got %lld\n", static_cast<long long>(index));
+      return 2;
+    }
+    if (!*by_index && !*by_key && !*by_hex) {
       std::fprintf(stderr, "lmdbloader get: give --index, --key or --key-hex\n");
       return 2;
     }

@@ -223,6 +223,14 @@ def test_get_output_into_a_missing_folder_says_why_and_leaves_nothing(tmp_path):
     assert ok.returncode == 0 and (tmp_path / "one.bin").read_bytes() == lmdbloader.Reader(path)[1]
 
 
+def test_get_refuses_a_negative_or_missing_position_with_usage_status(tmp_path):
+    path = write_corpus(str(tmp_path / "c"))
+    res = subprocess.run(["lmdbloader", "get", path, "--index", "-1"], capture_output=True, text=True)
+    assert res.returncode == 2 and "--index must be 0 or more, got -1" in res.stderr, res.stderr
+    res = subprocess.run(["lmdbloader", "get", path, "--index", "99999"], capture_output=True, text=True)
+    assert res.returncode == 1 and "index 99999 out of range" in res.stderr and path in res.stderr, res.stderr
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_get_to_a_full_disk_says_no_space(tmp_path):
     path = write_corpus(str(tmp_path / "c"))
