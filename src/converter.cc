@@ -249,6 +249,11 @@ Status ReadFile(const std::string& path, std::string* out) {
     ::close(fd);
     return Status::FromErrno(err, "fstat", path);
   }
+  if (static_cast<uint64_t>(st.st_size) > kMaxRecordBytes) {
+    ::close(fd);
+    return Status::InvalidArgument(path + ": " + std::to_string(st.st_size) + " bytes; a record holds at most " +
+                                   std::to_string(kMaxRecordBytes) + " bytes (LMDB's largest value)");
+  }
   out->resize(static_cast<size_t>(st.st_size));
   size_t done = 0;
   while (done < out->size()) {
@@ -276,6 +281,12 @@ void PackScalar(msgpack::packer<msgpack::sbuffer>& pk, const json& v) {
 // Builds the msgpack record of a file-backed item.
 Status PackItem(const Item& it, std::vector<std::string>& contents, msgpack::sbuffer* buf) {
   buf->clear();
+  uint64_t content_bytes = 0;
+  for (const std::string& c : contents) content_bytes += c.size();
+  if (content_bytes > kMaxRecordBytes)  // each file was checked alone; a video's frames together may not fit
+    return Status::InvalidArgument(it.origin + ": its files hold " + std::to_string(content_bytes) +
+                                   " bytes; a record holds at most " + std::to_string(kMaxRecordBytes) +
+                                   " bytes (LMDB's largest value)");
   msgpack::packer<msgpack::sbuffer> pk(*buf);
   pk.pack_map(2 + (it.has_label ? 1 : 0) + static_cast<uint32_t>(it.extra.size()));
   pk.pack(std::string(it.frames ? "frames" : "image"));
@@ -341,12 +352,12 @@ Status WriteOne(const ConvertOptions& o, const Listing& listing, size_t begin, s
       contents.resize(it.files.size());
       Status s;
       for (size_t k = 0; k < it.files.size() && s.ok(); ++k) s = ReadFile(it.files[k], &contents[k]);
+      if (s.ok()) s = PackItem(it, contents, &buf);
       if (!s.ok()) {
         if (!o.skip_bad) return s;
         summary->skipped.push_back(s.message());
         continue;
       }
-      LMDBLOADER_RETURN_IF_ERROR(PackItem(it, contents, &buf));
       if (it.has_label) columns["label"] = static_cast<double>(it.label);
       for (auto& [k, v] : it.extra.items())
         if (v.is_number()) columns[k] = v.get<double>();

@@ -24,6 +24,11 @@ inline constexpr std::string_view kColumnPrefix = "__lmdbloader__/column/";
 inline constexpr const char* kShardListFile = "shards.json";
 inline constexpr const char* kCorpusFormatName = "lmdbloader-corpus";
 inline constexpr int kCorpusFormatVersion = 1;
+// The largest record a corpus holds: LMDB's largest value (MAXDATASIZE in
+// mdb.c; a node stores its data size in 32 bits), which is also the largest
+// msgpack bin. Checked before anything is packed or read: a bigger one would
+// otherwise be cut to its size modulo 2^32 by a 32-bit length.
+inline constexpr uint64_t kMaxRecordBytes = 0xffffffffull;
 
 // 8-byte big-endian encoding of a record number.
 std::string RecordKey(uint64_t index);

@@ -143,24 +143,27 @@ Status CorpusWriter::Put(std::string_view key, std::string_view value, bool appe
 
 Status CorpusWriter::Add(std::string_view name, std::string_view record,
                          const std::map<std::string, double>& columns) {
-  auto [it, inserted] = name_seen_.emplace(std::string(name), count_);
-  if (!inserted)
+  // Everything is checked before anything changes: a refused record leaves
+  // the writer as it was, so a caller may skip it and go on.
+  if (record.size() > kMaxRecordBytes)
+    return Status::InvalidArgument("record '" + std::string(name) + "' is " + std::to_string(record.size()) +
+                                   " bytes; a record holds at most " + std::to_string(kMaxRecordBytes) +
+                                   " bytes (LMDB's largest value)");
+  if (auto seen = name_seen_.find(std::string(name)); seen != name_seen_.end())
     return Status::InvalidArgument("duplicate name '" + std::string(name) + "' (records " +
-                                   std::to_string(it->second) + " and " + std::to_string(count_) + ")");
-  if (count_ == 0) {
-    for (const auto& [column, value] : columns) columns_[column];
-  } else if (columns.size() != columns_.size()) {
+                                   std::to_string(seen->second) + " and " + std::to_string(count_) + ")");
+  if (count_ > 0 && columns.size() != columns_.size())
     return Status::InvalidArgument("record '" + std::string(name) + "' has " + std::to_string(columns.size()) +
                                    " columns, earlier records " + std::to_string(columns_.size()));
-  }
-  for (const auto& [column, value] : columns) {
-    auto c = columns_.find(column);
-    if (c == columns_.end())
-      return Status::InvalidArgument("record '" + std::string(name) + "' has column '" + column +
-                                     "' that earlier records lack");
-    c->second.push_back(value);
+  if (count_ > 0) {
+    for (const auto& [column, value] : columns)
+      if (columns_.find(column) == columns_.end())
+        return Status::InvalidArgument("record '" + std::string(name) + "' has column '" + column +
+                                       "' that earlier records lack");
   }
   LMDBLOADER_RETURN_IF_ERROR(Put(RecordKey(count_), record, /*append=*/true));
+  name_seen_.emplace(std::string(name), count_);
+  for (const auto& [column, value] : columns) columns_[column].push_back(value);
   const uint64_t sum = Checksum(record);
   checksums_.append(reinterpret_cast<const char*>(&sum), 8);  // little-endian
   names_.append(name.data(), name.size());

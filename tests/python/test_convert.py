@@ -109,6 +109,44 @@ def test_bad_inputs_name_the_culprit_and_leave_nothing(tmp_path):
     assert proc.returncode != 0 and "unknown source kind" in proc.stderr
 
 
+def test_a_file_bigger_than_a_record_can_hold_is_refused_not_cut(tmp_path):
+    """LMDB stores values up to 2^32-1 bytes, and msgpack's bin length is 32
+    bits: a 4.5 GiB file was once stored cut to its size modulo 2^32, and the
+    conversion reported success. The file here is sparse, and refused from
+    its size before a byte is read."""
+    os.makedirs(tmp_path / "src" / "cls")
+    with open(tmp_path / "src" / "cls" / "huge.jpg", "wb") as f:
+        f.truncate(4500 << 20)
+    (tmp_path / "src" / "cls" / "small.jpg").write_bytes(b"small")
+    out = tmp_path / "out"
+    with pytest.raises(lmdbloader.ConvertError, match=r"huge.jpg: 4718592000 bytes; a record holds at most 4294967295"):
+        lmdbloader.convert(tmp_path / "src", out, kind="image_folder")
+    assert not out.exists()
+    proc = subprocess.run(["lmdbloader", "convert", "--from", "image_folder", str(tmp_path / "src"), str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "huge.jpg: 4718592000 bytes" in proc.stderr and not out.exists()
+    summary = lmdbloader.convert(tmp_path / "src", out, kind="image_folder", skip_bad=True)
+    assert summary["records"] == 1 and "huge.jpg" in summary["skipped"][0]
+    r = lmdbloader.Reader(str(out))
+    assert r.name(0) == "cls/small.jpg" and msgpack.unpackb(r[0])["image"] == b"small"
+
+
+def test_a_refused_record_leaves_the_writer_as_it_was(tmp_path):
+    """A record refused for its columns or name changes nothing: the caller
+    may skip it, and the columns stay aligned with the records."""
+    path = str(tmp_path / "c")
+    with lmdbloader.CorpusWriter(path) as w:
+        w.add("a", b"1", label=1, y=0)
+        with pytest.raises(ValueError, match="column 'x' that earlier records lack"):
+            w.add("b", b"2", label=2, x=0)
+        with pytest.raises(ValueError, match="duplicate name 'a'"):
+            w.add("a", b"3", label=3, y=0)
+        w.add("c", b"4", label=4, y=1)
+    r = lmdbloader.Reader(path)
+    assert [r[i] for i in range(len(r))] == [b"1", b"4"]
+    assert list(r.column("label")) == [1, 4] and list(r.column("y")) == [0, 1]
+
+
 def test_sigkill_midway_leaves_nothing_then_rerun_completes(tmp_path):
     write_video_folders(str(tmp_path / "src"), videos=400, frames=10, frame_size=64 * 1024)
     out = tmp_path / "out"
