@@ -131,6 +131,19 @@ def test_a_file_bigger_than_a_record_can_hold_is_refused_not_cut(tmp_path):
     assert r.name(0) == "cls/small.jpg" and msgpack.unpackb(r[0])["image"] == b"small"
 
 
+def test_a_manifest_naming_a_fifo_or_a_folder_is_refused_without_waiting(tmp_path):
+    """Opening a FIFO for reading waits for a writer: the conversion would
+    hang. Only regular files are records."""
+    os.mkfifo(tmp_path / "pipe.jpg")
+    os.makedirs(tmp_path / "dir.jpg")
+    for target, kind in (("pipe.jpg", "a FIFO"), ("dir.jpg", "a directory")):
+        (tmp_path / "m.jsonl").write_text(json.dumps({"name": "a", "path": target}) + "\n")
+        proc = subprocess.run(["lmdbloader", "convert", "--from", "jsonl", str(tmp_path / "m.jsonl"),
+                               str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1, proc.stderr
+        assert f"{target}: not a regular file ({kind})" in proc.stderr and not (tmp_path / "out").exists()
+
+
 def test_a_refused_record_leaves_the_writer_as_it_was(tmp_path):
     """A record refused for its columns or name changes nothing: the caller
     may skip it, and the columns stay aligned with the records."""
