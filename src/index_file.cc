@@ -7,10 +7,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "checksum.h"
+#include "open_file.h"
 
 namespace lmdbloader {
 
@@ -231,12 +230,10 @@ Status SaveIndex(const std::string& path, const RecordIndex& index) {
 
 Status LoadIndex(const std::string& path, const FileIdentity& expected, const std::string& db_name,
                  RecordIndex* index) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("no saved index at " + path);
-  std::ostringstream buf;
-  buf << in.rdbuf();
+  std::string bytes;
+  if (!ReadWholeFile(path, &bytes).ok()) return Status::NotFound("no saved index at " + path);
   RecordIndex loaded;
-  LMDBLOADER_RETURN_IF_ERROR(IndexFileCodec::Decode(buf.str(), path, &loaded));
+  LMDBLOADER_RETURN_IF_ERROR(IndexFileCodec::Decode(bytes, path, &loaded));
   if (!(loaded.identity == expected) || loaded.db_name != db_name)
     return Status::NotFound("saved index " + path + " is stale");
   *index = std::move(loaded);

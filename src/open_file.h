@@ -16,7 +16,13 @@
 namespace lmdbloader {
 
 // open(path, O_RDONLY | O_CLOEXEC) into *fd; IOError naming the file.
+// Only a regular file opens: a FIFO, device or socket under a data or index
+// file's name is InvalidArgument naming it (opening a FIFO would wait for a
+// writer forever; a device is no database).
 Status OpenReadOnly(const std::string& path, int* fd);
+
+// The whole of the regular file at `path` (opened as OpenReadOnly does).
+Status ReadWholeFile(const std::string& path, std::string* out);
 
 }  // namespace lmdbloader
 

@@ -2,13 +2,12 @@
 
 #include <sys/stat.h>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "corpus_format.h"
+#include "open_file.h"
 
 namespace lmdbloader {
 
@@ -63,11 +62,9 @@ Status ReadShardList(const std::string& dir, bool* is_set, std::vector<ShardEntr
   struct stat st;
   *is_set = ::stat(list_path.c_str(), &st) == 0;
   if (!*is_set) return Status::OK();
-  std::ifstream in(list_path);
-  if (!in) return Status::FromErrno(errno ? errno : EIO, "open", list_path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseShardList(text.str(), dir, list_path, parts);
+  std::string text;
+  LMDBLOADER_RETURN_IF_ERROR(ReadWholeFile(list_path, &text));
+  return ParseShardList(text, dir, list_path, parts);
 }
 
 }  // namespace lmdbloader

@@ -223,6 +223,30 @@ def test_get_output_into_a_missing_folder_says_why_and_leaves_nothing(tmp_path):
     assert ok.returncode == 0 and (tmp_path / "one.bin").read_bytes() == lmdbloader.Reader(path)[1]
 
 
+def test_a_fifo_under_a_data_index_or_shard_list_name_is_refused_without_waiting(tmp_path):
+    """Opening a FIFO for reading waits for a writer: the open would hang.
+    A FIFO as data.mdb or shards.json is refused naming it; one as the saved
+    index is not trusted, and the index is rebuilt."""
+    plain = tmp_path / "plain"
+    os.makedirs(plain)
+    os.mkfifo(plain / "data.mdb")
+    corpus = write_corpus(str(tmp_path / "c"))
+    os.unlink(os.path.join(corpus, "lmdbloader.idx"))
+    os.mkfifo(os.path.join(corpus, "lmdbloader.idx"))
+    shard_set = tmp_path / "set"
+    os.makedirs(shard_set)
+    os.mkfifo(shard_set / "shards.json")
+    for path, name in ((plain, "data.mdb"), (shard_set, "shards.json")):
+        res = subprocess.run(["lmdbloader", "stat", str(path)], capture_output=True, text=True, timeout=60)
+        assert res.returncode == 1 and f"{name}: not a regular file (a FIFO)" in res.stderr, res.stderr
+        probe = f"import lmdbloader\ntry:\n lmdbloader.Reader({str(path)!r})\nexcept ValueError as e:\n print(e)"
+        res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+        assert f"{name}: not a regular file (a FIFO)" in res.stdout, res
+    res = subprocess.run([sys.executable, "-c", f"import lmdbloader; print(len(lmdbloader.Reader({corpus!r})))"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and res.stdout.strip() == str(len(lmdbloader.Reader(corpus))), res
+
+
 def test_get_refuses_a_negative_or_missing_position_with_usage_status(tmp_path):
     path = write_corpus(str(tmp_path / "c"))
     res = subprocess.run(["lmdbloader", "get", path, "--index", "-1"], capture_output=True, text=True)
