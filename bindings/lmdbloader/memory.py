@@ -176,7 +176,17 @@ def main(argv=None):
     cmd = argv[split + 1:]
     if not cmd:
         parser.error("no command after --")
-    proc = subprocess.Popen(cmd)
+    if not args.interval > 0:
+        parser.error(f"--interval must be more than 0 seconds, got {args.interval}")
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(out_dir):
+        # Found out before the command runs, not after it has run for hours.
+        parser.error(f"--out {args.out}: folder {out_dir} does not exist")
+    try:
+        proc = subprocess.Popen(cmd)
+    except OSError as e:
+        print(f"python -m lmdbloader.memory: cannot run {cmd[0]}: {e.strerror}", file=sys.stderr)
+        return 127
     sampler = Sampler(proc.pid, args.interval, args.match).start()
     rc = proc.wait()
     samples = sampler.stop()

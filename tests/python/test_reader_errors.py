@@ -175,3 +175,27 @@ def test_file_truncated_under_mapping_is_an_oserror_not_sigbus(tmp_path, case):
     assert out.returncode == 0, f"exit {out.returncode}: {out.stderr[-2000:]}"
     assert "OSError" in out.stdout and "data.mdb" in out.stdout and "shrank under its mapping" in out.stdout, \
         out.stdout + out.stderr[-2000:]
+
+
+def test_memory_tool_reports_bad_usage_before_running_anything(tmp_path):
+    """python -m lmdbloader.memory: a missing command, a bad interval or an
+    output folder that does not exist are usage errors (status 2) found
+    before the command runs; a command that cannot start is 127; otherwise
+    the command's own status comes back."""
+    import subprocess
+    import sys
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "lmdbloader.memory", *args], capture_output=True, text=True,
+                              cwd=tmp_path, timeout=120)
+
+    marker = tmp_path / "ran"
+    for args, why in (([], "usage"), (["--"], "no command"), (["--interval", "0", "--", "true"], "--interval"),
+                      (["--out", str(tmp_path / "missing" / "m"), "--", "touch", str(marker)], "does not exist")):
+        res = run(*args)
+        assert res.returncode == 2 and why in res.stderr, (args, res.stderr)
+    assert not marker.exists()
+    res = run("--", str(tmp_path / "no-such-program"))
+    assert res.returncode == 127 and "cannot run" in res.stderr and "No such file" in res.stderr, res.stderr
+    res = run("--interval", "0.05", "--", sys.executable, "-c", "import time, sys; time.sleep(0.3); sys.exit(3)")
+    assert res.returncode == 3 and (tmp_path / "memory.csv").exists(), res.stderr
