@@ -60,9 +60,12 @@ class Reader:
             raise TypeError(f"db must be a str or bytes name, got {type(db).__name__}")
         if isinstance(db, bytes):
             db = db.decode("utf-8")
+        if index_dir is not None and not isinstance(index_dir, (str, bytes, os.PathLike)):
+            raise TypeError(f"index_dir must be a str or os.PathLike, got {type(index_dir).__name__}")
         self._config = dict(
             path=os.fspath(path), rss_budget=budget_bytes(rss_budget), mode=check_mode(mode),
-            lock=bool(lock), db=db or "", index_dir=index_dir or "",
+            lock=bool(lock), db=db or "",
+            index_dir=os.fsdecode(os.fspath(index_dir)) if index_dir is not None else "",
             mmap_window=byte_size(mmap_window, "mmap_window"),
             remap_every=byte_size(remap_every, "remap_every"), verify_checksums=check_verify(verify_checksums),
             io_engine=check_io_engine(io_engine), queue_depth=check_queue_depth(queue_depth),

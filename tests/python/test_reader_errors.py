@@ -46,6 +46,10 @@ def test_errors(corpus, tmp_path):
         lmdbloader.Reader(corpus, rss_budget="lots")
     with pytest.raises(ValueError, match="mode"):
         lmdbloader.Reader(corpus, mode="fast")
+    with pytest.raises(TypeError, match="index_dir must be a str or os.PathLike, got int"):
+        lmdbloader.Reader(corpus, index_dir=5)
+    (tmp_path / "idx").mkdir()
+    assert len(lmdbloader.Reader(corpus, index_dir=tmp_path / "idx")) == 10  # a Path is a path
     r = lmdbloader.Reader(corpus)
     with pytest.raises(IndexError, match="out of range"):
         r[10]
