@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <system_error>
+#include <thread>
+#include <utility>
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22  // Linux 5.14; older headers lack the name
@@ -35,23 +38,58 @@ ChunkFiller::~ChunkFiller() {
   if (base_) ::munmap(base_, size_);
 }
 
+bool ChunkFiller::Filled(uint64_t chunk) const {
+  return filled_[chunk / 64].load(std::memory_order_relaxed) & (1ull << (chunk % 64));
+}
+
+void ChunkFiller::FillChunk(uint64_t chunk) {
+  if (Filled(chunk) || disabled_.load(std::memory_order_relaxed)) return;
+  char* start = base_ + chunk * kChunk;
+  const uint64_t length = std::min(kChunk, size_ - chunk * kChunk);
+  if (::madvise(start, length, MADV_POPULATE_READ) != 0) {
+    if (errno == EINVAL) disabled_.store(true);  // kernel before 5.14
+    return;
+  }
+  // Unmapped at once: the folio stays cached, out of this process's RSS.
+  ::madvise(start, length, MADV_DONTNEED);
+  if (!(filled_[chunk / 64].fetch_or(1ull << (chunk % 64)) & (1ull << (chunk % 64))))
+    filled_count_.fetch_add(1, std::memory_order_relaxed);
+}
+
 void ChunkFiller::Fill(uint64_t offset, uint64_t size) {
   if (size == 0 || offset >= size_ || disabled_.load(std::memory_order_relaxed)) return;
   const uint64_t last = std::min(offset + size, size_) - 1;
-  for (uint64_t chunk = offset / kChunk; chunk <= last / kChunk; ++chunk) {
-    std::atomic<uint64_t>& word = filled_[chunk / 64];
-    const uint64_t bit = 1ull << (chunk % 64);
-    if (word.load(std::memory_order_relaxed) & bit) continue;
-    char* start = base_ + chunk * kChunk;
-    const uint64_t length = std::min(kChunk, size_ - chunk * kChunk);
-    if (::madvise(start, length, MADV_POPULATE_READ) != 0) {
-      if (errno == EINVAL) disabled_.store(true);  // kernel before 5.14
-      continue;
-    }
-    // Unmapped at once: the folio stays cached, out of this process's RSS.
-    ::madvise(start, length, MADV_DONTNEED);
-    if (!(word.fetch_or(bit) & bit)) filled_count_.fetch_add(1, std::memory_order_relaxed);
+  for (uint64_t chunk = offset / kChunk; chunk <= last / kChunk; ++chunk) FillChunk(chunk);
+}
+
+size_t ChunkFiller::FillTogether(const std::vector<Range>& ranges, unsigned parallel) {
+  std::vector<std::pair<ChunkFiller*, uint64_t>> todo;  // (filler, chunk) not filled yet
+  for (const Range& r : ranges) {
+    ChunkFiller* f = r.filler;
+    if (!f || r.size == 0 || r.offset >= f->size_ || f->disabled_.load(std::memory_order_relaxed)) continue;
+    const uint64_t last = std::min(r.offset + r.size, f->size_) - 1;
+    for (uint64_t chunk = r.offset / kChunk; chunk <= last / kChunk; ++chunk)
+      if (!f->Filled(chunk)) todo.emplace_back(f, chunk);
   }
+  std::sort(todo.begin(), todo.end());
+  todo.erase(std::unique(todo.begin(), todo.end()), todo.end());
+  std::atomic<size_t> next{0};
+  auto work = [&todo, &next] {
+    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < todo.size();)
+      todo[i].first->FillChunk(todo[i].second);
+  };
+  std::vector<std::thread> helpers;
+  const size_t wanted = std::min<size_t>(parallel, todo.size());
+  for (size_t t = 1; t < wanted; ++t) {
+    try {
+      helpers.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no thread to be had: the caller fills the rest itself
+    }
+  }
+  work();
+  for (std::thread& t : helpers) t.join();
+  return helpers.size();
 }
 
 void DropFromPageCache(int fd, uint64_t offset, uint64_t size) {

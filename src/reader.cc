@@ -401,9 +401,12 @@ Status Reader::PreadAt(Part& part, uint64_t offset, uint64_t size, char* dst) {
 }
 
 Status Reader::ReadRequests(const ReadRequest* requests, Part* const* parts, size_t count) {
-  if (cache_policy_ == CachePolicy::kFill)
-    for (size_t k = 0; k < count; ++k)
-      if (parts[k]->filler) parts[k]->filler->Fill(requests[k].offset, requests[k].size);
+  if (cache_policy_ == CachePolicy::kFill) {
+    std::vector<ChunkFiller::Range> ranges;
+    ranges.reserve(count);
+    for (size_t k = 0; k < count; ++k) ranges.push_back({parts[k]->filler.get(), requests[k].offset, requests[k].size});
+    ChunkFiller::FillTogether(ranges, FillParallel());
+  }
   Status s = count == 1 ? PreadFully(requests[0]) : io_->ReadAll(requests, count);
   if (cache_policy_ == CachePolicy::kDrop)
     for (size_t k = 0; k < count; ++k) DropFromPageCache(requests[k].fd, requests[k].offset, requests[k].size);
@@ -525,21 +528,34 @@ Status Reader::View(uint64_t index, RecordView* view) {
   return Status::OK();
 }
 
+unsigned Reader::FillParallel() const {
+  // Each chunk being filled is mapped (2 MiB of RSS) until its read ends: a
+  // budget keeps those to an eighth of itself.
+  // 4 at once: cold scans of 2 KiB, 100 KiB and 1 MiB records ran 1.1-1.4x
+  // faster than one at a time on a virtio disk, and 8 no faster than 4.
+  constexpr unsigned kMost = 4;
+  const uint64_t budget = options_.rss_budget;
+  const uint64_t n = budget ? budget / (8 * ChunkFiller::kChunk) : kMost;
+  return static_cast<unsigned>(std::clamp<uint64_t>(n, 1, kMost));
+}
+
 void Reader::Prefetch(const uint64_t* indices, size_t count) {
   if (mode_ != AccessMode::kMmap || !EnsureProcess().ok()) return;
+  std::vector<ChunkFiller::Range> ranges;
   for (size_t k = 0; k < count; ++k) {
     Part* part = nullptr;
     uint64_t local = 0;
     if (!Locate(indices[k], &part, &local).ok()) continue;
     const uint64_t offset = part->index.offset(local), size = part->index.value_size(local);
     if (part->filler) {
-      part->filler->Fill(offset, size);
+      ranges.push_back({part->filler.get(), offset, size});
     } else if (size > 0) {
       // Through the descriptor, not the mapping: no mmap lock, and on a warm
       // cache (nothing to read) 0.2 us a record against madvise's 0.35.
       (void)::posix_fadvise(part->fd, static_cast<off_t>(offset), static_cast<off_t>(size), POSIX_FADV_WILLNEED);
     }
   }
+  if (!ranges.empty()) ChunkFiller::FillTogether(ranges, FillParallel());
 }
 
 Status Reader::ViewBatch(const uint64_t* indices, size_t count, RecordView* views) {

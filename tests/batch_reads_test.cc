@@ -17,6 +17,7 @@
 #include <random>
 #include <thread>
 
+#include "chunk_filler.h"
 #include "lmdbloader/reader.h"
 #include "test_util.h"
 
@@ -370,6 +371,44 @@ TEST(PageCachePolicy, FillReadsWholeChunksIntoTheCacheButNotIntoRss) {
   // resident in this process (the buffers read are 4 x 64 KiB).
   EXPECT_EQ(r->stats().mapped_rss, 0u);
   EXPECT_LT(testing::ProcessRssBytes(), rss_before + (4u << 20));
+}
+
+// A batch's cold chunks are filled together (one read in flight each, up to
+// `parallel`), every one of them whole; a batch whose chunks are all filled,
+// or that needs a single one, starts no thread.
+TEST(PageCachePolicy, FillsTheColdChunksOfABatchTogetherAndAWarmBatchStartsNoThread) {
+  TempDir dir;
+  const std::string path = dir.Sub("file");
+  const uint64_t chunks = 8, size = chunks * ChunkFiller::kChunk;
+  {
+    std::string bytes(size, 'x');
+    FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+    ASSERT_EQ(std::fclose(f), 0);
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  std::unique_ptr<ChunkFiller> filler;
+  ASSERT_OK(ChunkFiller::Create(fd, size, path, &filler));
+  Evict(path);
+  const uint64_t rss_before = testing::ProcessRssBytes();
+  // One small range in the first chunk: filled by the caller alone.
+  EXPECT_EQ(ChunkFiller::FillTogether({{filler.get(), 100, 10}}, 4), 0u);
+  EXPECT_EQ(filler->chunks_filled(), 1u);
+  // Ranges over the other seven chunks, one straddling two of them, listed
+  // twice: three helpers join the caller.
+  std::vector<ChunkFiller::Range> batch;
+  for (uint64_t c = 1; c < chunks; ++c) batch.push_back({filler.get(), c * ChunkFiller::kChunk + 4096, 4096});
+  batch.push_back({filler.get(), 2 * ChunkFiller::kChunk - 10, 20});
+  batch.insert(batch.end(), batch.begin(), batch.end());
+  EXPECT_EQ(ChunkFiller::FillTogether(batch, 4), 3u);
+  EXPECT_EQ(filler->chunks_filled(), chunks);
+  EXPECT_GE(CachedPages(path) * 4096, size * 9 / 10);
+  EXPECT_LT(testing::ProcessRssBytes(), rss_before + (4u << 20));  // unmapped as soon as read
+  // Warm: nothing left to fill, no thread.
+  EXPECT_EQ(ChunkFiller::FillTogether(batch, 4), 0u);
+  ::close(fd);
 }
 
 TEST(PageCachePolicy, AutoFillsAFileThatFitsInMemory) {

@@ -200,6 +200,7 @@ class Reader {
   Status PreadAt(Part& part, uint64_t offset, uint64_t size, char* dst);
   // pread mode: the cache policy around a batch of reads.
   Status ReadRequests(const ReadRequest* requests, Part* const* parts, size_t count);
+  unsigned FillParallel() const;  // chunks of a batch filled at once (cache policy fill)
   Status ReadMeta(Part& part, const std::string& key, std::string* bytes);
   // ReadMeta, then the value's checksum from the manifest (when it has one).
   Status ReadCheckedMeta(Part& part, const std::string& key, std::string* bytes);
