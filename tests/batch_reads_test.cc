@@ -375,7 +375,8 @@ TEST(PageCachePolicy, FillReadsWholeChunksIntoTheCacheButNotIntoRss) {
 
 // A batch's cold chunks are filled together (one read in flight each, up to
 // `parallel`), every one of them whole; a batch whose chunks are all filled,
-// or that needs a single one, starts no thread.
+// that needs a single one, or whose chunks are cached already (filled by
+// another process: a DataLoader's other worker) starts no thread.
 TEST(PageCachePolicy, FillsTheColdChunksOfABatchTogetherAndAWarmBatchStartsNoThread) {
   TempDir dir;
   const std::string path = dir.Sub("file");
@@ -397,17 +398,32 @@ TEST(PageCachePolicy, FillsTheColdChunksOfABatchTogetherAndAWarmBatchStartsNoThr
   EXPECT_EQ(ChunkFiller::FillTogether({{filler.get(), 100, 10}}, 4), 0u);
   EXPECT_EQ(filler->chunks_filled(), 1u);
   // Ranges over the other seven chunks, one straddling two of them, listed
-  // twice: three helpers join the caller.
-  std::vector<ChunkFiller::Range> batch;
-  for (uint64_t c = 1; c < chunks; ++c) batch.push_back({filler.get(), c * ChunkFiller::kChunk + 4096, 4096});
-  batch.push_back({filler.get(), 2 * ChunkFiller::kChunk - 10, 20});
-  batch.insert(batch.end(), batch.begin(), batch.end());
-  EXPECT_EQ(ChunkFiller::FillTogether(batch, 4), 3u);
+  // twice: after the caller's first fill (a read from the device), at most
+  // three helpers join it.
+  auto batch_of = [](ChunkFiller* f) {
+    std::vector<ChunkFiller::Range> batch;
+    for (uint64_t c = 1; c < chunks; ++c) batch.push_back({f, c * ChunkFiller::kChunk + 4096, 4096});
+    batch.push_back({f, 2 * ChunkFiller::kChunk - 10, 20});
+    batch.insert(batch.end(), batch.begin(), batch.end());
+    return batch;
+  };
+  EXPECT_LE(ChunkFiller::FillTogether(batch_of(filler.get()), 4), 3u);
   EXPECT_EQ(filler->chunks_filled(), chunks);
   EXPECT_GE(CachedPages(path) * 4096, size * 9 / 10);
   EXPECT_LT(testing::ProcessRssBytes(), rss_before + (4u << 20));  // unmapped as soon as read
   // Warm: nothing left to fill, no thread.
-  EXPECT_EQ(ChunkFiller::FillTogether(batch, 4), 0u);
+  EXPECT_EQ(ChunkFiller::FillTogether(batch_of(filler.get()), 4), 0u);
+  // Another filler (another worker) over the cached file: its chunks are
+  // filled one after another by the caller. A fill is timed, so a machine
+  // too busy to map a cached chunk in 250 us gets three tries.
+  size_t fewest = 3;
+  for (int attempt = 0; attempt < 3 && fewest > 0; ++attempt) {
+    std::unique_ptr<ChunkFiller> other;
+    ASSERT_OK(ChunkFiller::Create(fd, size, path, &other));
+    fewest = std::min(fewest, ChunkFiller::FillTogether(batch_of(other.get()), 4));
+    EXPECT_EQ(other->chunks_filled(), chunks - 1);
+  }
+  EXPECT_EQ(fewest, 0u);
   ::close(fd);
 }
 
