@@ -256,6 +256,21 @@ size_t ChunkEnd(const std::vector<uint64_t>& sizes, size_t first, uint64_t* tota
   return end;
 }
 
+// fn(arg) for one record. An exception fn raises goes on unchanged, with a
+// note (PEP 678, Python 3.11+) naming the record and file: a DataLoader
+// re-raises a worker's exception as text, where a user's decode error would
+// otherwise not say which record of which file it met.
+py::object CallForRecord(const py::object& fn, py::object arg, const Reader& r, uint64_t index) {
+  try {
+    return fn(std::move(arg));
+  } catch (py::error_already_set& e) {
+    py::object exc = e.value();
+    if (exc && py::hasattr(exc, "add_note"))
+      exc.attr("add_note")("lmdbloader: raised on record " + std::to_string(index) + " of " + r.path());
+    throw;
+  }
+}
+
 py::list DecodeBatch(Reader& r, const py::iterable& indices, const py::object& transform) {
   std::vector<uint64_t> pos = Positions(r, indices);
   std::vector<uint64_t> sizes = ValueSizes(r, pos);
@@ -275,7 +290,7 @@ py::list DecodeBatch(Reader& r, const py::iterable& indices, const py::object& t
     ThrowIfError(s);
     for (size_t k = first; k < end; ++k) {
       py::object record = DecodeRecord(r, pos[k], dsts[k - first], sizes[k]);
-      out[k] = transform.is_none() ? record : transform(record);
+      out[k] = transform.is_none() ? record : CallForRecord(transform, std::move(record), r, pos[k]);
     }
     first = end;
   }
@@ -309,8 +324,7 @@ py::list ApplyBatch(Reader& r, const py::iterable& indices, const py::object& fn
     }
     ThrowIfError(s);
     for (size_t k = first; k < end; ++k) {
-      py::object record = std::move(chunk[k - first]);
-      out[k] = fn(record);
+      out[k] = CallForRecord(fn, std::move(chunk[k - first]), r, pos[k]);
     }
     first = end;
   }
@@ -347,7 +361,7 @@ py::list ApplyBatchViews(Reader& r, const py::iterable& indices, const py::objec
     py::object holder = py::cast(std::move(view));
     PyObject* mv = PyMemoryView_FromObject(holder.ptr());
     if (!mv) throw py::error_already_set();
-    out[k] = fn(py::reinterpret_steal<py::object>(mv));
+    out[k] = CallForRecord(fn, py::reinterpret_steal<py::object>(mv), r, pos[k]);
     // fn read the mapping: zeros, not the file's bytes, if the file shrank meanwhile.
     ThrowIfError(r.CheckMappings());
   }

@@ -49,13 +49,25 @@ class LmdbDataset(torch.utils.data.Dataset):
         if self.decode == "msgpack":
             record = self.reader.decode(index)
         elif self.views:
-            record = self.decode(self.reader.view(index))
+            record = self._call(self.decode, self.reader.view(index), index)
             self.reader._c.check_mappings()  # decode read zeros if the file shrank meanwhile
         else:
             record = self.reader[index]
             if callable(self.decode):
-                record = self.decode(record)
-        return self.transform(record) if self.transform is not None else record
+                record = self._call(self.decode, record, index)
+        return self._call(self.transform, record, index) if self.transform is not None else record
+
+    def _call(self, fn, record, index):
+        """fn(record); what fn raises goes on with a note naming the record
+        and file (Python 3.11+), as in batches."""
+        try:
+            return fn(record)
+        except Exception as e:
+            if hasattr(e, "add_note"):
+                position = int(index)
+                position += len(self.reader) if position < 0 else 0
+                e.add_note(f"lmdbloader: raised on record {position} of {self.reader.path}")
+            raise
 
     def __getitems__(self, indices):
         if self.decode == "msgpack":

@@ -2,6 +2,7 @@
 in batches (read and decoded in cache-sized chunks, transform per record)."""
 
 import struct
+import sys
 
 import lmdb
 import msgpack
@@ -83,6 +84,29 @@ def test_transform_errors_propagate_unchanged(db):
 
     with pytest.raises(RuntimeError, match="from the transform"):
         r.decode_batch([0, 1], fails)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes (PEP 678) need Python 3.11")
+@pytest.mark.parametrize("how", ["decode", "views", "transform", "raw+transform"])
+def test_a_users_decode_or_transform_error_names_the_record_and_file(db, how):
+    """The user's exception goes on unchanged, with a note naming the record
+    and file: a DataLoader re-raises a worker's error as text, which would
+    otherwise not say where it happened."""
+    torch = pytest.importorskip("torch")
+
+    def fails(record):
+        raise RuntimeError("the user's bug")
+
+    kw = {"decode": dict(decode=fails), "views": dict(decode=fails, views=True),
+          "transform": dict(transform=fails), "raw+transform": dict(decode="raw", transform=fails)}[how]
+    ds = lmdbloader.LmdbDataset(db, **kw)
+    for call, record in ((lambda: ds[3], 3), (lambda: ds[-1], len(ds) - 1), (lambda: ds.__getitems__([2, 5]), 2)):
+        with pytest.raises(RuntimeError, match="the user's bug") as caught:
+            call()
+        assert caught.value.__notes__ == [f"lmdbloader: raised on record {record} of {db}"]
+    loader = torch.utils.data.DataLoader(ds, batch_size=2, num_workers=1)
+    with pytest.raises(RuntimeError, match=f"lmdbloader: raised on record 0 of {db}"):
+        next(iter(loader))
 
 
 def test_out_of_range_batch_reads_nothing(db):
