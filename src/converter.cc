@@ -434,6 +434,9 @@ Status Convert(const ConvertOptions& o, ConvertSummary* summary) {
     return Status::InvalidArgument("order must be given, sorted or shuffle; got '" + o.order + "'");
   if (o.frame_step < 1) return Status::InvalidArgument("frame_step must be at least 1");
   if (o.num_shards < 1) return Status::InvalidArgument("num_shards must be at least 1");
+  if (o.shard_index < -1)
+    return Status::InvalidArgument("shard_index must be 0 or more (-1: every shard), got " +
+                                   std::to_string(o.shard_index));
   if (o.shard_index >= static_cast<int32_t>(o.num_shards))
     return Status::InvalidArgument("shard_index " + std::to_string(o.shard_index) + " is not below num_shards " +
                                    std::to_string(o.num_shards));

@@ -271,3 +271,13 @@ def test_names_that_are_not_utf8_are_refused_naming_the_path(tmp_path):
     assert res.returncode == 1, res.stderr
     assert b"not valid UTF-8" in res.stderr and b"cl\xffass" in res.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_negative_shard_index_is_refused(tmp_path):
+    """-1 is the command's "every shard"; another negative index wrote every shard silently."""
+    os.makedirs(tmp_path / "src" / "cls")
+    (tmp_path / "src" / "cls" / "a.jpg").write_bytes(b"a")
+    proc = subprocess.run(["lmdbloader", "convert", "--from", "image_folder", str(tmp_path / "src"), str(tmp_path / "out"),
+                           "--num-shards", "3", "--shard-index", "-2"], capture_output=True, text=True)
+    assert proc.returncode == 1 and "shard_index must be 0 or more" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
