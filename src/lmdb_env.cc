@@ -4,8 +4,23 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
+
+#include "corpus_format.h"
 
 namespace lmdbloader {
+
+namespace {
+
+// Whether `dir` holds parts that `convert --shard-index` writes.
+bool HoldsShardParts(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.path().filename().string().rfind("part-", 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
 
 Status ResolveLocation(const std::string& path, DataLocation* location) {
   if (path.empty()) return Status::InvalidArgument("empty database path");
@@ -16,8 +31,15 @@ Status ResolveLocation(const std::string& path, DataLocation* location) {
     location->subdir = true;
     location->data_path = path + (path.back() == '/' ? "" : "/") + "data.mdb";
     struct stat data;
-    if (::stat(location->data_path.c_str(), &data) != 0)
-      return Status::FromErrno(errno, "open", location->data_path);
+    if (::stat(location->data_path.c_str(), &data) != 0) {
+      const int err = errno;
+      Status s = Status::FromErrno(err, "open", location->data_path);
+      if (err == ENOENT && HoldsShardParts(path))
+        return Status::IOError(s.message() + " (the folder holds shard parts but no " + kShardListFile +
+                               ": run `lmdbloader shard-list " + path + "` once every shard is written)",
+                               err);
+      return s;
+    }
   } else if (S_ISREG(st.st_mode)) {
     location->subdir = false;
     location->data_path = path;

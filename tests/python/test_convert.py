@@ -281,3 +281,12 @@ def test_a_negative_shard_index_is_refused(tmp_path):
                            "--num-shards", "3", "--shard-index", "-2"], capture_output=True, text=True)
     assert proc.returncode == 1 and "shard_index must be 0 or more" in proc.stderr, proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_opening_shard_parts_without_a_shard_list_says_to_write_one(tmp_path):
+    os.makedirs(tmp_path / "src" / "cls")
+    (tmp_path / "src" / "cls" / "a.jpg").write_bytes(b"a")
+    out = tmp_path / "out"
+    lmdbloader.convert(tmp_path / "src", out, kind="image_folder", num_shards=2, shard_index=0)
+    with pytest.raises(FileNotFoundError, match=r"holds shard parts but no shards.json: run `lmdbloader shard-list"):
+        lmdbloader.Reader(str(out))
