@@ -2,11 +2,11 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -19,10 +19,14 @@ namespace lmdbloader {
 
 namespace {
 
-// A fill that takes longer than this waited on the device. Mapping a cached
-// 2 MiB chunk takes 20-100 us; reading one takes milliseconds from a virtio
-// disk and 0.3 ms from a fast NVMe drive.
-constexpr std::chrono::microseconds kDeviceRead{250};
+// Major faults the calling thread has taken: MADV_POPULATE_READ counts one
+// for each fault that had to read from the device (the kernel's own answer
+// to "did this fill wait on the device", where a cached chunk takes only
+// minor faults). 0 if the kernel will not say.
+long MajorFaultsOfThisThread() {
+  struct rusage usage;
+  return ::getrusage(RUSAGE_THREAD, &usage) == 0 ? usage.ru_majflt : 0;
+}
 
 }  // namespace
 
@@ -46,6 +50,14 @@ ChunkFiller::ChunkFiller(char* base, uint64_t size)
 
 ChunkFiller::~ChunkFiller() {
   if (base_) ::munmap(base_, size_);
+}
+
+bool ChunkFiller::NeedsFill(uint64_t offset, uint64_t size) const {
+  if (size == 0 || offset >= size_ || disabled_.load(std::memory_order_relaxed)) return false;
+  const uint64_t last = std::min(offset + size, size_) - 1;
+  for (uint64_t chunk = offset / kChunk; chunk <= last / kChunk; ++chunk)
+    if (!Filled(chunk)) return true;
+  return false;
 }
 
 bool ChunkFiller::Filled(uint64_t chunk) const {
@@ -76,7 +88,7 @@ size_t ChunkFiller::FillTogether(const std::vector<Range>& ranges, unsigned para
   std::vector<std::pair<ChunkFiller*, uint64_t>> todo;  // (filler, chunk) not filled yet
   for (const Range& r : ranges) {
     ChunkFiller* f = r.filler;
-    if (!f || r.size == 0 || r.offset >= f->size_ || f->disabled_.load(std::memory_order_relaxed)) continue;
+    if (!f || !f->NeedsFill(r.offset, r.size)) continue;
     const uint64_t last = std::min(r.offset + r.size, f->size_) - 1;
     for (uint64_t chunk = r.offset / kChunk; chunk <= last / kChunk; ++chunk)
       if (!f->Filled(chunk)) todo.emplace_back(f, chunk);
@@ -88,20 +100,19 @@ size_t ChunkFiller::FillTogether(const std::vector<Range>& ranges, unsigned para
     for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < todo.size();)
       todo[i].first->FillChunk(todo[i].second);
   };
-  // The caller fills the first chunk alone. A chunk this process never filled
-  // may be cached already (filled by another DataLoader worker, or read by
-  // another job): mapping and unmapping it takes tens of microseconds, less
-  // than starting a thread, so helpers start only after a fill that waited
-  // on the device.
-  if (todo.empty()) return 0;
-  const auto start = std::chrono::steady_clock::now();
-  todo[next.fetch_add(1)].first->FillChunk(todo[0].second);
-  if (std::chrono::steady_clock::now() - start < kDeviceRead) {
-    work();
-    return 0;
+  // The caller fills chunks alone until one waits on the device. A chunk this
+  // process never filled may be cached already (filled by another DataLoader
+  // worker, or read by another job): mapping and unmapping it takes tens of
+  // microseconds, less than starting a thread.
+  for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < todo.size();) {
+    const long before = MajorFaultsOfThisThread();
+    todo[i].first->FillChunk(todo[i].second);
+    if (MajorFaultsOfThisThread() != before) break;
   }
+  const size_t consumed = std::min(next.load(std::memory_order_relaxed), todo.size());
+  if (consumed == todo.size()) return 0;
   std::vector<std::thread> helpers;
-  const size_t wanted = std::min<size_t>(parallel, todo.size() - 1);
+  const size_t wanted = std::min<size_t>(parallel, todo.size() - consumed);
   for (size_t t = 1; t < wanted; ++t) {
     try {
       helpers.emplace_back(work);

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "corpus_format.h"
+#include "open_file.h"
 #include "lmdbloader/convert.h"
 #include "lmdbloader/reader.h"
 #include "lmdbloader/writer.h"
@@ -241,21 +242,14 @@ Status ListLmdb(const ConvertOptions& o, Reader& source, Listing* listing) {
 }
 
 Status ReadFile(const std::string& path, std::string* out) {
-  // O_NONBLOCK: opening a FIFO named in a manifest must not wait for a writer.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return Status::FromErrno(errno, "open", path);
+  // A regular file only: a FIFO named in a manifest would wait for a writer.
+  int fd = -1;
+  LMDBLOADER_RETURN_IF_ERROR(OpenReadOnly(path, &fd));
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     int err = errno;
     ::close(fd);
     return Status::FromErrno(err, "fstat", path);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    const char* kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
-                     : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : S_ISSOCK(st.st_mode) ? "a socket"
-                     : "of another kind";
-    return Status::InvalidArgument(path + ": not a regular file (" + kind + ")");
   }
   if (static_cast<uint64_t>(st.st_size) > kMaxRecordBytes) {
     ::close(fd);

@@ -402,10 +402,14 @@ Status Reader::PreadAt(Part& part, uint64_t offset, uint64_t size, char* dst) {
 
 Status Reader::ReadRequests(const ReadRequest* requests, Part* const* parts, size_t count) {
   if (cache_policy_ == CachePolicy::kFill) {
+    // Only what is left to fill: a warm read allocates nothing here.
     std::vector<ChunkFiller::Range> ranges;
-    ranges.reserve(count);
-    for (size_t k = 0; k < count; ++k) ranges.push_back({parts[k]->filler.get(), requests[k].offset, requests[k].size});
-    ChunkFiller::FillTogether(ranges, FillParallel());
+    for (size_t k = 0; k < count; ++k) {
+      ChunkFiller* filler = parts[k]->filler.get();
+      if (filler && filler->NeedsFill(requests[k].offset, requests[k].size))
+        ranges.push_back({filler, requests[k].offset, requests[k].size});
+    }
+    if (!ranges.empty()) ChunkFiller::FillTogether(ranges, FillParallel());
   }
   Status s = count == 1 ? PreadFully(requests[0]) : io_->ReadAll(requests, count);
   if (cache_policy_ == CachePolicy::kDrop)
@@ -529,10 +533,10 @@ Status Reader::View(uint64_t index, RecordView* view) {
 }
 
 unsigned Reader::FillParallel() const {
-  // Each chunk being filled is mapped (2 MiB of RSS) until its read ends: a
-  // budget keeps those to an eighth of itself.
-  // 4 at once: cold scans of 2 KiB, 100 KiB and 1 MiB records ran 1.1-1.4x
-  // faster than one at a time on a virtio disk, and 8 no faster than 4.
+  // 4 at once: on a virtio disk, 8 were no faster than 4 (README, "Cold reads
+  // and the page cache"). Each
+  // chunk being filled is mapped (2 MiB of RSS) until its read ends: a budget
+  // keeps those to an eighth of itself.
   constexpr unsigned kMost = 4;
   const uint64_t budget = options_.rss_budget;
   const uint64_t n = budget ? budget / (8 * ChunkFiller::kChunk) : kMost;
@@ -548,7 +552,7 @@ void Reader::Prefetch(const uint64_t* indices, size_t count) {
     if (!Locate(indices[k], &part, &local).ok()) continue;
     const uint64_t offset = part->index.offset(local), size = part->index.value_size(local);
     if (part->filler) {
-      ranges.push_back({part->filler.get(), offset, size});
+      if (part->filler->NeedsFill(offset, size)) ranges.push_back({part->filler.get(), offset, size});
     } else if (size > 0) {
       // Through the descriptor, not the mapping: no mmap lock, and on a warm
       // cache (nothing to read) 0.2 us a record against madvise's 0.35.
