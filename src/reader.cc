@@ -629,10 +629,28 @@ void Reader::RecordPositions(std::vector<uint64_t>* positions) const {
   }
 }
 
+// A key as an error message shows it: printable ASCII quoted, anything else
+// in hexadecimal; long keys cut after 64 bytes.
+static std::string KeyForMessage(std::string_view key) {
+  constexpr size_t kShown = 64;
+  std::string_view shown = key.substr(0, kShown);
+  bool printable = std::all_of(shown.begin(), shown.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+  std::string out;
+  if (printable) {
+    out = "'" + std::string(shown) + "'";
+  } else {
+    static const char kHex[] = "0123456789abcdef";
+    out = "0x";
+    for (unsigned char c : shown) out += {kHex[c >> 4], kHex[c & 15]};
+  }
+  if (key.size() > kShown) out += "... (" + std::to_string(key.size()) + " bytes)";
+  return out;
+}
+
 Status Reader::Find(std::string_view key, uint64_t* index) const {
   bool found = parts_.size() == 1 ? parts_[0]->index.Find(key, index)
                                   : (ParseRecordKey(key, index) && *index < size_);
-  if (!found) return Status::NotFound("key not found in " + path_);
+  if (!found) return Status::NotFound("key " + KeyForMessage(key) + " not found in " + path_);
   return Status::OK();
 }
 

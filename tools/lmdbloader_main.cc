@@ -5,8 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -26,6 +28,25 @@ using json = nlohmann::json;
 int Fail(const Status& s) {
   std::fprintf(stderr, "lmdbloader: %s\n", s.ToString().c_str());
   return 1;
+}
+
+// A value no run could use (a zero batch, an unknown order): bad usage.
+int Usage(const char* command, const std::string& what) {
+  std::fprintf(stderr, "lmdbloader %s: %s\n", command, what.c_str());
+  return 2;
+}
+
+// --index as written: decimal digits only. Sets *too_big where the number
+// does not fit 64 bits (no file holds that many records, so it is out of
+// range, reported with the number as given rather than a clamped one).
+bool ParseIndex(const std::string& text, uint64_t* index, bool* too_big) {
+  if (text.empty() || text.size() > 40 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  errno = 0;
+  *index = std::strtoull(text.c_str(), nullptr, 10);
+  *too_big = errno == ERANGE;
+  return true;
 }
 
 // Options shared by the reading commands.
@@ -90,15 +111,19 @@ Status FromHex(const std::string& hex, std::string* out) {
   return Status::OK();
 }
 
-int RunGet(const OpenFlags& flags, int64_t index, const std::string& key, const std::string& key_hex,
+int RunGet(const OpenFlags& flags, const std::string& index, const std::string& key, const std::string& key_hex,
            const std::string& output, bool name) {
+  uint64_t position = 0;
+  bool too_big = false;
+  if (!index.empty() && !ParseIndex(index, &position, &too_big))
+    return Usage("get", "--index must be a whole number, 0 or more, got '" + index + "'");
   std::unique_ptr<Reader> r;
   Status s = flags.Open(&r);
   if (!s.ok()) return Fail(s);
-  uint64_t position = 0;
-  if (index >= 0) {
-    position = static_cast<uint64_t>(index);
-  } else {
+  if (too_big)
+    return Fail(Status::OutOfRange("index " + index + " out of range for " + r->path() + " (" +
+                                   std::to_string(r->size()) + " records)"));
+  if (index.empty()) {
     std::string k = key;
     if (!key_hex.empty() && !(s = FromHex(key_hex, &k)).ok()) return Fail(s);
     s = r->Find(k, &position);
@@ -126,10 +151,9 @@ uint64_t ScanBatchBytes(uint64_t budget) {
 }
 
 int RunScan(const OpenFlags& flags, int passes, const std::string& order, int batch, bool as_json) {
-  if (order != "random" && order != "key")
-    return Fail(Status::InvalidArgument("--order must be random or key, got '" + order + "'"));
-  if (passes < 1) return Fail(Status::InvalidArgument("--passes must be at least 1"));
-  if (batch < 1) return Fail(Status::InvalidArgument("--batch must be at least 1"));
+  if (order != "random" && order != "key") return Usage("scan", "--order must be random or key, got '" + order + "'");
+  if (passes < 1) return Usage("scan", "--passes must be at least 1, got " + std::to_string(passes));
+  if (batch < 1) return Usage("scan", "--batch must be at least 1, got " + std::to_string(batch));
   StatmProbe statm;
   Status s = statm.Open();
   if (!s.ok()) return Fail(s);
@@ -322,8 +346,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   OpenFlags get_flags, scan_flags, stat_flags, verify_flags;
-  int64_t index = -1;
-  std::string key, key_hex, output;
+  std::string index, key, key_hex, output;
   bool name = false, scan_json = false, stat_json = false, verify_json = false;
   int passes = 1;
   std::string order = "random";
@@ -357,20 +380,27 @@ int main(int argc, char** argv) {
   ConvertCommand convert;
   convert.Register(&app);
 
+  // CLI11 answers an unknown command with "A subcommand is required".
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; })) {
+      names += (names.empty() ? "" : ", ") + c->get_name();
+      known = known || c->get_name() == argv[1];
+    }
+    if (!known) {
+      std::fprintf(stderr, "lmdbloader: unknown command '%s' (the commands: %s)\n", argv[1], names.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (*get) {
-    if (*by_index && index < 0) {
-      std::fprintf(stderr, "lmdbloader get: --index must be 0 or more, got %lld\n", static_cast<long long>(index));
-      return 2;
-    }
-    if (!*by_index && !*by_key && !*by_hex) {
-      std::fprintf(stderr, "lmdbloader get: give --index, --key or --key-hex\n");
-      return 2;
-    }
+    if (!*by_index && !*by_key && !*by_hex) return Usage("get", "give --index, --key or --key-hex");
+    if (*by_index && index.empty()) return Usage("get", "--index must be a whole number, 0 or more, got ''");
     return RunGet(get_flags, index, key, key_hex, output, name);
   }
   if (*scan) return RunScan(scan_flags, passes, order, batch, scan_json);

@@ -249,10 +249,32 @@ def test_a_fifo_under_a_data_index_or_shard_list_name_is_refused_without_waiting
 
 def test_get_refuses_a_negative_or_missing_position_with_usage_status(tmp_path):
     path = write_corpus(str(tmp_path / "c"))
-    res = subprocess.run(["lmdbloader", "get", path, "--index", "-1"], capture_output=True, text=True)
-    assert res.returncode == 2 and "--index must be 0 or more, got -1" in res.stderr, res.stderr
-    res = subprocess.run(["lmdbloader", "get", path, "--index", "99999"], capture_output=True, text=True)
-    assert res.returncode == 1 and "index 99999 out of range" in res.stderr and path in res.stderr, res.stderr
+    for bad in ["-1", "1.5", "", "0x10", " 3"]:
+        res = subprocess.run(["lmdbloader", "get", path, "--index", bad], capture_output=True, text=True)
+        assert res.returncode == 2 and f"--index must be a whole number, 0 or more, got '{bad}'" in res.stderr, res
+        assert res.stdout == "", res
+    # Past the end, also past 2^64 - 1: out of range, with the number as given (not a clamped one).
+    for past in ["99999", "18446744073709551615", "99999999999999999999"]:
+        res = subprocess.run(["lmdbloader", "get", path, "--index", past], capture_output=True, text=True)
+        assert res.returncode == 1 and f"index {past} out of range for {path} (6 records)" in res.stderr, res.stderr
+    res = subprocess.run(["lmdbloader", "get", path, "--key", "nosuch"], capture_output=True, text=True)
+    assert res.returncode == 1 and f"key 'nosuch' not found in {path}" in res.stderr, res.stderr
+    res = subprocess.run(["lmdbloader", "get", path, "--key-hex", "00ff"], capture_output=True, text=True)
+    assert res.returncode == 1 and f"key 0x00ff not found in {path}" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["bogus"], "unknown command 'bogus' (the commands: get, scan, stat, verify, convert, shard-list)"),
+    (["scan", "{path}", "--batch", "0"], "--batch must be at least 1, got 0"),
+    (["scan", "{path}", "--passes", "0"], "--passes must be at least 1, got 0"),
+    (["scan", "{path}", "--order", "sideways"], "--order must be random or key, got 'sideways'"),
+    (["scan", "{path}", "--queue-depth", "-1"], "--queue-depth"),
+    (["scan", "{path}", "--batch", "99999999999"], "--batch"),
+])
+def test_command_usage_errors_exit_2_naming_the_option(tmp_path, args, message):
+    path = write_corpus(str(tmp_path / "c"))
+    res = subprocess.run(["lmdbloader"] + [a.format(path=path) for a in args], capture_output=True, text=True)
+    assert res.returncode == 2 and message in res.stderr, res
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
