@@ -171,6 +171,31 @@ def enable_drop_gil():
     """Deprecated in py-lmdb and a no-op there; here too."""
 
 
+_INT_MAX = (1 << 31) - 1
+_SIZE_MAX = (1 << 64) - 1
+# liblmdb maps map_size bytes: from 2^47 (the x86-64 user address space) up,
+# mmap fails with ENOMEM, which py-lmdb raises as MemoryError.
+_MAPPABLE = 1 << 47
+
+
+def _uint(value, limit, default):
+    """An integer argument as py-lmdb parses one: None keeps the default; the
+    value is compared with 0 and the limit before it is taken as an integer,
+    so a str fails the comparison (TypeError) and a float the conversion."""
+    if value is None:
+        return default
+    if not value >= 0:
+        raise OverflowError("Integer argument must be >= 0")
+    if not value <= limit:
+        raise OverflowError("Integer argument exceeds limit.")
+    return operator.index(value)
+
+
+def _flag(value, default):
+    """A boolean argument as py-lmdb parses one: None keeps the default."""
+    return default if value is None else bool(value)
+
+
 def _engine(lib_version):
     """py-lmdb's check of ``lib_version=``: None or the major version of the
     one engine there is."""
@@ -271,7 +296,14 @@ def open(path, map_size=10485760, subdir=True, readonly=False, metasync=True, sy
                        access_mode=access_mode, index_dir=index_dir)
 
 
-class _Database:
+class _Unpicklable:
+    """py-lmdb's handles cannot be pickled (they hold a live environment)."""
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(f"cannot pickle {type(self).__name__!r} object")
+
+
+class _Database(_Unpicklable):
     """A database handle, as returned by Environment.open_db()."""
 
     def __init__(self, env, reader, name):
@@ -295,8 +327,21 @@ class Environment:
                  map_async=False, mode=0o755, create=True, readahead=True, writemap=False,
                  meminit=True, max_readers=126, max_dbs=0, max_spare_txns=1, lock=True, lib_version=None, *,
                  rss_budget=None, access_mode="auto", index_dir=None):
-        del mode, create, max_spare_txns
         self._closed = True  # until opened
+        map_size = _uint(map_size, _SIZE_MAX, 10485760)
+        subdir, readonly, metasync, sync, map_async, create, readahead, writemap, lock = (
+            _flag(v, d) for v, d in ((subdir, True), (readonly, False), (metasync, True), (sync, True),
+                                     (map_async, False), (create, True), (readahead, True),
+                                     (writemap, False), (lock, True)))
+        _uint(mode, _INT_MAX, 0o755)
+        meminit = _uint(meminit, _INT_MAX, 1)
+        max_readers = _uint(max_readers, _INT_MAX, 126)
+        max_dbs = _uint(max_dbs, _INT_MAX, 0)
+        _uint(max_spare_txns, _INT_MAX, 1)
+        if path is None:
+            raise TypeError("'path' argument required")
+        if max_readers == 0:
+            raise InvalidParameterError("mdb_env_set_maxreaders: Invalid argument")
         _engine(lib_version)
         self._lib_version = lib_version
         path = os.fspath(path)
@@ -318,6 +363,8 @@ class Environment:
         self._options = dict(rss_budget=rss_budget, mode=access_mode, lock=bool(lock), index_dir=index_dir)
         self._counts, self._names = {}, None
         self._main = _Database(self, self._open_reader(None), None)
+        if map_size >= _MAPPABLE:
+            raise MemoryError(f"{path}: Cannot allocate memory")
         self._named = {}
         self._closed = False
 
@@ -374,7 +421,7 @@ class Environment:
         if key not in self._named_databases():
             if self._main.reader.get(key) is not None:
                 raise IncompatibleError(f"mdb_dbi_open: {_INCOMPATIBLE}")
-            if create:
+            if _flag(create, True):
                 _readonly("mdb_dbi_open")
             raise NotFoundError(f"mdb_dbi_open: {_NOTFOUND}")
         db = _Database(self, self._open_reader(os.fsdecode(key)), key)
@@ -450,11 +497,10 @@ class Environment:
         self._check()
         if fd is None:
             raise TypeError("fd argument required")
-        if fd < 0:
-            raise OverflowError("Integer argument must be >= 0")
+        fd = _uint(fd, _INT_MAX, None)
         if txn is not None and not compact:
             raise TypeError("txn argument only compatible with compact=True")
-        self._copy("mdb_env_copyfd3", _core.copy_environment_fd, int(fd), bool(compact))
+        self._copy("mdb_env_copyfd3", _core.copy_environment_fd, fd, bool(compact))
 
     def _copy(self, call, copier, dest, compact):
         try:
@@ -470,11 +516,10 @@ class Environment:
         """py-lmdb's ``set_mapsize``: allowed on a read-only environment, where
         it changes only the map size info() reports (0: the meta page's)."""
         self._check()
-        map_size = operator.index(map_size)
-        if map_size < 0:
-            raise OverflowError("Integer argument must be >= 0")
-        if map_size >= 1 << 64:
-            raise OverflowError("Integer argument exceeds limit.")
+        map_size = _uint(map_size, _SIZE_MAX, 0)
+        if map_size >= _MAPPABLE:
+            self.close()  # as py-lmdb, whose environment is unusable after the failed remap
+            raise MemoryError("mdb_env_set_mapsize: Cannot allocate memory")
         self._map_size = map_size
 
     def close(self):
@@ -502,7 +547,7 @@ def _db_stat(s):
             "entries": s["entries"]}
 
 
-class Transaction:
+class Transaction(_Unpicklable):
     """A read transaction (py-lmdb's ``lmdb.Transaction``). Reads see the
     database as it was when the environment was opened. With ``buffers=True``
     values come back as read-only ``memoryview`` objects, as in py-lmdb (here
@@ -615,7 +660,7 @@ class Transaction:
         return False
 
 
-class Cursor:
+class Cursor(_Unpicklable):
     """A cursor over one database (py-lmdb's ``lmdb.Cursor``) over the
     reader's positions: moves cost nothing, values are read on demand.
 
@@ -991,43 +1036,46 @@ class Cursor:
 
     # -- iteration (py-lmdb's _iter) -------------------------------------------
     def _iter(self, step, keys, values):
+        # py-lmdb's choice: no values gives keys (also with keys=False).
+        get = self.key if not values else self.value if not keys else self.item
         while self._valid:
-            if keys and values:
-                yield self.item()
-            elif keys:
-                yield self.key()
-            else:
-                yield self.value()
+            yield get()
             step()
 
     def iternext(self, keys=True, values=True):
         self._check()
+        keys, values = _flag(keys, True), _flag(values, True)
         if not self._valid:
             self.first()
         return self._iter(self.next, keys, values)
 
     def iternext_dup(self, keys=False, values=True):
         self._check()
+        keys, values = _flag(keys, False), _flag(values, True)
         return self._iter(self.next_dup, keys, values)
 
     def iternext_nodup(self, keys=True, values=False):
         self._check()
+        keys, values = _flag(keys, True), _flag(values, False)
         if not self._valid:
             self.first()
         return self._iter(self.next_nodup, keys, values)
 
     def iterprev(self, keys=True, values=True):
         self._check()
+        keys, values = _flag(keys, True), _flag(values, True)
         if not self._valid:
             self.last()
         return self._iter(self.prev, keys, values)
 
     def iterprev_dup(self, keys=False, values=True):
         self._check()
+        keys, values = _flag(keys, False), _flag(values, True)
         return self._iter(self.prev_dup, keys, values)
 
     def iterprev_nodup(self, keys=True, values=False):
         self._check()
+        keys, values = _flag(keys, True), _flag(values, False)
         if not self._valid:
             self.last()
         return self._iter(self.prev_nodup, keys, values)
