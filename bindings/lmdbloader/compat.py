@@ -408,16 +408,21 @@ class Environment:
                 integerkey=False, integerdup=False, dupfixed=False):
         """Handle of the named database ``key`` (bytes; None: the main one).
         The flags of an existing database win over those given, as in LMDB."""
-        del txn, reverse_key, dupsort, integerkey, integerdup, dupfixed
+        del reverse_key, dupsort, integerkey, integerdup, dupfixed
+        if txn is not None and not isinstance(txn, Transaction):
+            raise TypeError("invalid type")
         self._check()
         if key is None:
             return self._main
-        key = _key(key, "mdb_dbi_open", allow_empty=True)
+        # liblmdb takes the name as a C string: it ends at the first NUL.
+        key = _key(key, "mdb_dbi_open", allow_empty=True).split(b"\0", 1)[0]
         if key in self._named:
             return self._named[key]
         if self._max_dbs < 1 + len(self._named):
             raise DbsFullError("mdb_dbi_open: MDB_DBS_FULL: Environment maxdbs limit reached "
                                "(Please use a larger Environment(max_dbs=) parameter)")
+        if not key:
+            raise BadValsizeError(f"mdb_dbi_open: {_BAD_VALSIZE}")
         if key not in self._named_databases():
             if self._main.reader.get(key) is not None:
                 raise IncompatibleError(f"mdb_dbi_open: {_INCOMPATIBLE}")
@@ -996,14 +1001,14 @@ class Cursor(_Unpicklable):
     def getmulti(self, keys, dupdata=False, dupfixed_bytes=None, keyfixed=False, values=True):
         """(key, value) of each key found, every duplicate with ``dupdata``, as py-lmdb."""
         self._check()
-        if dupfixed_bytes and dupfixed_bytes < 0:
-            raise Error("dupfixed_bytes must be a positive integer.")
+        dupdata, keyfixed, values = _flag(dupdata, False), _flag(keyfixed, False), _flag(values, True)
+        dupfixed_bytes = _uint(dupfixed_bytes, _SIZE_MAX, 0)
         if (dupfixed_bytes or keyfixed) and not dupdata:
-            raise Error("dupdata is required for dupfixed_bytes/key_bytes.")
+            raise TypeError("dupdata is required for dupfixed_bytes/keyfixed.")
         if keyfixed and not dupfixed_bytes:
-            raise Error("dupfixed_bytes is required for key_bytes.")
+            raise TypeError("dupfixed_bytes is required for keyfixed.")
         if not values and dupdata:
-            raise Error("values=False is incompatible with dupdata.")
+            raise TypeError("values=False is incompatible with dupdata.")
         if values and not dupdata:
             # One batched read for every key found: all reads in flight at once.
             found = []
@@ -1019,20 +1024,34 @@ class Cursor(_Unpicklable):
             if not values:
                 out.append(self.key())
                 continue
-            while self._valid:
-                k, v = bytes(self.key()), bytes(self.value())
-                if dupfixed_bytes:
-                    for i in range(0, len(v), dupfixed_bytes):
+            if dupfixed_bytes:
+                k = bytes(self.key())
+                for block in self._multiple_blocks():
+                    for i in range(0, len(block) - dupfixed_bytes + 1, dupfixed_bytes):
                         if keyfixed:
-                            packed.extend(k + v[i:i + dupfixed_bytes])
+                            packed.extend(k + block[i:i + dupfixed_bytes])
                         else:
-                            out.append((k, v[i:i + dupfixed_bytes]))
-                else:
-                    out.append((self.txn._value(k), self.txn._value(v)))
-                if not dupdata:
-                    break
+                            out.append((self.txn._value(k), self.txn._value(block[i:i + dupfixed_bytes])))
+                self._valid = False  # MDB_NEXT_MULTIPLE ran past the last page
+                continue
+            while self._valid:
+                out.append((self.txn._value(bytes(self.key())), self.txn._value(bytes(self.value()))))
                 self.next_dup()
         return memoryview(packed) if keyfixed else out
+
+    def _multiple_blocks(self):
+        """What MDB_GET_MULTIPLE and then MDB_NEXT_MULTIPLE return for the key
+        the cursor is on: the duplicates of each leaf page of its tree of
+        duplicates (or of its sub-page), packed (lmdb's mdb.c, fetchm). Only a
+        MDB_DUPFIXED database has them: any other gives MDB_INCOMPATIBLE."""
+        if not self.db.db_flags & _DUPFIXED:
+            self._valid = False  # py-lmdb: a failed get leaves the cursor unpositioned
+            raise IncompatibleError(f"mdb_cursor_get: {_INCOMPATIBLE}")
+        g, first = self._g, self._starts[self._g]
+        n = self._ndups(g)
+        bounds = sorted({0, n} | set(_leaf_layout(self.db)[1].get(g, ())))
+        values = self._r.get_batch(range(first, first + n))
+        return [b"".join(values[a:b]) for a, b in zip(bounds, bounds[1:])]
 
     # -- iteration (py-lmdb's _iter) -------------------------------------------
     def _iter(self, step, keys, values):

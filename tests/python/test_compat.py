@@ -425,3 +425,59 @@ def test_open_and_iteration_arguments_are_parsed_as_pylmdb_parses_them(tmp_path)
                   if a != b and a[:2] not in expected_differences]
     assert len(results[lmdb]) == len(results[compat]) > 200
     assert not mismatches, mismatches[:5]
+
+
+def test_getmulti_and_open_db_names_match_pylmdb(tmp_path):
+    """getmulti with dupfixed_bytes returns what MDB_GET_MULTIPLE returns: each
+    leaf page of a key's duplicates packed and cut into dupfixed_bytes pieces
+    (a remainder dropped per page), MDB_INCOMPATIBLE on a database that is not
+    MDB_DUPFIXED; its argument errors are TypeErrors. open_db takes the name
+    as a C string (it ends at the first NUL; empty is MDB_BAD_VALSIZE) and
+    checks txn's type. Compared with py-lmdb, duplicates spanning many pages
+    included."""
+    path = str(tmp_path / "db")
+    env = lmdb.open(path, map_size=1 << 27, max_dbs=4)
+    fixed = env.open_db(b"fixed", dupsort=True, dupfixed=True)
+    dups = env.open_db(b"dups", dupsort=True)
+    with env.begin(write=True) as txn:
+        for g in range(4):
+            for i in range(g * 1500 + 3):  # up to 4,503 duplicates: many leaf pages
+                txn.put(b"g%d" % g, b"%06d" % i, db=fixed)
+            txn.put(b"g%d" % g, b"%03d" % g, db=dups)
+        txn.put(b"plain", b"v")
+    env.close()
+
+    def plain(x):  # py-lmdb's memoryviews die with the transaction: copied at once
+        if isinstance(x, memoryview):
+            return bytes(x)
+        if isinstance(x, (list, tuple)):
+            return type(x)(plain(i) for i in x)
+        return x
+    results = {}
+    for module in (lmdb, compat):
+        env = module.open(path, readonly=True, lock=False, max_dbs=3)
+        out = results[module] = []
+        for name in ("fixed", "dups", None):
+            db = env.open_db(name.encode()) if name else env.open_db()
+            for buffers in (False, True):
+                txn = env.begin(db=db, buffers=buffers)
+                for size in (None, 0, 1, 5, 6, 7, 13, 6000, 100000, -1, "6"):
+                    for dupdata, keyfixed in ((True, False), (True, True), (False, False), (False, True)):
+                        cur = txn.cursor()
+                        out.append((name, buffers, size, dupdata, keyfixed, _outcome(lambda: plain(cur.getmulti(
+                            [b"g0", b"g3", b"zz", b"g2", b"plain"], dupdata=dupdata, dupfixed_bytes=size,
+                            keyfixed=keyfixed))), _outcome(lambda: plain((cur.key(), cur.value())))))
+                cur = txn.cursor()
+                out.append((name, "values=False", _outcome(lambda: plain(cur.getmulti([b"g1"], values=False))),
+                            _outcome(lambda: plain(cur.getmulti([b"g1"], values=False, dupdata=True)))))
+        for name in (b"", b"\0", b"dups\0zz", b"nosuch\0", bytearray(b"fixed"), b"plain"):
+            out.append(("open_db", name, _outcome(lambda: env.open_db(name).flags())))
+        for txn in (5, "x", env.begin()):
+            out.append(("open_db(txn=)", type(txn).__name__, _outcome(lambda: env.open_db(b"dups", txn=txn).flags())))
+        env.close()
+        small = module.open(path, readonly=True, lock=False, max_dbs=0)
+        out.append(("max_dbs=0", _outcome(lambda: small.open_db(b""))))
+        small.close()
+    mismatches = [(a, b) for a, b in zip(results[lmdb], results[compat]) if a != b]
+    assert len(results[lmdb]) == len(results[compat]) > 250
+    assert not mismatches, [m[0][-1:] + m[1][-1:] for m in mismatches[:3]]
