@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -109,6 +110,9 @@ struct Reader::Part {
   std::unique_ptr<VerifiedRecords> verified;  // verify_checksums_once: records already checked
   std::map<std::string, uint64_t> meta_sums;  // corpora: of each metadata value, by key
   std::unique_ptr<ChunkFiller> filler;        // cache policy kFill
+  // A plain LMDB opened without the lock file: its two meta pages, mapped,
+  // to see a writer's commit (CheckSnapshot).
+  std::shared_ptr<Mapping> meta_pages;
   ~Part() {
     if (fd >= 0) ::close(fd);
   }
@@ -154,8 +158,43 @@ Status Reader::OpenPart(const std::string& path, Part* part, std::string* index_
     LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, false, &part->index));
     if (!index_path.empty()) SaveIndex(index_path, part->index);
   }
-  if (options_.lock) part->env = std::move(env);
+  if (options_.lock) {
+    part->env = std::move(env);
+  } else if (!corpus) {
+    // Corpora are written whole and renamed into place, never changed: only
+    // a plain LMDB can have a writer. 2 pages, read by two loads a check.
+    LMDBLOADER_RETURN_IF_ERROR(Mapping::Map(part->fd, 2ull * part->index.identity.page_size,
+                                            part->location.data_path, &part->meta_pages));
+  }
   return Status::OK();
+}
+
+// LMDB's last committed transaction as the meta pages say now: the higher of
+// the two ids (a commit writes the meta page it did not write last).
+static uint64_t CommittedTxnid(const Mapping& meta_pages, uint32_t page_size) {
+  constexpr size_t kTxnidAt = 144;  // page header 16 + MDB_meta up to mm_txnid (lmdb_pages.cc)
+  uint64_t ids[2];
+  std::memcpy(&ids[0], meta_pages.data() + kTxnidAt, 8);
+  std::memcpy(&ids[1], meta_pages.data() + page_size + kTxnidAt, 8);
+  return std::max(ids[0], ids[1]);
+}
+
+Status Reader::CheckSnapshot() const {
+  // Only a plain LMDB, always a single part, is watched.
+  const Part& p = *parts_.front();
+  if (!p.meta_pages) return Status::OK();
+  // After the reads it vouches for: a page of the snapshot opened at
+  // transaction T is freed by a commit of T+1 at the earliest and reused by
+  // a writer of T+2, which starts after T+1 is committed. So an unchanged id
+  // read after the records means they were the snapshot's.
+  std::atomic_thread_fence(std::memory_order_acquire);  // the records' loads before the id's
+  const uint64_t now = CommittedTxnid(*p.meta_pages, p.index.identity.page_size);
+  if (p.meta_pages->shrank()) return ShrankUnderMapping(p);
+  if (now == p.index.identity.txnid) return Status::OK();
+  return Status::IOError(p.location.data_path + ": a writer committed to it since it was opened (transaction " +
+                         std::to_string(p.index.identity.txnid) + ", now " + std::to_string(now) +
+                         "), and without the lock file nothing keeps the pages read from being reused: "
+                         "open it with lock=True (--lock) while a writer may change it, or reopen it");
 }
 
 Status Reader::LoadCorpusMeta(Part& part, bool* corpus) {
@@ -439,6 +478,7 @@ Status Reader::CopyOut(Part& part, uint64_t local, char* dst) {
     if (map->shrank()) return ShrankUnderMapping(part);
     LMDBLOADER_RETURN_IF_ERROR(NoteMapped(part, offset, size));
   }
+  LMDBLOADER_RETURN_IF_ERROR(CheckSnapshot());
   LMDBLOADER_RETURN_IF_ERROR(VerifyRecord(part, local, dst, size));
   records_read_.fetch_add(1, std::memory_order_relaxed);
   bytes_read_.fetch_add(size, std::memory_order_relaxed);
@@ -500,6 +540,7 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, char* const* dst
     r.path = &parts[k]->location.data_path;
   }
   LMDBLOADER_RETURN_IF_ERROR(ReadRequests(requests.data(), parts.data(), count));
+  LMDBLOADER_RETURN_IF_ERROR(CheckSnapshot());
   uint64_t bytes = 0;
   for (size_t k = 0; k < count; ++k) {
     LMDBLOADER_RETURN_IF_ERROR(VerifyRecord(*parts[k], locals[k], dsts[k], requests[k].size));
@@ -525,6 +566,7 @@ Status Reader::View(uint64_t index, RecordView* view) {
   std::shared_ptr<Mapping> map = std::atomic_load(&part->map);
   Status verified = VerifyRecord(*part, local, map->data() + offset, size);
   if (map->shrank()) return ShrankUnderMapping(*part);
+  LMDBLOADER_RETURN_IF_ERROR(CheckSnapshot());
   LMDBLOADER_RETURN_IF_ERROR(verified);
   *view = RecordView(map->data() + offset, size, map);
   records_read_.fetch_add(1, std::memory_order_relaxed);
@@ -582,12 +624,12 @@ Status Reader::ShrankUnderMapping(const Part& part) const {
 }
 
 Status Reader::CheckMappings() const {
-  if (mode_ != AccessMode::kMmap) return Status::OK();
+  if (mode_ != AccessMode::kMmap) return CheckSnapshot();
   for (const auto& p : parts_) {
     std::shared_ptr<Mapping> map = std::atomic_load(&p->map);
     if (map && map->shrank()) return ShrankUnderMapping(*p);
   }
-  return Status::OK();
+  return CheckSnapshot();
 }
 
 Status Reader::Remap() {

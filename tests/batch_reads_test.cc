@@ -369,8 +369,9 @@ TEST(PageCachePolicy, FillReadsWholeChunksIntoTheCacheButNotIntoRss) {
   EXPECT_GE(r->stats().chunks_filled, 4u);
   EXPECT_GE(CachedPages(data) * 4096, static_cast<uint64_t>(st.st_size) * 9 / 10);
   // The chunks passed through a mapping released at once: the file is not
-  // resident in this process (the buffers read are 4 x 64 KiB).
-  EXPECT_EQ(r->stats().mapped_rss, 0u);
+  // resident in this process (the buffers read are 4 x 64 KiB), bar the two
+  // meta pages a plain LMDB keeps mapped to see a writer's commit.
+  EXPECT_LE(r->stats().mapped_rss, 2u * 4096);
   EXPECT_LT(testing::ProcessRssBytes(), rss_before + (4u << 20));
 }
 

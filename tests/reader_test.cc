@@ -372,6 +372,75 @@ TEST(ReaderErrorsTest, FileTruncatedUnderMappingIsAnErrorNotSigbus) {
   EXPECT_EQ(r->View(97, &after).code(), Status::Code::kIOError);
 }
 
+// Rewrites every value of the database at `dir` in one committed write
+// transaction (LMDB reuses the pages freed two transactions back), from a
+// child process: a second environment of the same file in this process would
+// drop this process's locks, the lock-file reader's slot included.
+void RewriteAll(const std::string& dir, uint64_t count, size_t value_size, char fill) {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    MDB_env* env = nullptr;
+    MDB_txn* txn = nullptr;
+    MDB_dbi dbi;
+    if (mdb_env_create(&env) || mdb_env_set_mapsize(env, 1ull << 30) || mdb_env_open(env, dir.c_str(), 0, 0644) ||
+        mdb_txn_begin(env, nullptr, 0, &txn) || mdb_dbi_open(txn, nullptr, 0, &dbi))
+      _exit(2);
+    std::string value(value_size, fill);
+    for (uint64_t i = 0; i < count; ++i) {
+      char key[8];
+      for (int b = 0; b < 8; ++b) key[b] = static_cast<char>(i >> (56 - 8 * b));
+      MDB_val k{8, key}, v{value.size(), value.data()};
+      if (mdb_put(txn, dbi, &k, &v, 0)) _exit(3);
+    }
+    _exit(mdb_txn_commit(txn) ? 4 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// Without the lock file nothing keeps a writer from reusing the pages a
+// reader indexed: after a commit, reads are an error naming the file, not
+// another transaction's bytes. With it, the reader keeps its snapshot.
+TEST_P(ReaderModesTest, WriterCommitWithoutLockFileIsAnErrorNotOtherBytes) {
+  TempDir dir;
+  const std::string db = dir.Sub("db");
+  testing::WriteNumberedLmdb(db, 200, 3000);
+  ReaderOptions unlocked = NoSavedIndex(), locked = NoSavedIndex();
+  unlocked.mode = locked.mode = GetParam();
+  locked.lock = true;
+  auto plain = OpenOrDie(db, unlocked);
+  auto snapshot = OpenOrDie(db, locked);
+  std::string v;
+  ASSERT_OK(plain->Read(5, &v));
+  ASSERT_OK(plain->CheckMappings());
+  RewriteAll(db, 200, 3000, 'a');
+  RewriteAll(db, 200, 3000, 'b');
+  RewriteAll(db, 200, 3000, 'c');
+  Status s = plain->Read(5, &v);
+  EXPECT_EQ(s.code(), Status::Code::kIOError) << s.ToString();
+  EXPECT_NE(s.message().find(db + "/data.mdb: a writer committed"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("lock=True"), std::string::npos) << s.ToString();
+  std::vector<uint64_t> batch = {1, 2, 3};
+  std::vector<std::string> out(3, std::string(3000, '\0'));
+  std::vector<char*> dsts = {out[0].data(), out[1].data(), out[2].data()};
+  EXPECT_EQ(plain->ReadBatch(batch.data(), 3, dsts.data()).code(), Status::Code::kIOError);
+  EXPECT_EQ(plain->CheckMappings().code(), Status::Code::kIOError);
+  if (GetParam() == AccessMode::kMmap) {
+    RecordView view;
+    EXPECT_EQ(plain->View(7, &view).code(), Status::Code::kIOError);
+  }
+  for (uint64_t i : {0, 5, 199}) {
+    ASSERT_OK(snapshot->Read(i, &v));
+    EXPECT_EQ(v, RecordBytes(i, 3000)) << i;
+  }
+  // Reopened, it reads the new transaction.
+  auto fresh = OpenOrDie(db, unlocked);
+  ASSERT_OK(fresh->Read(5, &v));
+  EXPECT_EQ(v, std::string(3000, 'c'));
+}
+
 // A shard set of thousands of parts maps thousands of files: mappings past
 // the first block of guard slots are guarded too.
 TEST(ReaderErrorsTest, MappingsBeyondFiveThousandAreStillGuarded) {

@@ -141,7 +141,9 @@ class Reader {
   // that of the first failing record in batch order.
   Status ViewBatch(const uint64_t* indices, size_t count, RecordView* views);
   // IOError naming the file when one of the Reader's files shrank under its
-  // mapping (see CAVEATS): views read since may hold zeros. OK in pread mode.
+  // mapping (see CAVEATS): views read since may hold zeros; or when a writer
+  // committed to a plain LMDB opened without the lock file (see
+  // CheckSnapshot).
   Status CheckMappings() const;
 
   // Key of record `index`.
@@ -192,6 +194,10 @@ class Reader {
   Status OpenPart(const std::string& path, Part* part, std::string* index_source);
   Status EnsureProcess();  // reopens handles after fork()
   Status ShrankUnderMapping(const Part& part) const;
+  // IOError naming the file when a writer committed to a plain LMDB opened
+  // without the lock file since it was opened: its pages are the snapshot's
+  // only until a later writer reuses them, so what was read may be wrong.
+  Status CheckSnapshot() const;
   Status ReopenHandles();
   Status Locate(uint64_t index, Part** part, uint64_t* local);
   Status CopyOut(Part& part, uint64_t local, char* dst);

@@ -203,3 +203,35 @@ def test_memory_tool_reports_bad_usage_before_running_anything(tmp_path):
     assert res.returncode == 127 and "cannot run" in res.stderr and "No such file" in res.stderr, res.stderr
     res = run("--interval", "0.05", "--", sys.executable, "-c", "import time, sys; time.sleep(0.3); sys.exit(3)")
     assert res.returncode == 3 and (tmp_path / "memory.csv").exists(), res.stderr
+
+
+@pytest.mark.parametrize("mode", ["pread", "mmap"])
+def test_writer_commit_under_a_reader_without_lock_file_is_an_oserror(tmp_path, mode):
+    """Without the lock file nothing keeps a writer from reusing the pages a
+    reader indexed: after a commit every read is an OSError naming the file,
+    never another transaction's bytes; with lock=True the reader keeps its
+    snapshot, and views and DataLoader batches see the same error."""
+    import lmdb
+
+    path = str(tmp_path / "db")
+    env = lmdb.open(path, map_size=1 << 26)
+    with env.begin(write=True) as txn:
+        for i in range(300):
+            txn.put(b"%05d" % i, bytes([i % 251]) * 3000)
+    plain = lmdbloader.Reader(path, mode=mode, index_dir="none")
+    snapshot = lmdbloader.Reader(path, mode=mode, lock=True, index_dir="none")
+    dataset = lmdbloader.LmdbDataset(path, mode=mode, decode=len, index_dir="none", views=mode == "mmap")
+    assert plain[7] == bytes([7]) * 3000 and dataset.__getitems__([1, 2]) == [3000, 3000]
+    for round_ in range(3):  # the third commit may reuse the pages the first freed
+        with env.begin(write=True) as txn:
+            for i in range(300):
+                txn.put(b"%05d" % i, bytes([(i + round_ + 1) % 251]) * 3000)
+    for read in (lambda: plain[7], lambda: plain.get_batch([1, 2, 3]), lambda: dataset[4],
+                 lambda: dataset.__getitems__([5, 6])):
+        with pytest.raises(OSError) as e:
+            read()
+        assert f"{path}/data.mdb: a writer committed to it since it was opened" in str(e.value)
+        assert "lock=True" in str(e.value)
+    assert [snapshot[i] for i in (0, 7, 299)] == [bytes([i % 251]) * 3000 for i in (0, 7, 299)]
+    assert lmdbloader.Reader(path, mode=mode, index_dir="none")[7] == bytes([10]) * 3000
+    env.close()
