@@ -586,7 +586,9 @@ unsigned Reader::FillParallel() const {
 }
 
 void Reader::Prefetch(const uint64_t* indices, size_t count) {
-  if (mode_ != AccessMode::kMmap || !EnsureProcess().ok()) return;
+  // Dropping pages behind the reads is for corpora bigger than RAM: nothing
+  // read ahead of them.
+  if ((mode_ == AccessMode::kPread && cache_policy_ == CachePolicy::kDrop) || !EnsureProcess().ok()) return;
   std::vector<ChunkFiller::Range> ranges;
   for (size_t k = 0; k < count; ++k) {
     Part* part = nullptr;

@@ -7,11 +7,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "lmdbloader/convert.h"
 #include "lmdbloader/inspect.h"
@@ -150,6 +153,60 @@ uint64_t ScanBatchBytes(uint64_t budget) {
   return budget ? std::min(cap, budget / 4) : cap;
 }
 
+// Prefetches the scan's next batch on its own thread while the current one
+// is read: the reads of a batch end before its copies and checks, so without
+// it the device idles while the CPU works (1 MiB records: about a fifth of a
+// cold scan's time).
+class NextBatchPrefetcher {
+ public:
+  explicit NextBatchPrefetcher(Reader* reader) : reader_(reader), thread_([this] { Run(); }) {}
+  ~NextBatchPrefetcher() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  // Starts prefetching `count` positions (which must stay unchanged until
+  // Wait returns).
+  void Start(const uint64_t* positions, size_t count) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      positions_ = positions;
+      count_ = count;
+      busy_ = true;
+    }
+    cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return !busy_; });
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [this] { return busy_ || stop_; });
+      if (stop_) return;
+      lock.unlock();
+      reader_->Prefetch(positions_, count_);
+      lock.lock();
+      busy_ = false;
+      cv_.notify_all();
+    }
+  }
+  Reader* reader_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const uint64_t* positions_ = nullptr;
+  size_t count_ = 0;
+  bool busy_ = false;
+  bool stop_ = false;
+  std::thread thread_;  // last: started once the rest is set up
+};
+
 int RunScan(const OpenFlags& flags, int passes, const std::string& order, int batch, bool as_json) {
   if (order != "random" && order != "key") return Usage("scan", "--order must be random or key, got '" + order + "'");
   if (passes < 1) return Usage("scan", "--passes must be at least 1, got " + std::to_string(passes));
@@ -172,25 +229,39 @@ int RunScan(const OpenFlags& flags, int passes, const std::string& order, int ba
   std::vector<char*> dsts;
   uint64_t peak = baseline, bytes = 0;
   auto start = std::chrono::steady_clock::now();
-  for (int pass = 0; pass < passes; ++pass) {
-    if (order == "random") std::shuffle(positions.begin(), positions.end(), rng);
-    for (size_t first = 0; first < positions.size();) {
+  {
+    NextBatchPrefetcher prefetcher(r.get());
+    std::vector<size_t> batch_starts;
+    for (int pass = 0; pass < passes; ++pass) {
+      if (order == "random") std::shuffle(positions.begin(), positions.end(), rng);
       // A batch: up to --batch records, and at most batch_bytes unless one
-      // record alone is larger.
-      size_t end = first;
-      uint64_t total = 0;
-      while (end < positions.size() && end - first < static_cast<size_t>(batch) &&
-             (end == first || total + sizes[positions[end]] <= batch_bytes))
-        total += sizes[positions[end++]];
-      if (buf.size() < total) buf.resize(total);
-      dsts.clear();
-      for (size_t k = first, at = 0; k < end; at += sizes[positions[k]], ++k) dsts.push_back(buf.data() + at);
-      s = r->ReadBatch(positions.data() + first, end - first, dsts.data());
-      if (!s.ok()) return Fail(s);
-      bytes += total;
-      statm.Read(&rss, &file_rss);  // half a microsecond: sample every batch
-      peak = std::max(peak, rss);
-      first = end;
+      // record alone is larger. Cut up front, so that the next is known.
+      batch_starts.clear();
+      for (size_t first = 0; first < positions.size();) {
+        batch_starts.push_back(first);
+        uint64_t total = 0;
+        size_t end = first;
+        while (end < positions.size() && end - first < static_cast<size_t>(batch) &&
+               (end == first || total + sizes[positions[end]] <= batch_bytes))
+          total += sizes[positions[end++]];
+        first = end;
+      }
+      batch_starts.push_back(positions.size());
+      for (size_t b = 0; b + 1 < batch_starts.size(); ++b) {
+        const size_t first = batch_starts[b], end = batch_starts[b + 1];
+        if (b + 2 < batch_starts.size()) prefetcher.Start(&positions[end], batch_starts[b + 2] - end);
+        uint64_t total = 0;
+        dsts.clear();
+        for (size_t k = first; k < end; ++k) total += sizes[positions[k]];
+        if (buf.size() < total) buf.resize(total);
+        for (size_t k = first, at = 0; k < end; at += sizes[positions[k]], ++k) dsts.push_back(buf.data() + at);
+        s = r->ReadBatch(&positions[first], end - first, dsts.data());
+        prefetcher.Wait();
+        if (!s.ok()) return Fail(s);
+        bytes += total;
+        statm.Read(&rss, &file_rss);  // half a microsecond: sample every batch
+        peak = std::max(peak, rss);
+      }
     }
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -129,12 +129,14 @@ class Reader {
   // A zero-copy view of record `index` (see record_view.h). Needs mmap mode:
   // InvalidArgument in pread mode.
   Status View(uint64_t index, RecordView* view);
-  // mmap mode: asks for the pages of these records without waiting (the
-  // cache policy's chunk fill, else POSIX_FADV_WILLNEED). The mapping is
-  // MADV_RANDOM, so touching a cold record faults 4 KiB at a time with one
-  // read in flight; prefetched, a batch's reads overlap. Out-of-range
-  // indices are skipped. Nothing in pread mode, whose batches issue their
-  // reads together anyway.
+  // Asks for the pages of these records: the cache policy's chunk fill
+  // (which waits for its reads), else POSIX_FADV_WILLNEED (which does not).
+  // mmap mode: the mapping is MADV_RANDOM, so touching a cold record faults
+  // 4 KiB at a time with one read in flight; prefetched, a batch's reads
+  // overlap. pread mode: a caller that knows its next batch prefetches it
+  // on another thread while this batch is copied and checked (lmdbloader
+  // scan), so the device never waits for the CPU. Nothing with cache policy
+  // drop. Thread-safe; out-of-range indices are skipped.
   void Prefetch(const uint64_t* indices, size_t count);
   // Views of `count` records (mmap mode), the batch form of View: Prefetch,
   // then View each. All indices are checked first; on failure the error is

@@ -93,6 +93,32 @@ def test_damaged_record_in_a_batch_is_corruption_naming_record_and_file(tmp_path
         r.get_batch([1, 2, 321, 4])
 
 
+@pytest.mark.parametrize("cache", ["fill", "exact", "drop"])
+@pytest.mark.parametrize("mode", ["pread", "mmap"])
+def test_scan_reads_every_record_of_every_pass_while_prefetching_the_next_batch(tmp_path, corpus, cache, mode):
+    """lmdbloader scan prefetches batch k+1 on another thread while batch k is
+    read: every record of every pass is read and checked, whatever the batch,
+    cache policy and mode, and a damaged record still fails the scan naming it."""
+    import json
+    import shutil
+    for batch in ("1", "7", "600"):
+        res = subprocess.run(["lmdbloader", "scan", corpus, "--batch", batch, "--passes", "3", "--cache", cache,
+                              "--mode", mode, "--index-dir", "none", "--json"], capture_output=True, text=True,
+                             timeout=120)
+        assert res.returncode == 0, res.stderr
+        report = json.loads(res.stdout)
+        assert report["records"] == 1800 and report["bytes"] == 1800 * 5000, report
+    path = str(tmp_path / "damaged")
+    shutil.copytree(corpus, path)
+    at = int(lmdbloader.Reader(path, index_dir="none").record_positions()[433]) + 7
+    with open(os.path.join(path, "data.mdb"), "r+b") as f:
+        f.seek(at)
+        f.write(b"\xee")
+    res = subprocess.run(["lmdbloader", "scan", path, "--batch", "7", "--cache", cache, "--mode", mode,
+                          "--index-dir", "none"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1 and "record 433 of" in res.stderr and "data.mdb" in res.stderr, res
+
+
 def test_file_truncated_under_the_reader_raises_corrupted_error(tmp_path, corpus):
     import shutil
     path = str(tmp_path / "t")
