@@ -228,37 +228,60 @@ int RunScan(const OpenFlags& flags, int passes, const std::string& order, int ba
   for (uint64_t i = 0; i < positions.size(); ++i) r->ValueSize(i, &sizes[i]);
   std::vector<char*> dsts;
   uint64_t peak = baseline, bytes = 0;
+  // End of the group of records from `first`: up to `most` records and
+  // `most_bytes`, at least one record, not past `limit`.
+  auto group_end = [&](size_t first, size_t limit, size_t most, uint64_t most_bytes) {
+    uint64_t total = 0;
+    size_t end = first;
+    while (end < limit && end - first < most && (end == first || total + sizes[positions[end]] <= most_bytes))
+      total += sizes[positions[end++]];
+    return end;
+  };
+  // A batch is prefetched whole (the next one while this one is read). With
+  // cache policy fill the prefetch reads its chunks whole, so the batch is
+  // then copied out a slice at a time, whose buffer stays in the CPU's cache
+  // while its records are copied and checked (warm scans of 100 KiB records
+  // 1.8x faster in 1 MiB slices than in 32 MiB ones, cold ones 1.2-1.4x).
+  // exact reads the batch's records together, as many in flight as it holds
+  // (its prefetch, POSIX_FADV_WILLNEED, does not wait, and reading that in
+  // slices measured slower); drop prefetches nothing.
+  const std::string policy = r->stats().cache_policy;
+  const bool prefetching = policy != "drop";
+  const uint64_t slice_bytes = policy == "fill" ? (1ull << 20) : batch_bytes;
   auto start = std::chrono::steady_clock::now();
   {
     NextBatchPrefetcher prefetcher(r.get());
     std::vector<size_t> batch_starts;
     for (int pass = 0; pass < passes; ++pass) {
       if (order == "random") std::shuffle(positions.begin(), positions.end(), rng);
-      // A batch: up to --batch records, and at most batch_bytes unless one
-      // record alone is larger. Cut up front, so that the next is known.
+      // Batches cut up front, so that the next is known.
       batch_starts.clear();
       for (size_t first = 0; first < positions.size();) {
         batch_starts.push_back(first);
-        uint64_t total = 0;
-        size_t end = first;
-        while (end < positions.size() && end - first < static_cast<size_t>(batch) &&
-               (end == first || total + sizes[positions[end]] <= batch_bytes))
-          total += sizes[positions[end++]];
-        first = end;
+        first = group_end(first, positions.size(), static_cast<size_t>(batch), batch_bytes);
       }
       batch_starts.push_back(positions.size());
+      if (policy == "fill") {  // the first batch's chunks, before its first slice
+        prefetcher.Start(&positions[0], batch_starts[1]);
+        prefetcher.Wait();
+      }
       for (size_t b = 0; b + 1 < batch_starts.size(); ++b) {
-        const size_t first = batch_starts[b], end = batch_starts[b + 1];
-        if (b + 2 < batch_starts.size()) prefetcher.Start(&positions[end], batch_starts[b + 2] - end);
-        uint64_t total = 0;
-        dsts.clear();
-        for (size_t k = first; k < end; ++k) total += sizes[positions[k]];
-        if (buf.size() < total) buf.resize(total);
-        for (size_t k = first, at = 0; k < end; at += sizes[positions[k]], ++k) dsts.push_back(buf.data() + at);
-        s = r->ReadBatch(&positions[first], end - first, dsts.data());
+        const size_t end = batch_starts[b + 1];
+        if (prefetching && b + 2 < batch_starts.size()) prefetcher.Start(&positions[end], batch_starts[b + 2] - end);
+        for (size_t first = batch_starts[b]; first < end && s.ok();) {
+          const size_t slice_end = group_end(first, end, positions.size(), slice_bytes);
+          uint64_t total = 0;
+          dsts.clear();
+          for (size_t k = first; k < slice_end; ++k) total += sizes[positions[k]];
+          if (buf.size() < total) buf.resize(total);
+          for (size_t k = first, at = 0; k < slice_end; at += sizes[positions[k]], ++k)
+            dsts.push_back(buf.data() + at);
+          s = r->ReadBatch(&positions[first], slice_end - first, dsts.data());
+          bytes += total;
+          first = slice_end;
+        }
         prefetcher.Wait();
         if (!s.ok()) return Fail(s);
-        bytes += total;
         statm.Read(&rss, &file_rss);  // half a microsecond: sample every batch
         peak = std::max(peak, rss);
       }
