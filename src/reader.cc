@@ -110,8 +110,10 @@ struct Reader::Part {
   std::unique_ptr<VerifiedRecords> verified;  // verify_checksums_once: records already checked
   std::map<std::string, uint64_t> meta_sums;  // corpora: of each metadata value, by key
   std::unique_ptr<ChunkFiller> filler;        // cache policy kFill
-  // A plain LMDB opened without the lock file: its two meta pages, mapped,
-  // to see a writer's commit (CheckSnapshot).
+  // A plain LMDB opened without the lock file is watched for a writer's
+  // commit (CheckSnapshot): its two meta pages, mapped where the file system
+  // maps files, else read with pread.
+  bool watched = false;
   std::shared_ptr<Mapping> meta_pages;
   ~Part() {
     if (fd >= 0) ::close(fd);
@@ -163,33 +165,47 @@ Status Reader::OpenPart(const std::string& path, Part* part, std::string* index_
   } else if (!corpus) {
     // Corpora are written whole and renamed into place, never changed: only
     // a plain LMDB can have a writer. 2 pages, read by two loads a check.
-    LMDBLOADER_RETURN_IF_ERROR(Mapping::Map(part->fd, 2ull * part->index.identity.page_size,
-                                            part->location.data_path, &part->meta_pages));
+    part->watched = true;
+    if (!Mapping::Map(part->fd, 2ull * part->index.identity.page_size, part->location.data_path, &part->meta_pages)
+             .ok())
+      part->meta_pages.reset();
   }
   return Status::OK();
 }
 
 // LMDB's last committed transaction as the meta pages say now: the higher of
 // the two ids (a commit writes the meta page it did not write last).
-static uint64_t CommittedTxnid(const Mapping& meta_pages, uint32_t page_size) {
+// Reads LMDB's last committed transaction as the meta pages say now: the
+// higher of the two ids (a commit writes the meta page it did not write last).
+static Status CommittedTxnid(int fd, const Mapping* meta_pages, uint32_t page_size, const std::string& path,
+                             uint64_t* txnid) {
   constexpr size_t kTxnidAt = 144;  // page header 16 + MDB_meta up to mm_txnid (lmdb_pages.cc)
   uint64_t ids[2];
-  std::memcpy(&ids[0], meta_pages.data() + kTxnidAt, 8);
-  std::memcpy(&ids[1], meta_pages.data() + page_size + kTxnidAt, 8);
-  return std::max(ids[0], ids[1]);
+  for (int m = 0; m < 2; ++m) {
+    const uint64_t at = m * uint64_t{page_size} + kTxnidAt;
+    if (meta_pages) {
+      std::memcpy(&ids[m], meta_pages->data() + at, 8);
+    } else if (::pread(fd, &ids[m], 8, static_cast<off_t>(at)) != 8) {
+      return Status::FromErrno(errno ? errno : EIO, "pread", path);
+    }
+  }
+  *txnid = std::max(ids[0], ids[1]);
+  return Status::OK();
 }
 
 Status Reader::CheckSnapshot() const {
   // Only a plain LMDB, always a single part, is watched.
   const Part& p = *parts_.front();
-  if (!p.meta_pages) return Status::OK();
+  if (!p.watched) return Status::OK();
   // After the reads it vouches for: a page of the snapshot opened at
   // transaction T is freed by a commit of T+1 at the earliest and reused by
   // a writer of T+2, which starts after T+1 is committed. So an unchanged id
   // read after the records means they were the snapshot's.
   std::atomic_thread_fence(std::memory_order_acquire);  // the records' loads before the id's
-  const uint64_t now = CommittedTxnid(*p.meta_pages, p.index.identity.page_size);
-  if (p.meta_pages->shrank()) return ShrankUnderMapping(p);
+  uint64_t now = 0;
+  LMDBLOADER_RETURN_IF_ERROR(
+      CommittedTxnid(p.fd, p.meta_pages.get(), p.index.identity.page_size, p.location.data_path, &now));
+  if (p.meta_pages && p.meta_pages->shrank()) return ShrankUnderMapping(p);
   if (now == p.index.identity.txnid) return Status::OK();
   return Status::IOError(p.location.data_path + ": a writer committed to it since it was opened (transaction " +
                          std::to_string(p.index.identity.txnid) + ", now " + std::to_string(now) +
