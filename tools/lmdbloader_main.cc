@@ -261,7 +261,7 @@ int RunScan(const OpenFlags& flags, int passes, const std::string& order, int ba
         first = group_end(first, positions.size(), static_cast<size_t>(batch), batch_bytes);
       }
       batch_starts.push_back(positions.size());
-      if (policy == "fill") {  // the first batch's chunks, before its first slice
+      if (policy == "fill" && batch_starts.size() > 1) {  // the first batch's chunks, before its first slice
         prefetcher.Start(&positions[0], batch_starts[1]);
         prefetcher.Wait();
       }

@@ -108,6 +108,13 @@ def test_scan_reads_every_record_of_every_pass_while_prefetching_the_next_batch(
         assert res.returncode == 0, res.stderr
         report = json.loads(res.stdout)
         assert report["records"] == 1800 and report["bytes"] == 1800 * 5000, report
+    # No records at all: nothing to prefetch (this once indexed past the batch list).
+    import lmdb
+    empty = str(tmp_path / "empty")
+    lmdb.open(empty).close()
+    res = subprocess.run(["lmdbloader", "scan", empty, "--cache", cache, "--mode", mode, "--index-dir", "none",
+                          "--json"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and json.loads(res.stdout)["records"] == 0, res
     path = str(tmp_path / "damaged")
     shutil.copytree(corpus, path)
     at = int(lmdbloader.Reader(path, index_dir="none").record_positions()[433]) + 7
