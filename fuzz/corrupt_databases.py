@@ -207,14 +207,23 @@ def run_python(path, mode, expected, timeout):
 
 
 def run_cli(path, mode, timeout):
-    cmd = ["lmdbloader", "verify", path] if mode == "pread" else ["lmdbloader", "scan", path, "--mode", "mmap"]
-    try:
-        res = subprocess.run(cmd, capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return "hang"
-    if res.returncode < 0:
-        return "crash"
-    return {0: "read", 1: "error"}.get(res.returncode, "unexpected")
+    """pread: `verify`, then a default `scan` (batches prefetched on a second
+    thread); mmap: `scan --mode mmap`. The worst outcome counts."""
+    commands = ([["lmdbloader", "verify", path], ["lmdbloader", "scan", path]] if mode == "pread"
+                else [["lmdbloader", "scan", path, "--mode", "mmap"]])
+    worst = "read"
+    for cmd in commands:
+        try:
+            res = subprocess.run(cmd, capture_output=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return "hang"
+        if res.returncode < 0:
+            return "crash"
+        outcome = {0: "read", 1: "error"}.get(res.returncode, "unexpected")
+        if outcome == "unexpected":
+            return outcome
+        worst = "error" if outcome == "error" else worst
+    return worst
 
 
 def main():
