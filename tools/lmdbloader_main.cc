@@ -460,7 +460,7 @@ int main(int argc, char** argv) {
   scan_flags.Add(scan);
   scan->add_option("--passes", passes, "passes over the data (default 1)");
   scan->add_option("--order", order, "random or key (default random)");
-  scan->add_option("--batch", batch, "records read together in one batch (default 512)");
+  scan->add_option("--batch", batch, "records prefetched and read together in one batch (default 512)");
   scan->add_flag("--json", scan_json, "print the report as JSON");
 
   CLI::App* stat = app.add_subcommand("stat", "records, pages, depth, value size distribution");
