@@ -224,17 +224,28 @@ int RunScan(const OpenFlags& flags, int passes, const std::string& order, int ba
   std::mt19937_64 rng(12345);
   const uint64_t batch_bytes = ScanBatchBytes(r->options().rss_budget);
   std::string buf;
-  std::vector<uint64_t> sizes(positions.size());
-  for (uint64_t i = 0; i < positions.size(); ++i) r->ValueSize(i, &sizes[i]);
+  // Record sizes come from the index as needed: a table of them would be
+  // another 8 bytes a record of this process's RSS, beside the order's 8.
+  auto size_of = [&](uint64_t position) {
+    uint64_t size = 0;
+    r->ValueSize(position, &size);
+    return size;
+  };
   std::vector<char*> dsts;
   uint64_t peak = baseline, bytes = 0;
   // End of the group of records from `first`: up to `most` records and
   // `most_bytes`, at least one record, not past `limit`.
-  auto group_end = [&](size_t first, size_t limit, size_t most, uint64_t most_bytes) {
+  // `sizes` (when given) gets the group's record sizes.
+  auto group_end = [&](size_t first, size_t limit, size_t most, uint64_t most_bytes, std::vector<uint64_t>* sizes) {
     uint64_t total = 0;
     size_t end = first;
-    while (end < limit && end - first < most && (end == first || total + sizes[positions[end]] <= most_bytes))
-      total += sizes[positions[end++]];
+    if (sizes) sizes->clear();
+    for (; end < limit && end - first < most; ++end) {
+      const uint64_t size = size_of(positions[end]);
+      if (end > first && total + size > most_bytes) break;
+      total += size;
+      if (sizes) sizes->push_back(size);
+    }
     return end;
   };
   // A batch is prefetched whole (the next one while this one is read). With
@@ -252,13 +263,14 @@ int RunScan(const OpenFlags& flags, int passes, const std::string& order, int ba
   {
     NextBatchPrefetcher prefetcher(r.get());
     std::vector<size_t> batch_starts;
+    std::vector<uint64_t> slice_sizes;
     for (int pass = 0; pass < passes; ++pass) {
       if (order == "random") std::shuffle(positions.begin(), positions.end(), rng);
       // Batches cut up front, so that the next is known.
       batch_starts.clear();
       for (size_t first = 0; first < positions.size();) {
         batch_starts.push_back(first);
-        first = group_end(first, positions.size(), static_cast<size_t>(batch), batch_bytes);
+        first = group_end(first, positions.size(), static_cast<size_t>(batch), batch_bytes, nullptr);
       }
       batch_starts.push_back(positions.size());
       if (policy == "fill" && batch_starts.size() > 1) {  // the first batch's chunks, before its first slice
@@ -269,13 +281,12 @@ int RunScan(const OpenFlags& flags, int passes, const std::string& order, int ba
         const size_t end = batch_starts[b + 1];
         if (prefetching && b + 2 < batch_starts.size()) prefetcher.Start(&positions[end], batch_starts[b + 2] - end);
         for (size_t first = batch_starts[b]; first < end && s.ok();) {
-          const size_t slice_end = group_end(first, end, positions.size(), slice_bytes);
+          const size_t slice_end = group_end(first, end, positions.size(), slice_bytes, &slice_sizes);
           uint64_t total = 0;
-          dsts.clear();
-          for (size_t k = first; k < slice_end; ++k) total += sizes[positions[k]];
+          for (uint64_t size : slice_sizes) total += size;
           if (buf.size() < total) buf.resize(total);
-          for (size_t k = first, at = 0; k < slice_end; at += sizes[positions[k]], ++k)
-            dsts.push_back(buf.data() + at);
+          dsts.clear();
+          for (size_t k = 0, at = 0; k < slice_sizes.size(); at += slice_sizes[k], ++k) dsts.push_back(buf.data() + at);
           s = r->ReadBatch(&positions[first], slice_end - first, dsts.data());
           bytes += total;
           first = slice_end;
