@@ -156,6 +156,21 @@ Status LmdbFile::ReadPages(uint64_t first, uint64_t count, uint32_t page_size) {
   return Status::OK();
 }
 
+Status ReadCommittedTxnid(int fd, const char* mapped_meta_pages, uint32_t page_size, const std::string& path,
+                          uint64_t* txnid) {
+  uint64_t ids[2];
+  for (int m = 0; m < 2; ++m) {
+    const uint64_t at = m * uint64_t{page_size} + kLmdbMetaTxnidAt;
+    if (mapped_meta_pages) {
+      ids[m] = Load<uint64_t>(mapped_meta_pages + at);
+    } else if (::pread(fd, &ids[m], 8, static_cast<off_t>(at)) != 8) {
+      return Status::FromErrno(errno ? errno : EIO, "pread", path);
+    }
+  }
+  *txnid = std::max(ids[0], ids[1]);
+  return Status::OK();
+}
+
 Status LmdbFile::ReadMeta(uint64_t want_txnid, LmdbMeta* out) {
   const std::string not_lmdb = "open " + path_ + ": not an LMDB file";
   if (file_size_ == 0) return Status::Corruption(not_lmdb + " (it is empty)");
@@ -206,7 +221,7 @@ Status LmdbFile::ReadMeta(uint64_t want_txnid, LmdbMeta* out) {
     LmdbTree::Parse(std::string_view(buf + 40, LmdbTree::kDiskSize), &meta.free_tree);
     LmdbTree::Parse(std::string_view(buf + 88, LmdbTree::kDiskSize), &meta.main_tree);
     meta.last_pgno = Load<uint64_t>(buf + 136);
-    meta.txnid = Load<uint64_t>(buf + 144);
+    meta.txnid = Load<uint64_t>(buf + kLmdbMetaTxnidAt);
     meta.page_size = meta.free_tree.pad;
     meta.sum = Checksum(buf, kMetaSize);
   }

@@ -70,6 +70,17 @@ struct LmdbMeta {
   LmdbTree main_tree;
 };
 
+// Where a meta page keeps mm_txnid: the page header (16 bytes), then
+// MDB_meta's magic, version, address, map size, two trees and last page.
+inline constexpr size_t kLmdbMetaTxnidAt = 144;
+
+// LMDB's last committed transaction as the file says now: the higher of the
+// two meta pages' ids (a commit writes the meta page it did not write last).
+// Reads `mapped_meta_pages` (the file's first two pages, mapped) when given,
+// else the file through `fd`. IOError naming `path` when pread fails.
+Status ReadCommittedTxnid(int fd, const char* mapped_meta_pages, uint32_t page_size, const std::string& path,
+                          uint64_t* txnid);
+
 // One item of a walk: a key and where its value lies in the file. For a
 // MDB_DUPSORT tree, one item per (key, duplicate) pair, the duplicate as the
 // value, in LMDB's order.

@@ -24,6 +24,7 @@
 #include "index_builder.h"
 #include "index_file.h"
 #include "lmdb_env.h"
+#include "lmdb_pages.h"
 #include "lmdbloader/memory.h"
 #include "mapping.h"
 #include "open_file.h"
@@ -173,26 +174,6 @@ Status Reader::OpenPart(const std::string& path, Part* part, std::string* index_
   return Status::OK();
 }
 
-// LMDB's last committed transaction as the meta pages say now: the higher of
-// the two ids (a commit writes the meta page it did not write last).
-// Reads LMDB's last committed transaction as the meta pages say now: the
-// higher of the two ids (a commit writes the meta page it did not write last).
-static Status CommittedTxnid(int fd, const Mapping* meta_pages, uint32_t page_size, const std::string& path,
-                             uint64_t* txnid) {
-  constexpr size_t kTxnidAt = 144;  // page header 16 + MDB_meta up to mm_txnid (lmdb_pages.cc)
-  uint64_t ids[2];
-  for (int m = 0; m < 2; ++m) {
-    const uint64_t at = m * uint64_t{page_size} + kTxnidAt;
-    if (meta_pages) {
-      std::memcpy(&ids[m], meta_pages->data() + at, 8);
-    } else if (::pread(fd, &ids[m], 8, static_cast<off_t>(at)) != 8) {
-      return Status::FromErrno(errno ? errno : EIO, "pread", path);
-    }
-  }
-  *txnid = std::max(ids[0], ids[1]);
-  return Status::OK();
-}
-
 Status Reader::CheckSnapshot() const {
   // Only a plain LMDB, always a single part, is watched.
   const Part& p = *parts_.front();
@@ -203,8 +184,8 @@ Status Reader::CheckSnapshot() const {
   // read after the records means they were the snapshot's.
   std::atomic_thread_fence(std::memory_order_acquire);  // the records' loads before the id's
   uint64_t now = 0;
-  LMDBLOADER_RETURN_IF_ERROR(
-      CommittedTxnid(p.fd, p.meta_pages.get(), p.index.identity.page_size, p.location.data_path, &now));
+  LMDBLOADER_RETURN_IF_ERROR(ReadCommittedTxnid(p.fd, p.meta_pages ? p.meta_pages->data() : nullptr,
+                                                p.index.identity.page_size, p.location.data_path, &now));
   if (p.meta_pages && p.meta_pages->shrank()) return ShrankUnderMapping(p);
   if (now == p.index.identity.txnid) return Status::OK();
   return Status::IOError(p.location.data_path + ": a writer committed to it since it was opened (transaction " +
@@ -689,28 +670,12 @@ void Reader::RecordPositions(std::vector<uint64_t>* positions) const {
   }
 }
 
-// A key as an error message shows it: printable ASCII quoted, anything else
-// in hexadecimal; long keys cut after 64 bytes.
-static std::string KeyForMessage(std::string_view key) {
-  constexpr size_t kShown = 64;
-  std::string_view shown = key.substr(0, kShown);
-  bool printable = std::all_of(shown.begin(), shown.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
-  std::string out;
-  if (printable) {
-    out = "'" + std::string(shown) + "'";
-  } else {
-    static const char kHex[] = "0123456789abcdef";
-    out = "0x";
-    for (unsigned char c : shown) out += {kHex[c >> 4], kHex[c & 15]};
-  }
-  if (key.size() > kShown) out += "... (" + std::to_string(key.size()) + " bytes)";
-  return out;
-}
-
 Status Reader::Find(std::string_view key, uint64_t* index) const {
   bool found = parts_.size() == 1 ? parts_[0]->index.Find(key, index)
                                   : (ParseRecordKey(key, index) && *index < size_);
-  if (!found) return Status::NotFound("key " + KeyForMessage(key) + " not found in " + path_);
+  // An expected outcome for most callers (compat's misses): no key in the
+  // message, whose hex form would cost more than the lookup.
+  if (!found) return Status::NotFound("key not found in " + path_);
   return Status::OK();
 }
 

@@ -349,5 +349,44 @@ TEST(LmdbPagesTest, RandomMutationsEndInCorruptionNeverACrash) {
   std::printf("random mutations: %d walked, %d reported as damaged\n", ok, corrupted);
 }
 
+// The writer watch's reading of LMDB's last committed transaction, from a
+// mapping of the two meta pages and (where a file system cannot map) with
+// pread: both follow every commit, whichever meta page it wrote.
+TEST(LmdbPagesTest, CommittedTxnidFollowsEveryCommitMappedOrRead) {
+  TempDir dir;
+  MDB_env* env = nullptr;
+  ASSERT_EQ(mdb_env_create(&env), 0);
+  ASSERT_EQ(mdb_env_set_mapsize(env, 1u << 24), 0);
+  ASSERT_EQ(mdb_env_open(env, dir.path().c_str(), MDB_NOSYNC, 0644), 0);
+  const std::string data = dir.Sub("data.mdb");
+  int fd = ::open(data.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  for (int commit = 0; commit < 5; ++commit) {
+    MDB_txn* txn = nullptr;
+    MDB_dbi dbi;
+    ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+    ASSERT_EQ(mdb_dbi_open(txn, nullptr, 0, &dbi), 0);
+    std::string key = "k" + std::to_string(commit), value(100, 'v');
+    MDB_val k{key.size(), key.data()}, v{value.size(), value.data()};
+    ASSERT_EQ(mdb_put(txn, dbi, &k, &v, 0), 0);
+    ASSERT_EQ(mdb_txn_commit(txn), 0);
+    MDB_envinfo info;
+    ASSERT_EQ(mdb_env_info(env, &info), 0);
+    const uint32_t page_size = static_cast<uint32_t>(::sysconf(_SC_PAGESIZE));  // what liblmdb writes with
+    const std::string pages = ReadAll(data).substr(0, 2 * page_size);
+    uint64_t mapped = 0, read = 0;
+    ASSERT_OK(ReadCommittedTxnid(fd, pages.data(), page_size, data, &mapped));
+    ASSERT_OK(ReadCommittedTxnid(fd, nullptr, page_size, data, &read));
+    EXPECT_EQ(mapped, info.me_last_txnid) << commit;
+    EXPECT_EQ(read, info.me_last_txnid) << commit;
+  }
+  ::close(fd);
+  mdb_env_close(env);
+  uint64_t txnid = 0;
+  Status s = ReadCommittedTxnid(-1, nullptr, 4096, data, &txnid);
+  EXPECT_EQ(s.code(), Status::Code::kIOError);
+  EXPECT_NE(s.message().find(data), std::string::npos) << s.ToString();
+}
+
 }  // namespace
 }  // namespace lmdbloader

@@ -114,11 +114,29 @@ Status FromHex(const std::string& hex, std::string* out) {
   return Status::OK();
 }
 
-int RunGet(const OpenFlags& flags, const std::string& index, const std::string& key, const std::string& key_hex,
-           const std::string& output, bool name) {
+// A key as an error message shows it: printable ASCII quoted, anything else
+// in hexadecimal; long keys cut after 64 bytes.
+std::string KeyForMessage(std::string_view key) {
+  constexpr size_t kShown = 64;
+  std::string_view shown = key.substr(0, kShown);
+  bool printable = std::all_of(shown.begin(), shown.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+  std::string out;
+  if (printable) {
+    out = "'" + std::string(shown) + "'";
+  } else {
+    static const char kHex[] = "0123456789abcdef";
+    out = "0x";
+    for (unsigned char c : shown) out += {kHex[c >> 4], kHex[c & 15]};
+  }
+  if (key.size() > kShown) out += "... (" + std::to_string(key.size()) + " bytes)";
+  return out;
+}
+
+int RunGet(const OpenFlags& flags, bool by_index, const std::string& index, const std::string& key,
+           const std::string& key_hex, const std::string& output, bool name) {
   uint64_t position = 0;
   bool too_big = false;
-  if (!index.empty() && !ParseIndex(index, &position, &too_big))
+  if (by_index && !ParseIndex(index, &position, &too_big))
     return Usage("get", "--index must be a whole number, 0 or more, got '" + index + "'");
   std::unique_ptr<Reader> r;
   Status s = flags.Open(&r);
@@ -126,10 +144,11 @@ int RunGet(const OpenFlags& flags, const std::string& index, const std::string& 
   if (too_big)
     return Fail(Status::OutOfRange("index " + index + " out of range for " + r->path() + " (" +
                                    std::to_string(r->size()) + " records)"));
-  if (index.empty()) {
+  if (!by_index) {
     std::string k = key;
     if (!key_hex.empty() && !(s = FromHex(key_hex, &k)).ok()) return Fail(s);
     s = r->Find(k, &position);
+    if (s.IsNotFound()) return Fail(Status::NotFound("key " + KeyForMessage(k) + " not found in " + r->path()));
     if (!s.ok()) return Fail(s);
   }
   std::string value;
@@ -505,8 +524,7 @@ int main(int argc, char** argv) {
   }
   if (*get) {
     if (!*by_index && !*by_key && !*by_hex) return Usage("get", "give --index, --key or --key-hex");
-    if (*by_index && index.empty()) return Usage("get", "--index must be a whole number, 0 or more, got ''");
-    return RunGet(get_flags, index, key, key_hex, output, name);
+    return RunGet(get_flags, by_index->count() > 0, index, key, key_hex, output, name);
   }
   if (*scan) return RunScan(scan_flags, passes, order, batch, scan_json);
   if (*stat) return RunStat(stat_flags, stat_json);

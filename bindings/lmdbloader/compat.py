@@ -1044,7 +1044,7 @@ class Cursor(_Unpicklable):
         the cursor is on: the duplicates of each leaf page of its tree of
         duplicates (or of its sub-page), packed (lmdb's mdb.c, fetchm). Only a
         MDB_DUPFIXED database has them: any other gives MDB_INCOMPATIBLE."""
-        if not self.db.db_flags & _DUPFIXED:
+        if not (self._dupsort and self.db.db_flags & _DUPFIXED):  # DUPFIXED means nothing without DUPSORT
             self._valid = False  # py-lmdb: a failed get leaves the cursor unpositioned
             raise IncompatibleError(f"mdb_cursor_get: {_INCOMPATIBLE}")
         g, first = self._g, self._starts[self._g]
