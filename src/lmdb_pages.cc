@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -51,21 +52,15 @@ int CompareReversed(std::string_view a, std::string_view b) {
   return i ? 1 : j ? -1 : 0;
 }
 
-// Integer keys are native unsigned int or size_t; false when the sizes make no sense.
-bool CompareIntegers(std::string_view a, std::string_view b, int* out) {
-  if (a.size() != b.size() || (a.size() != 4 && a.size() != 8)) return false;
-  uint64_t x = a.size() == 4 ? Load<uint32_t>(a.data()) : Load<uint64_t>(a.data());
-  uint64_t y = b.size() == 4 ? Load<uint32_t>(b.data()) : Load<uint64_t>(b.data());
-  *out = x < y ? -1 : x > y ? 1 : 0;
-  return true;
-}
-
-// -1/0/1, or 2 when the keys cannot be compared (bad integer key sizes).
+// MDB_INTEGERKEY / MDB_INTEGERDUP keys are native (little-endian) unsigned
+// integers; liblmdb compares them from the most significant end (mdb.c's
+// mdb_cmp_cint), which for two keys of one size is the numeric order. lmdb.h
+// requires one size per database (unsigned int or size_t); keys of two sizes
+// have no order liblmdb keeps (it reads the shorter past its end), so they are
+// reported as that rule broken (Unsupported), not as damage.
+// -1/0/1, or 2 when the sizes differ.
 int Compare(std::string_view a, std::string_view b, bool integer, bool reversed) {
-  if (integer) {
-    int c = 0;
-    return CompareIntegers(a, b, &c) ? c : 2;
-  }
+  if (integer) return a.size() == b.size() ? CompareReversed(a, b) : 2;
   return reversed ? CompareReversed(a, b) : CompareBytes(a, b);
 }
 
@@ -104,7 +99,15 @@ struct LmdbFile::WalkState {
   WalkState(const LmdbMeta& m, const Visitor& v) : meta(m), visit(v) {}
   const LmdbMeta& meta;
   const Visitor& visit;
-  uint64_t max_pgno = 0;  // pages above this do not exist
+  uint64_t max_pgno = 0;  // pages above this do not exist: the meta's last page, or the file's end
+  // Why page `pgno` cannot be read: past the file's end, or outside the pages the meta page counts.
+  std::string Outside(uint64_t pgno) const {
+    const uint64_t file_pages = max_pgno + 1;
+    if (pgno > max_pgno && pgno <= meta.last_pgno)
+      return "past the end of the file (truncated? it holds " + std::to_string(file_pages) + " pages of " +
+             std::to_string(meta.page_size) + " bytes)";
+    return "outside pages 2.." + std::to_string(meta.last_pgno);
+  }
   uint64_t pages_visited = 0;
   // The tree being walked.
   LmdbTree tree;
@@ -131,6 +134,15 @@ Status LmdbFile::Open(const std::string& data_path) {
 
 Status LmdbFile::Damaged(uint64_t pgno, const std::string& what) const {
   return Status::Corruption("walk " + path_ + ": damaged LMDB page " + std::to_string(pgno) + ": " + what);
+}
+
+Status LmdbFile::MixedIntegerSizes(uint64_t pgno, bool duplicates, size_t a, size_t b) const {
+  const char* what = duplicates ? "duplicates (MDB_INTEGERDUP)" : "keys (MDB_INTEGERKEY)";
+  return Status::Unsupported("walk " + path_ + ": page " + std::to_string(pgno) + " holds integer " + what + " of " +
+                             std::to_string(a) + " and " + std::to_string(b) +
+                             " bytes; lmdb.h requires one size for all of a database's integer " +
+                             (duplicates ? "duplicates" : "keys") +
+                             " (unsigned int or size_t), and liblmdb has no order for mixed sizes");
 }
 
 Status LmdbFile::ReadPages(uint64_t first, uint64_t count, uint32_t page_size) {
@@ -237,11 +249,19 @@ Status LmdbFile::ReadMeta(uint64_t want_txnid, LmdbMeta* out) {
   if (meta.page_size != page_size)
     return Status::Corruption(where + "page size " + std::to_string(meta.page_size) + " differs from meta page 0's " +
                               std::to_string(page_size));
-  const uint64_t file_pages = file_size_ / page_size;
-  if (meta.last_pgno < 1 || meta.last_pgno >= file_pages)
+  // The meta page's last page may lie past the end of the file: liblmdb
+  // counts pages that a transaction allocated and freed again without ever
+  // writing them (seen after deletes). What must lie inside the file is every
+  // page the trees reach, and the walk checks each one it reads. It never
+  // lies past the map size the same meta page records: liblmdb allocates no
+  // page beyond its map (MDB_MAP_FULL) and grows a smaller map to the last
+  // page at open.
+  if (meta.last_pgno < 1 || meta.last_pgno >= meta.map_size / page_size)
     return Status::Corruption("open " + path_ + ": truncated or damaged: meta page " + std::to_string(pick) +
-                              " says the last page is " + std::to_string(meta.last_pgno) + ", the file has " +
-                              std::to_string(file_pages) + " pages of " + std::to_string(page_size) + " bytes");
+                              " says the last page is " + std::to_string(meta.last_pgno) + ", past its own map of " +
+                              std::to_string(meta.map_size) + " bytes (the file has " +
+                              std::to_string(file_size_ / page_size) + " pages of " + std::to_string(page_size) +
+                              " bytes)");
   // The free-page tree maps transaction ids to page lists: never sorted
   // duplicates (liblmdb asserts on such a tree when it walks it).
   if (meta.free_tree.flags & kLmdbDupSort)
@@ -288,7 +308,7 @@ Status LmdbFile::FindNamedTree(const LmdbMeta& meta, std::string_view name, Lmdb
 
 Status LmdbFile::Walk(const LmdbMeta& meta, const LmdbTree& tree, const Visitor& visit) {
   WalkState st(meta, visit);
-  st.max_pgno = meta.last_pgno;
+  st.max_pgno = std::min(meta.last_pgno, file_size_ / meta.page_size - 1);
   st.tree = tree;
   window_count_ = 0;
   if (tree.root == kInvalidPage) {
@@ -304,8 +324,7 @@ Status LmdbFile::Walk(const LmdbMeta& meta, const LmdbTree& tree, const Visitor&
 
 Status LmdbFile::WalkPage(WalkState& st, uint64_t pgno, int level) {
   const uint32_t psize = st.meta.page_size;
-  if (pgno < 2 || pgno > st.max_pgno)
-    return Damaged(pgno, "page number outside 2.." + std::to_string(st.max_pgno));
+  if (pgno < 2 || pgno > st.max_pgno) return Damaged(pgno, st.Outside(pgno));
   if (++st.pages_visited > st.max_pgno)
     return Damaged(pgno, "the walk reached more pages than the file has (a cycle?)");
   if (pgno < window_first_ || pgno >= window_first_ + window_count_)
@@ -320,7 +339,12 @@ Status LmdbFile::WalkPage(WalkState& st, uint64_t pgno, int level) {
                              std::to_string(level) + ", found flags " + std::to_string(h.flags));
   if ((h.flags & kPageLeaf2) && !(st.dup_tree && (st.tree.flags & kLmdbDupFixed)))
     return Damaged(pgno, "fixed-size leaf page outside a MDB_DUPFIXED duplicate tree");
-  if (h.lower < kHeaderSize || h.lower > h.upper || h.upper > psize || (h.lower & 1))
+  // A fixed-size page keeps its entries packed after the header; liblmdb
+  // counts 2 bytes of mp_lower and (size - 2) of mp_upper per entry, so
+  // neither bounds the layout (1-byte entries move mp_upper up and mp_lower
+  // past the entries' end). VisitLeaf checks that the entries fit.
+  const bool leaf2 = h.flags & kPageLeaf2;
+  if (h.lower < kHeaderSize || (h.lower & 1) || (!leaf2 && (h.lower > h.upper || h.upper > psize)))
     return Damaged(pgno, "free-space bounds " + std::to_string(h.lower) + ".." + std::to_string(h.upper) +
                              " do not fit the page");
   if (bottom) return VisitLeaf(st, page, pgno);
@@ -341,8 +365,8 @@ Status LmdbFile::WalkPage(WalkState& st, uint64_t pgno, int level) {
   for (uint64_t i = 0; i < n; ++i) {
     const uint64_t child = children[i];
     if (child < 2 || child > st.max_pgno)
-      return Damaged(pgno, "child " + std::to_string(i) + " points to page " + std::to_string(child) +
-                               ", outside 2.." + std::to_string(st.max_pgno));
+      return Damaged(pgno, "child " + std::to_string(i) + " points to page " + std::to_string(child) + ", " +
+                               st.Outside(child));
     if (child < window_first_ || child >= window_first_ + window_count_) {
       // Read this child and the neighbours that the next children name.
       uint64_t run = 1;
@@ -374,10 +398,8 @@ Status LmdbFile::VisitLeaf(WalkState& st, const char* page, uint64_t pgno) {
   auto ordered = [&](std::string_view key, uint64_t i) -> Status {
     if (st.have_prev) {
       int c = Compare(st.prev, key, integer, reversed);
-      if (c == 2) return Damaged(pgno, "integer key of node " + std::to_string(i) + " has " + std::to_string(key.size()) + " bytes");
+      if (c == 2) return MixedIntegerSizes(pgno, st.dup_tree, st.prev.size(), key.size());
       if (c >= 0) return Damaged(pgno, "node " + std::to_string(i) + "'s key is out of order (duplicate, cycle or damage)");
-    } else if (integer && key.size() != 4 && key.size() != 8) {
-      return Damaged(pgno, "integer key of node " + std::to_string(i) + " has " + std::to_string(key.size()) + " bytes");
     }
     st.prev.assign(key.data(), key.size());
     st.have_prev = true;
@@ -444,8 +466,8 @@ Status LmdbFile::VisitLeaf(WalkState& st, const char* page, uint64_t pgno) {
       const uint64_t pages = OverflowPages(dsize, psize);
       if (ov < 2 || ov > st.max_pgno || pages > st.max_pgno + 1 - ov)
         return Damaged(pgno, "the value of node " + std::to_string(i) + " (" + std::to_string(dsize) +
-                                 " bytes on overflow page " + std::to_string(ov) + ") lies past the last page " +
-                                 std::to_string(st.max_pgno));
+                                 " bytes on overflow page " + std::to_string(ov) + ") lies past page " +
+                                 std::to_string(st.max_pgno) + ", " + st.Outside(ov + pages - 1));
       item.value_offset = ov * psize + kHeaderSize;
       item.on_overflow_pages = true;
     } else {
@@ -503,9 +525,14 @@ Status LmdbFile::VisitDuplicates(WalkState& st, std::string_view key, const char
     // A sub-page inside the node: a page header, then nodes whose keys are the duplicates.
     if (data_size < kHeaderSize) return Damaged(pgno, "a duplicate sub-page is shorter than a page header");
     PageHeader h = PageHeader::Parse(data);
-    if (!(h.flags & kPageLeaf) || !(h.flags & kPageSub) || h.lower < kHeaderSize || h.lower > h.upper ||
-        h.upper > data_size || (h.lower & 1))
+    // As on whole pages, mp_upper of a fixed-size (P_LEAF2) sub-page does not
+    // bound its entries; the loop below checks they fit the node.
+    const bool leaf2 = h.flags & kPageLeaf2;
+    if (!(h.flags & kPageLeaf) || !(h.flags & kPageSub) || h.lower < kHeaderSize || (h.lower & 1) ||
+        (!leaf2 && (h.lower > h.upper || h.upper > data_size)))
       return Damaged(pgno, "a duplicate sub-page has a damaged header");
+    if (leaf2 && !(saved_tree.flags & kLmdbDupFixed))
+      return Damaged(pgno, "a fixed-size duplicate sub-page in a database without MDB_DUPFIXED");
     const uint64_t n = (h.lower - kHeaderSize) / 2;
     if (n == 0) return Damaged(pgno, "a duplicate sub-page with no entries");
     const bool integer = saved_tree.flags & kLmdbIntegerDup, reversed = saved_tree.flags & kLmdbReverseDup;
@@ -529,9 +556,8 @@ Status LmdbFile::VisitDuplicates(WalkState& st, std::string_view key, const char
       }
       if (i > 0) {
         int c = Compare(prev, dup, integer, reversed);
+        if (c == 2) return MixedIntegerSizes(pgno, true, prev.size(), dup.size());
         if (c != -1) return Damaged(pgno, "duplicates out of order in a sub-page");
-      } else if (integer && dup.size() != 4 && dup.size() != 8) {
-        return Damaged(pgno, "an integer duplicate has " + std::to_string(dup.size()) + " bytes");
       }
       prev.assign(dup.data(), dup.size());
       LmdbItem item;

@@ -1,0 +1,238 @@
+"""Every valid LMDB file reads as py-lmdb reads it.
+
+Databases are written by py-lmdb itself over every combination of the flags
+it can set (named or main database, dupsort, dupfixed, integerkey,
+integerdup, reverse_key) and over shapes that move records between LMDB's
+page kinds: inline values, overflow values, duplicates inline in a node
+(sub-pages, fixed-size P_LEAF2 ones included), duplicates in trees of their
+own, 1-byte fixed duplicates, deletes that leave pages allocated past the
+end of the file, several transactions. Every read path is compared with
+py-lmdb's: Reader (by position, key, batch, view), compat (iteration both
+ways, get, getmulti, stat). Nothing may be refused and nothing read
+differently. A hardened page walker that refuses what liblmdb writes is a
+bug, not caution.
+"""
+
+import itertools
+import os
+import shutil
+import struct
+import tempfile
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+lmdb = pytest.importorskip("lmdb")
+import lmdbloader  # noqa: E402
+import lmdbloader.compat as compat  # noqa: E402
+
+EXAMPLES = int(os.environ.get("VALID_FILES_EXAMPLES", "300"))
+
+
+def _flag_combinations():
+    # py-lmdb sets no flags on the main database: flags go with a named one.
+    combos = [(False, {})]
+    for dupsort, integerkey, reverse_key, dupfixed, integerdup in itertools.product([False, True], repeat=5):
+        if (dupfixed or integerdup) and not dupsort:
+            continue
+        if integerkey and reverse_key:
+            continue  # liblmdb ignores MDB_REVERSEKEY beside MDB_INTEGERKEY
+        flags = {"dupsort": dupsort, "integerkey": integerkey, "reverse_key": reverse_key}
+        if dupsort:
+            flags.update(dupfixed=dupfixed, integerdup=integerdup)
+        combos.append((True, flags))
+    return combos
+
+
+FLAG_COMBINATIONS = _flag_combinations()
+
+
+@st.composite
+def database_specs(draw):
+    named, flags = draw(st.sampled_from(FLAG_COMBINATIONS))
+    key_size = draw(st.sampled_from([4, 8])) if flags.get("integerkey") else None
+    if flags.get("integerdup"):
+        value_size = draw(st.sampled_from([4, 8]))
+    elif flags.get("dupfixed"):
+        value_size = draw(st.sampled_from([1, 2, 3, 4, 8, 16, 100, 500]))
+    else:
+        value_size = None  # drawn per value
+    keys = draw(st.sampled_from([0, 1, 2, 5, 20, 60, 200]))
+    # Duplicates per key: a few stay in a sub-page, hundreds move to a tree of their own.
+    dups = draw(st.sampled_from([1, 2, 3, 7, 40, 300])) if flags.get("dupsort") else 1
+    deletes = draw(st.sampled_from([0.0, 0.3, 0.9]))
+    commits = draw(st.integers(1, 3))
+    seed = draw(st.integers(0, 2**32 - 1))
+    return dict(flags=flags, named=named, key_size=key_size, value_size=value_size, keys=keys, dups=dups,
+                deletes=deletes, commits=commits, seed=seed)
+
+
+def _key(spec, k, rng):
+    if spec["key_size"]:
+        return struct.pack("=I" if spec["key_size"] == 4 else "=Q", k * 2654435761 % 2**32)
+    return b"k%d" % k + bytes(rng.randrange(256) for _ in range(rng.choice([0, 1, 5, 100])))
+
+
+def _value(spec, rng, j):
+    size = spec["value_size"]
+    if spec["flags"].get("integerdup"):
+        return struct.pack("=I" if size == 4 else "=Q", rng.randrange(2**(8 * size)))
+    if size:
+        return bytes(rng.randrange(256) for _ in range(size))
+    if spec["flags"].get("dupsort"):  # duplicates are keys of their own: 1..511 bytes
+        return bytes([j % 256]) * rng.choice([1, 2, 30, 400])
+    return bytes([j % 256]) * rng.choice([0, 1, 10, 1000, 2100, 5000, 20000])
+
+
+def write_database(spec, path):
+    import random
+
+    rng = random.Random(spec["seed"])
+    env = lmdb.open(path, max_dbs=4, map_size=1 << 28)
+    name = b"data" if spec["named"] else None
+    db = env.open_db(name, **spec["flags"]) if name else env.open_db(None)
+    keys = [_key(spec, k, rng) for k in range(spec["keys"])]
+    per_commit = max(1, len(keys) // spec["commits"] + 1)
+    for start in range(0, max(len(keys), 1), per_commit):
+        with env.begin(write=True, db=db) as txn:
+            for k in keys[start:start + per_commit]:
+                for j in range(spec["dups"]):
+                    txn.put(k, _value(spec, rng, j), db=db)
+    if spec["deletes"]:
+        with env.begin(write=True, db=db) as txn:
+            for k in keys:
+                if rng.random() < spec["deletes"]:
+                    if spec["flags"].get("dupsort") and rng.random() < 0.5:
+                        cur = txn.cursor(db=db)
+                        if cur.set_key(k):
+                            cur.delete()  # one duplicate
+                    else:
+                        txn.delete(k, db=db)
+    env.close()
+    return name
+
+
+def expected_items(path, name, flags):
+    env = lmdb.open(path, readonly=True, lock=False, max_dbs=4)
+    db = env.open_db(name, **flags, create=False) if name else env.open_db(None)
+    with env.begin(db=db) as txn:
+        items = list(txn.cursor())
+        nodup = list(txn.cursor().iternext_nodup())
+        backwards = list(txn.cursor().iterprev())
+        stat = txn.stat(db)
+        multi = None
+        if flags.get("dupfixed"):
+            multi = txn.cursor().getmulti(sorted({k for k, _ in items})[:5], dupdata=True)
+    env.close()
+    return items, nodup, backwards, stat, multi
+
+
+def check_compat(path, name, flags, items, nodup, backwards, stat, multi):
+    env = compat.open(path, readonly=True, lock=False, max_dbs=4)
+    try:
+        db = env.open_db(name, **flags, create=False) if name else env.open_db(None)
+        with env.begin(db=db) as txn:
+            assert list(txn.cursor()) == items
+            assert list(txn.cursor().iternext_nodup()) == nodup
+            assert list(txn.cursor().iterprev()) == backwards
+            assert txn.stat(db)["entries"] == stat["entries"]
+            firsts = {}
+            for k, v in items:
+                firsts.setdefault(k, v)
+            for k, v in firsts.items():
+                assert txn.get(k) == v
+            if multi is not None:
+                assert txn.cursor().getmulti(sorted(firsts)[:5], dupdata=True) == multi
+    finally:
+        env.close()
+
+
+def check_reader(path, name, items, mode):
+    with lmdbloader.Reader(path, db=name.decode() if name else None, mode=mode, index_dir="none") as r:
+        assert len(r) == len(items)
+        assert [r[i] for i in range(len(r))] == [v for _, v in items]
+        assert [r.key(i) for i in range(len(r))] == [k for k, _ in items]
+        order = list(range(len(r)))[::-1]
+        assert r.get_batch(order) == [items[i][1] for i in order]
+        firsts = {}
+        for k, v in items:
+            firsts.setdefault(k, v)
+        for k, v in list(firsts.items())[:20]:
+            assert r.get(k) == v
+        if mode == "mmap":
+            assert [bytes(r.view(i)) for i in range(len(r))] == [v for _, v in items]
+
+
+def check_database(spec):
+    tmp = tempfile.mkdtemp(prefix="lmdbloader-valid-")
+    try:
+        path = os.path.join(tmp, "db")
+        name = write_database(spec, path)
+        expected = expected_items(path, name, spec["flags"])
+        check_compat(path, name, spec["flags"], *expected)
+        for mode in ("pread", "mmap"):
+            check_reader(path, name, expected[0], mode)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(database_specs())
+def test_every_database_pylmdb_writes_reads_as_pylmdb_reads_it(spec):
+    check_database(spec)
+
+
+@pytest.mark.parametrize("value_size", [1, 2, 3, 100])
+def test_fixed_size_duplicates_in_sub_pages_read(value_size):
+    # 1-byte entries move a P_LEAF2 sub-page's mp_upper past its end: still valid.
+    check_database(dict(flags={"dupsort": True, "dupfixed": True, "integerkey": False, "reverse_key": False},
+                        named=True, key_size=None, value_size=value_size, keys=5, dups=3, deletes=0.0,
+                        commits=1, seed=1))
+
+
+def test_meta_page_counting_pages_past_the_end_of_the_file_reads(tmp_path):
+    # liblmdb counts pages a transaction allocated and freed again without
+    # writing them (seen after deletes): the meta page's last page then lies
+    # past the file's end. Made here by raising both meta pages' count, which
+    # liblmdb itself reads without complaint; every page the trees reach is
+    # still inside the file.
+    spec = dict(flags={"dupsort": True, "dupfixed": False, "integerdup": False, "integerkey": False,
+                       "reverse_key": False}, named=True, key_size=None, value_size=None, keys=40, dups=7,
+                deletes=0.3, commits=2, seed=3)
+    path = str(tmp_path / "db")
+    name = write_database(spec, path)
+    with open(os.path.join(path, "data.mdb"), "r+b") as f:
+        for page in (0, 1):
+            f.seek(page * 4096 + 136)
+            last = struct.unpack("<Q", f.read(8))[0]
+            f.seek(page * 4096 + 136)
+            f.write(struct.pack("<Q", last + 9))
+    expected = expected_items(path, name, spec["flags"])
+    check_compat(path, name, spec["flags"], *expected)
+    for mode in ("pread", "mmap"):
+        check_reader(path, name, expected[0], mode)
+
+
+def test_a_tree_reaching_past_the_end_of_the_file_is_truncation(tmp_path):
+    spec = dict(flags={"dupsort": False, "integerkey": False, "reverse_key": False}, named=False, key_size=None,
+                value_size=None, keys=60, dups=1, deletes=0.0, commits=1, seed=5)
+    path = str(tmp_path / "db")
+    write_database(spec, path)
+    data = os.path.join(path, "data.mdb")
+    os.truncate(data, os.path.getsize(data) - 4096)
+    with pytest.raises(lmdbloader.CorruptedError, match=r"data\.mdb.*past the end of the file \(truncated"):
+        lmdbloader.Reader(path, index_dir="none")
+
+
+def test_integer_keys_of_two_sizes_name_lmdbs_rule(tmp_path):
+    path = str(tmp_path / "db")
+    env = lmdb.open(path, max_dbs=2)
+    db = env.open_db(b"ints", integerkey=True)
+    with env.begin(write=True, db=db) as txn:
+        txn.put(struct.pack("=Q", 1), b"a")
+        txn.put(struct.pack("=I", 2), b"b")
+        txn.put(struct.pack("=Q", 3), b"c")
+    env.close()
+    with pytest.raises(lmdbloader.UnsupportedError, match=r"data\.mdb.*integer keys.*one size"):
+        lmdbloader.Reader(path, db="ints", index_dir="none")
