@@ -1,6 +1,7 @@
 #include "batch_io.h"
 
 #include <liburing.h>
+#include <pthread.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -198,21 +200,98 @@ class ThreadPoolBatchIo final : public BatchIo {
   bool stop_ = false;
 };
 
-// Rings are set up lazily, one per concurrently reading thread, and reused:
-// a ring is used by one thread at a time, taken from and returned to a pool.
+// The io_uring rings of this process, shared by every reader and kept until
+// the process exits.
+//
+// Why rings are never released while the process runs: releasing a ring
+// makes the kernel queue a notification on every thread that ever submitted
+// to it (io_uring's io_ring_exit_work adds task_work with TWA_SIGNAL, which
+// raises TIF_NOTIFY_SIGNAL), and that notification ends the thread's next
+// blocking system call early, as a signal would: a pipe write that had
+// written 64 KiB returns short, and Python's unbuffered print drops the
+// rest. The release runs on a kernel work queue a moment after the close, so
+// it lands in whatever the caller does next. Seen: every one of 40 runs that
+// closed a Reader and then wrote 136,000 bytes into a pipe drained later
+// wrote 65,536. Kept rings cost one descriptor (close-on-exec) and a few
+// pages each, one per thread reading at once and queue depth; at exit the
+// kernel takes each thread off its rings before releasing them, so nobody
+// is notified.
+//
+// After fork() the child finds the parent's rings in its copy of the pool:
+// it closes its copies (the parent still holds the rings, so they are not
+// released) and sets up its own. Fork handlers keep the pool's lock usable
+// in the child.
+class RingPool {
+ public:
+  static RingPool& Get() {
+    static RingPool* pool = [] {
+      auto* p = new RingPool();  // never deleted: see above
+      ::pthread_atfork([] { Get().mu_.lock(); }, [] { Get().mu_.unlock(); },
+                       [] { Get().mu_.unlock(); });
+      return p;
+    }();
+    return *pool;
+  }
+
+  // A ring of `entries` entries, for one thread's use until Give.
+  Status Take(uint32_t entries, std::unique_ptr<io_uring>* out) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ForgetParentsRings();
+      auto& free = free_[entries];
+      if (!free.empty()) {
+        *out = std::move(free.back());
+        free.pop_back();
+        return Status::OK();
+      }
+    }
+    auto ring = std::make_unique<io_uring>();
+    // COOP_TASKRUN (Linux 5.19) saves an interrupt per completion; older
+    // kernels refuse the flag, and get a plain ring. (DEFER_TASKRUN and
+    // SINGLE_ISSUER would tie a ring to one thread; readers share rings.)
+    int rc = io_uring_queue_init(entries, ring.get(), IORING_SETUP_COOP_TASKRUN);
+    if (rc == -EINVAL) rc = io_uring_queue_init(entries, ring.get(), 0);
+    if (rc < 0) return Status::FromErrno(-rc, "io_uring_queue_init", "io_uring");
+    *out = std::move(ring);
+    return Status::OK();
+  }
+
+  void Give(uint32_t entries, std::unique_ptr<io_uring> ring) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (owner_ != ::getpid()) {  // taken before a fork: this process never used it
+      io_uring_queue_exit(ring.get());
+      return;
+    }
+    free_[entries].push_back(std::move(ring));
+  }
+
+ private:
+  RingPool() : owner_(::getpid()) {}
+
+  void ForgetParentsRings() {
+    if (owner_ == ::getpid()) return;
+    for (auto& [entries, rings] : free_)
+      for (auto& ring : rings) io_uring_queue_exit(ring.get());  // this process's copy only
+    free_.clear();
+    owner_ = ::getpid();
+  }
+
+  std::mutex mu_;
+  pid_t owner_;
+  std::map<uint32_t, std::vector<std::unique_ptr<io_uring>>> free_;
+};
+
+// Reads through rings of the process-wide pool: a ring serves one thread at
+// a time, taken for a batch and given back after it.
 class UringBatchIo final : public BatchIo {
  public:
   explicit UringBatchIo(uint32_t queue_depth) : queue_depth_(queue_depth) {}
 
-  ~UringBatchIo() override {
-    for (auto& ring : free_) io_uring_queue_exit(ring.get());
-  }
-
-  // Sets up one ring, which also tells whether the kernel allows io_uring.
+  // Takes one ring, which also tells whether the kernel allows io_uring.
   Status Probe() {
     std::unique_ptr<io_uring> ring;
-    LMDBLOADER_RETURN_IF_ERROR(NewRing(&ring));
-    free_.push_back(std::move(ring));
+    LMDBLOADER_RETURN_IF_ERROR(RingPool::Get().Take(queue_depth_, &ring));
+    RingPool::Get().Give(queue_depth_, std::move(ring));
     return Status::OK();
   }
 
@@ -221,32 +300,13 @@ class UringBatchIo final : public BatchIo {
   Status ReadAll(const ReadRequest* requests, size_t count) override {
     if (count == 1) return PreadFully(requests[0]);
     std::unique_ptr<io_uring> ring;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!free_.empty()) {
-        ring = std::move(free_.back());
-        free_.pop_back();
-      }
-    }
-    if (!ring) LMDBLOADER_RETURN_IF_ERROR(NewRing(&ring));
+    LMDBLOADER_RETURN_IF_ERROR(RingPool::Get().Take(queue_depth_, &ring));
     Status s = Run(ring.get(), requests, count);
-    std::lock_guard<std::mutex> lock(mu_);
-    free_.push_back(std::move(ring));
+    RingPool::Get().Give(queue_depth_, std::move(ring));
     return s;
   }
 
  private:
-  Status NewRing(std::unique_ptr<io_uring>* out) {
-    auto ring = std::make_unique<io_uring>();
-    // COOP_TASKRUN (Linux 5.19) saves an interrupt per completion; older
-    // kernels refuse the flag, and get a plain ring.
-    int rc = io_uring_queue_init(queue_depth_, ring.get(), IORING_SETUP_COOP_TASKRUN);
-    if (rc == -EINVAL) rc = io_uring_queue_init(queue_depth_, ring.get(), 0);
-    if (rc < 0) return Status::FromErrno(-rc, "io_uring_queue_init", "io_uring");
-    *out = std::move(ring);
-    return Status::OK();
-  }
-
   Status Run(io_uring* ring, const ReadRequest* requests, size_t count) {
     std::vector<uint64_t> done(count, 0);
     std::vector<size_t> resubmit;  // short or interrupted reads to continue
@@ -326,8 +386,6 @@ class UringBatchIo final : public BatchIo {
   }
 
   const uint32_t queue_depth_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<io_uring>> free_;
 };
 
 }  // namespace

@@ -1,0 +1,126 @@
+"""lmdbloader's I/O never cuts the caller's own system calls short.
+
+Found from outside: a process that read batches through io_uring, closed the
+Reader and then wrote 136,000 bytes into a pipe that was drained a moment
+later saw the blocking write return 65,536 (releasing an io_uring ring
+notifies every thread that submitted to it, as a signal would). Each case here
+runs in a fresh child, many times, for every io engine: reads, then the event
+(close, garbage collection, fork, nothing), then one blocking write into a
+pipe the parent drains only after a pause, so the write must block; the write
+must return everything.
+"""
+
+import gc
+import os
+import socket
+import threading
+import time
+
+import pytest
+
+import lmdbloader
+
+RUNS = int(os.environ.get("CALLER_SYSCALL_RUNS", "20"))
+PAYLOAD = 136_000  # more than a pipe's 64 KiB: the write blocks until drained
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory):
+    lmdb = pytest.importorskip("lmdb")
+    path = str(tmp_path_factory.mktemp("syscalls") / "db")
+    with lmdb.open(path, map_size=1 << 28) as env, env.begin(write=True) as txn:
+        for i in range(200):
+            txn.put(b"%05d" % i, bytes([i % 256]) * 10_000)
+    return path
+
+
+def _read_batches(path, engine):
+    r = lmdbloader.Reader(path, io_engine=engine, index_dir="none")
+    for start in range(0, len(r), 50):
+        r.get_batch(list(range(start, min(len(r), start + 50))))
+    return r
+
+
+def _after_reads(path, engine, event):
+    """Runs in the child: reads, then `event`; returns the reader if kept."""
+    r = _read_batches(path, engine)
+    if event == "close":
+        r.close()
+    elif event == "gc":
+        del r
+        gc.collect()
+        return None
+    elif event == "fork":
+        pid = os.fork()
+        if pid == 0:  # the grandchild reads and closes too, then leaves
+            _read_batches(path, engine).close()
+            os._exit(0)
+        os.waitpid(pid, 0)
+    elif event == "thread":  # another thread reads and closes while this one writes
+        t = threading.Thread(target=lambda: _read_batches(path, engine).close())
+        t.start()
+        return t
+    return r
+
+
+def _one_run(path, engine, event, channel):
+    if channel == "pipe":
+        rd, wr = os.pipe()
+    else:
+        a, b = socket.socketpair()
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16384)
+        rd, wr = b.detach(), a.detach()
+    pid = os.fork()
+    if pid == 0:
+        code = 2
+        try:
+            os.close(rd)
+            kept = _after_reads(path, engine, event)
+            written = os.write(wr, b"x" * PAYLOAD)
+            if isinstance(kept, threading.Thread):
+                kept.join()
+            code = 0 if written == PAYLOAD else 1
+        finally:
+            os._exit(code)
+    os.close(wr)
+    time.sleep(0.03)  # the child's write blocks meanwhile
+    got = 0
+    while True:
+        chunk = os.read(rd, 1 << 20)
+        if not chunk:
+            break
+        got += len(chunk)
+    os.close(rd)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), got
+
+
+@pytest.mark.parametrize("engine", ["io_uring", "threads", "sync"])
+@pytest.mark.parametrize("event", ["close", "gc", "fork", "thread", "none"])
+def test_blocking_write_after_reads_is_never_cut_short(database, engine, event):
+    if engine == "io_uring":
+        try:
+            lmdbloader.Reader(database, io_engine="io_uring", index_dir="none").close()
+        except OSError as e:
+            pytest.skip(f"io_uring not available here: {e}")
+    runs = RUNS if event in ("close", "gc") else max(5, RUNS // 4)
+    short = [r for r in (_one_run(database, engine, event, "pipe") for _ in range(runs)) if r != (0, PAYLOAD)]
+    assert not short, f"{len(short)} of {runs} writes were cut short or failed (exit status, bytes): {short[:5]}"
+
+
+def test_blocking_socket_write_after_close_is_never_cut_short(database):
+    short = [r for r in (_one_run(database, "auto", "close", "socket") for _ in range(max(5, RUNS // 2)))
+             if r != (0, PAYLOAD)]
+    assert not short, f"socket writes cut short: {short[:5]}"
+
+
+def test_many_readers_opened_and_closed_reuse_the_same_rings(database):
+    # Rings live for the process: opening and closing readers must not pile up descriptors.
+    def fds():
+        return len(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        _read_batches(database, "auto").close()
+    before = fds()
+    for _ in range(50):
+        _read_batches(database, "auto").close()
+    assert fds() <= before, f"descriptors grew from {before} to {fds()} over 50 readers"
