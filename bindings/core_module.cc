@@ -31,31 +31,35 @@ void ThrowIfError(const Status& s) {
   if (!s.ok()) throw StatusError{s};
 }
 
+// A message as Python text: paths in it are the file system's bytes, which
+// need not be UTF-8; those bytes show as \xNN escapes.
+py::object MessageText(const std::string& m) {
+  return py::reinterpret_steal<py::object>(
+      PyUnicode_DecodeUTF8(m.data(), static_cast<Py_ssize_t>(m.size()), "backslashreplace"));
+}
+
 // Python exception classes live in lmdbloader/errors.py.
 void TranslateStatus(const Status& s) {
   py::module_ errors = py::module_::import("lmdbloader.errors");
-  const std::string& m = s.message();
+  py::object text = MessageText(s.message());
   switch (s.code()) {
-    case Status::Code::kNotFound: PyErr_SetString(PyExc_KeyError, m.c_str()); return;
-    case Status::Code::kOutOfRange: PyErr_SetString(PyExc_IndexError, m.c_str()); return;
-    case Status::Code::kInvalidArgument: PyErr_SetString(PyExc_ValueError, m.c_str()); return;
+    case Status::Code::kNotFound: PyErr_SetObject(PyExc_KeyError, text.ptr()); return;
+    case Status::Code::kOutOfRange: PyErr_SetObject(PyExc_IndexError, text.ptr()); return;
+    case Status::Code::kInvalidArgument: PyErr_SetObject(PyExc_ValueError, text.ptr()); return;
     case Status::Code::kIOError:
       if (s.sys_errno() != 0) {
         py::object err = py::reinterpret_steal<py::object>(
-            PyObject_CallFunction(PyExc_OSError, "is", s.sys_errno(), m.c_str()));
+            PyObject_CallFunction(PyExc_OSError, "iO", s.sys_errno(), text.ptr()));
         PyErr_SetObject(PyExc_OSError, err.ptr());
       } else {
-        PyErr_SetString(PyExc_OSError, m.c_str());
+        PyErr_SetObject(PyExc_OSError, text.ptr());
       }
       return;
-    case Status::Code::kCorruption:
-      PyErr_SetString(errors.attr("CorruptedError").ptr(), m.c_str());
-      return;
-    case Status::Code::kUnsupported:
-      PyErr_SetString(errors.attr("UnsupportedError").ptr(), m.c_str());
-      return;
+    case Status::Code::kCorruption: PyErr_SetObject(errors.attr("CorruptedError").ptr(), text.ptr()); return;
+    case Status::Code::kUnsupported: PyErr_SetObject(errors.attr("UnsupportedError").ptr(), text.ptr()); return;
     default:
-      PyErr_SetString(errors.attr("Error").ptr(), (std::string(CodeName(s.code())) + ": " + m).c_str());
+      PyErr_SetObject(errors.attr("Error").ptr(),
+                      MessageText(std::string(CodeName(s.code())) + ": " + s.message()).ptr());
   }
 }
 
@@ -155,7 +159,7 @@ py::object DecodeRecord(const Reader& r, uint64_t index, const char* data, size_
   if (!UnpackRecord(data, size, &oh, &error)) {
     py::module_ errors = py::module_::import("lmdbloader.errors");
     std::string m = "cannot decode record " + std::to_string(index) + " of " + r.path() + " as msgpack: " + error;
-    PyErr_SetString(errors.attr("DecodeError").ptr(), m.c_str());
+    PyErr_SetObject(errors.attr("DecodeError").ptr(), MessageText(m).ptr());
     throw py::error_already_set();
   }
   return ToPython(oh.get());
@@ -618,9 +622,18 @@ PYBIND11_MODULE(_core, m) {
       })
       .def("lower_bound", [](Reader& r, const py::bytes& key) { return r.LowerBound(std::string_view(key)); })
       .def("name", [](Reader& r, const py::object& i) {
+        const uint64_t pos = Position(r, i);
         std::string n;
-        ThrowIfError(r.Name(Position(r, i), &n));
-        return n;
+        ThrowIfError(r.Name(pos, &n));
+        // Names are UTF-8 text in a corpus; bytes that are not break that
+        // format (they passed the checksum: the writer put them there).
+        PyObject* text = PyUnicode_DecodeUTF8(n.data(), static_cast<Py_ssize_t>(n.size()), "strict");
+        if (!text) {
+          PyErr_Clear();
+          ThrowIfError(Status::Corruption("corpus " + r.path() + ": the name of record " + std::to_string(pos) +
+                                          " is not UTF-8 text"));
+        }
+        return py::reinterpret_steal<py::str>(text);
       })
       .def("column_chunks", [](Reader& r, const std::string& name) {
         std::vector<ColumnChunk> chunks;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "corpus_format.h"
+#include "lmdb_pages.h"
 #include "open_file.h"
 #include "lmdbloader/convert.h"
 #include "lmdbloader/reader.h"
@@ -132,6 +133,11 @@ bool ResolveInside(const fs::path& root, const std::string& relative, std::strin
 }
 
 Status ListJsonl(const ConvertOptions& o, Listing* listing) {
+  // std::ifstream opens a directory and then reads nothing ("no records").
+  std::error_code dir_ec;
+  if (fs::is_directory(o.source, dir_ec))
+    return Status::IOError("open " + o.source + ": Is a directory (jsonl takes a manifest file, one JSON object a line)",
+                           EISDIR);
   std::ifstream in(o.source);
   if (!in) return Status::FromErrno(errno ? errno : ENOENT, "open", o.source);
   std::error_code ec;
@@ -231,6 +237,11 @@ Status ListJsonl(const ConvertOptions& o, Listing* listing) {
 }
 
 Status ListLmdb(const ConvertOptions& o, Reader& source, Listing* listing) {
+  // A corpus names each record by its source key, one value a name.
+  if (source.db_flags() & kLmdbDupSort)
+    return Status::InvalidArgument(o.source + (o.db_name.empty() ? "" : " (database '" + o.db_name + "')") +
+                                   ": holds sorted duplicates (MDB_DUPSORT: several values under one key); a "
+                                   "corpus keeps one record a name, so it cannot be converted as it is");
   for (uint64_t i = 0; i < source.size(); ++i) {
     Item it;
     LMDBLOADER_RETURN_IF_ERROR(source.Key(i, &it.name));

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "corpus_format.h"
@@ -18,6 +19,24 @@ bool HoldsShardParts(const std::string& dir) {
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
     if (entry.path().filename().string().rfind("part-", 0) == 0) return true;
   return false;
+}
+
+// liblmdb opens (creating it when missing) the lock file beside the data
+// and reports its failures as the environment's: when mdb_env_open fails,
+// name the lock file if it is what is wrong.
+Status LockFileProblem(const DataLocation& location, int rc) {
+  const std::string lock = location.subdir ? location.path + "/lock.mdb" : location.path + "-lock";
+  struct stat st;
+  if (::lstat(lock.c_str(), &st) != 0) return Status::OK();
+  if (S_ISLNK(st.st_mode) && ::stat(lock.c_str(), &st) != 0)
+    return Status::IOError("lock=True: the lock file " + lock + " is a link to a missing file (" +
+                               std::strerror(errno) + ")",
+                           rc);
+  if (S_ISDIR(st.st_mode))
+    return Status::IOError("lock=True: the lock file " + lock + " is a directory, not LMDB's lock file", rc);
+  if (!S_ISREG(st.st_mode))
+    return Status::IOError("lock=True: the lock file " + lock + " is not a regular file", rc);
+  return Status::OK();
 }
 
 }  // namespace
@@ -64,7 +83,10 @@ Status LmdbEnv::Open(const DataLocation& location, bool lock, const std::string&
     unsigned flags = MDB_RDONLY | MDB_NORDAHEAD | MDB_NOTLS;
     if (!location.subdir) flags |= MDB_NOSUBDIR;
     rc = mdb_env_open(e->env_, location.path.c_str(), flags, 0644);
-    if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_env_open", where);
+    if (rc != MDB_SUCCESS) {
+      LMDBLOADER_RETURN_IF_ERROR(LockFileProblem(location, rc));
+      return Status::FromLmdb(rc, "mdb_env_open", where);
+    }
     // The snapshot's meta page can be overwritten by a writer's second commit
     // after ours began: read it right away, and begin again if it is gone.
     Status found;

@@ -106,6 +106,8 @@ struct Reader::Part {
   int fd = -1;
   std::shared_ptr<Mapping> map;  // mmap mode; read and swapped with std::atomic_load/store
   std::unique_ptr<LmdbEnv> env;  // lock mode: holds the snapshot the index describes
+  std::string index_file;        // "loaded from PATH" when the index came from a saved file
+  std::atomic<bool> names_checked{false};  // corpora: names and their offsets matched their checksums
   std::string manifest;          // corpora: the manifest's JSON, checked
   std::vector<uint64_t> checksums;            // corpora: XXH3-64 of each record
   std::unique_ptr<VerifiedRecords> verified;  // verify_checksums_once: records already checked
@@ -151,9 +153,24 @@ Status Reader::OpenPart(const std::string& path, Part* part, std::string* index_
                                   : " (not saved: " + saved.message() + ")";
     }
   }
+  if (loaded.ok()) part->index_file = *index_source;
   LMDBLOADER_RETURN_IF_ERROR(OpenDataFile(part->location.data_path, part->index.identity, &part->fd));
   bool corpus = false;
-  LMDBLOADER_RETURN_IF_ERROR(LoadCorpusMeta(*part, &corpus));
+  Status meta = LoadCorpusMeta(*part, &corpus);
+  if (!meta.ok() && loaded.ok()) {
+    // A saved index that passes its own checks (checksum, identity, bounds)
+    // can still point at the wrong bytes (forged, or written by a buggy
+    // tool): the data decides. Walk the data file; if its own metadata then
+    // reads, the index was wrong, and is not used.
+    const std::string wrong = "the saved index " + part->index_file.substr(std::string("loaded from ").size()) +
+                              " disagrees with the data (" + meta.message() + "), not used";
+    part->index = RecordIndex();
+    part->index_file.clear();
+    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, true, &part->index));
+    *index_source = "built: " + wrong;
+    meta = LoadCorpusMeta(*part, &corpus);
+  }
+  LMDBLOADER_RETURN_IF_ERROR(meta);
   if (!corpus && !part->index.meta().empty()) {
     // Keys that merely start with the metadata prefix in a plain LMDB are
     // records like any other: walk again, keeping them.
@@ -460,8 +477,14 @@ Status Reader::VerifyRecord(const Part& part, uint64_t local, const char* data, 
     if (part.verified) part.verified->Add(local);
     return Status::OK();
   }
+  // With a saved index, the record's location came from that file: say so,
+  // since a wrong index reads as a damaged record (`lmdbloader verify` walks
+  // the data itself and tells which).
   return Status::Corruption("record " + std::to_string(local) + " of " + part.location.data_path +
-                            " is damaged: its checksum does not match (" + std::to_string(size) + " bytes)");
+                            " is damaged: its checksum does not match (" + std::to_string(size) + " bytes)" +
+                            (part.index_file.empty() ? std::string()
+                                                     : "; its location was " + part.index_file +
+                                                           ", which is wrong if the data file verifies"));
 }
 
 Status Reader::CopyOut(Part& part, uint64_t local, char* dst) {
@@ -715,6 +738,15 @@ Status Reader::Name(uint64_t index, std::string* name) {
   auto blob = meta.find(std::string(kNamesBlobKey));
   if (offsets == meta.end() || blob == meta.end())
     return Status::NotFound(path_ + " has no record names (not an lmdbloader corpus)");
+  if (!part->names_checked.load(std::memory_order_acquire)) {
+    // Names are checked against the manifest's checksums the first time one
+    // is read in this part (both values read whole once, then dropped), as
+    // `verify` checks them: a changed byte is an error, never another name.
+    std::string bytes;
+    LMDBLOADER_RETURN_IF_ERROR(ReadCheckedMeta(*part, offsets->first, &bytes));
+    LMDBLOADER_RETURN_IF_ERROR(ReadCheckedMeta(*part, blob->first, &bytes));
+    part->names_checked.store(true, std::memory_order_release);
+  }
   if (offsets->second.size < (local + 2) * 8)
     return Status::Corruption("read " + part->location.data_path + ": name offsets too short");
   uint64_t range[2];

@@ -53,6 +53,21 @@ Status ParseShardList(const std::string& text, const std::string& dir, const std
     parts->push_back(std::move(entry));
   }
   if (parts->empty()) return bad("no shards listed");
+  // The total, where given, must be what the parts add up to (each part's
+  // own count is checked against the part itself at open).
+  if (list.contains("records")) {
+    if (!list["records"].is_number_unsigned() || list["records"].get<uint64_t>() > INT64_MAX)
+      return bad("'records' is not a count");
+    uint64_t sum = 0;
+    bool all_counted = true;
+    for (const ShardEntry& e : *parts) {
+      if (e.records < 0) all_counted = false;
+      else sum += static_cast<uint64_t>(e.records);
+    }
+    const uint64_t total = list["records"].get<uint64_t>();
+    if (all_counted && total != sum)
+      return bad("it says " + std::to_string(total) + " records in all, its parts add up to " + std::to_string(sum));
+  }
   return Status::OK();
 }
 

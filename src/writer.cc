@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <lmdb.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -100,6 +101,28 @@ CorpusWriter::~CorpusWriter() {
   }
 }
 
+namespace {
+
+// liblmdb reports a short write as EIO (mdb_page_flush), and a full file
+// system makes short writes: when the file system holding `path` has less
+// free space than was being written (plus a margin), say ENOSPC.
+Status LmdbWriteFailure(int rc, const char* call, const std::string& path, uint64_t writing) {
+  if (rc == EIO) {
+    struct statvfs fs;
+    if (::statvfs(path.c_str(), &fs) == 0) {
+      const uint64_t free = static_cast<uint64_t>(::geteuid() == 0 ? fs.f_bfree : fs.f_bavail) * fs.f_frsize;
+      if (free < writing + (1u << 20))
+        return Status::IOError(std::string(call) + " " + path + ": " + std::strerror(ENOSPC) + " (" +
+                                   std::to_string(free) + " bytes left on its file system; LMDB reports the "
+                                   "short write as an I/O error)",
+                               ENOSPC);
+    }
+  }
+  return Status::FromLmdb(rc, call, path);
+}
+
+}  // namespace
+
 Status CorpusWriter::Begin() {
   int rc = mdb_txn_begin(env_->env, nullptr, 0, &env_->txn);
   if (rc == MDB_SUCCESS) rc = mdb_dbi_open(env_->txn, nullptr, 0, &env_->dbi);
@@ -112,7 +135,7 @@ Status CorpusWriter::Commit() {
   MDB_txn* txn = env_->txn;
   env_->txn = nullptr;
   int rc = mdb_txn_commit(txn);
-  if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_txn_commit", temp_);
+  if (rc != MDB_SUCCESS) return LmdbWriteFailure(rc, "mdb_txn_commit", temp_, txn_bytes_);
   return Status::OK();
 }
 
@@ -136,7 +159,7 @@ Status CorpusWriter::Put(std::string_view key, std::string_view value, bool appe
   MDB_val k{key.size(), const_cast<char*>(key.data())};
   MDB_val v{value.size(), const_cast<char*>(value.data())};
   int rc = mdb_put(env_->txn, env_->dbi, &k, &v, append ? MDB_APPEND : 0);
-  if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_put", temp_);
+  if (rc != MDB_SUCCESS) return LmdbWriteFailure(rc, "mdb_put", temp_, txn_bytes_);
   txn_bytes_ += value.size() + key.size() + 16;
   return Status::OK();
 }
@@ -227,7 +250,7 @@ Status CorpusWriter::Finish(const std::string& manifest_json) {
   LMDBLOADER_RETURN_IF_ERROR(Put(kManifestChecksumKey, manifest_sum_bytes, false));
   LMDBLOADER_RETURN_IF_ERROR(Commit());
   int rc = mdb_env_sync(env_->env, 1);
-  if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_env_sync", temp_);
+  if (rc != MDB_SUCCESS) return LmdbWriteFailure(rc, "mdb_env_sync", temp_, 0);
   env_.reset();
 
   LMDBLOADER_RETURN_IF_ERROR(SwapIntoPlace());

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "corpus_format.h"
+#include "index_file.h"
 #include "lmdbloader/reader.h"
 #include "lmdbloader/writer.h"
 #include "test_util.h"
@@ -175,6 +177,60 @@ TEST(CorpusIntegrityTest, SavedIndexWithAFlippedBitIsRebuiltNotTrusted) {
     ASSERT_OK(r->Read(i, &value));
     EXPECT_EQ(value, testing::RecordBytes(i, kValue));
   }
+}
+
+// A saved index that passes every check of its own (checksum, identity,
+// bounds) but points at the wrong bytes, saved where the converter saves it.
+void ForgeIndexBeside(const std::string& corpus, bool swap_records, bool swap_metadata) {
+  const std::string idx = corpus + "/lmdbloader.idx";
+  std::unique_ptr<Reader> probe;
+  ASSERT_OK(OpenWith(corpus, &probe));  // the identity the index must carry
+  RecordIndex real;
+  ASSERT_TRUE(IndexFileCodec::Decode(ReadAll(idx), idx, &real).ok());
+  RecordIndex forged;
+  for (uint64_t i = 0; i < real.size(); ++i) {
+    const uint64_t from = swap_records && i < 2 ? 1 - i : i;
+    forged.Add(RecordKey(i), real.offset(from), real.value_size(from));
+  }
+  std::vector<std::pair<std::string, ValueLocation>> meta(real.meta().begin(), real.meta().end());
+  for (size_t k = 0; k < meta.size(); ++k) {
+    const ValueLocation& loc = meta[swap_metadata ? (k + 1) % meta.size() : k].second;
+    forged.AddMeta(meta[k].first, loc.offset, static_cast<uint32_t>(loc.size));
+  }
+  forged.identity = real.identity;
+  forged.db_name = real.db_name;
+  forged.set_db_flags(real.db_flags());
+  ASSERT_OK(SaveIndex(idx, forged));
+}
+
+TEST(CorpusIntegrityTest, ForgedSavedIndexPointingMetadataAtOtherBytesIsRebuiltAndSaysSo) {
+  TempDir dir;
+  WriteCorpus(dir.Sub("c"), 40);
+  ForgeIndexBeside(dir.Sub("c"), false, true);
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(OpenWith(dir.Sub("c"), &r));
+  const std::string source = r->stats().index_source;
+  EXPECT_NE(source.find("built: the saved index " + dir.Sub("c/lmdbloader.idx") + " disagrees with the data"),
+            std::string::npos)
+      << source;
+  std::string value;
+  for (uint64_t i = 0; i < r->size(); ++i) {
+    ASSERT_OK(r->Read(i, &value));
+    EXPECT_EQ(value, testing::RecordBytes(i, kValue));
+  }
+}
+
+TEST(CorpusIntegrityTest, ForgedSavedIndexSwappingRecordsIsCorruptionNamingTheIndex) {
+  TempDir dir;
+  WriteCorpus(dir.Sub("c"), 40);
+  ForgeIndexBeside(dir.Sub("c"), true, false);
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(OpenWith(dir.Sub("c"), &r));
+  std::string value;
+  Status s = r->Read(0, &value);
+  ASSERT_EQ(s.code(), Status::Code::kCorruption) << s.ToString();
+  EXPECT_NE(s.message().find("its location was loaded from " + dir.Sub("c/lmdbloader.idx")), std::string::npos)
+      << s.message();
 }
 
 TEST(CorpusIntegrityTest, PlainLmdbWithAMetadataLikeKeyKeepsThatRecord) {

@@ -27,6 +27,7 @@ import bisect
 import operator
 import os
 import re
+import threading
 import sys
 
 from . import _core
@@ -337,7 +338,7 @@ class Environment:
         meminit = _uint(meminit, _INT_MAX, 1)
         max_readers = _uint(max_readers, _INT_MAX, 126)
         max_dbs = _uint(max_dbs, _INT_MAX, 0)
-        _uint(max_spare_txns, _INT_MAX, 1)
+        max_spare_txns = _uint(max_spare_txns, _INT_MAX, 1)
         if path is None:
             raise TypeError("'path' argument required")
         if max_readers == 0:
@@ -366,6 +367,7 @@ class Environment:
         if map_size >= _MAPPABLE:
             raise MemoryError(f"{path}: Cannot allocate memory")
         self._named = {}
+        self._readers = _ReaderTable(max_spare_txns)
         self._closed = False
 
     def _open_reader(self, name):
@@ -475,9 +477,12 @@ class Environment:
 
     def readers(self):
         self._check()
-        # Opened without a reader table unless lock=True; with it, this
-        # process's snapshot is not registered under py-lmdb's format.
-        return "(no reader locks)\n" if not self._flags["lock"] else "(no active readers)\n"
+        # Opened without a reader table unless lock=True (liblmdb's answer
+        # without a lock file); with it, this environment's transactions as
+        # liblmdb lists them for py-lmdb.
+        if not self._flags["lock"]:
+            return "(no reader locks)\n"
+        return self._readers.listing(self._inspect()["last_txnid"])
 
     def reader_check(self):
         self._check()
@@ -552,6 +557,51 @@ def _db_stat(s):
             "entries": s["entries"]}
 
 
+class _ReaderTable:
+    """The reader slots liblmdb's lock file would hold for one environment
+    opened with lock=True, so ``Environment.readers()`` lists what py-lmdb
+    lists: a slot per read transaction object (its thread, and its snapshot
+    until it ends, "-" after: py-lmdb resets an ended transaction and keeps
+    its slot while the object lives); when the object dies, up to
+    ``max_spare_txns`` slots stay as spares for later transactions and the
+    rest are freed (mdb_txn_reset, then mdb_txn_abort)."""
+
+    def __init__(self, max_spare):
+        self._max_spare = max_spare
+        self._slots = []   # per slot: [thread id, live] or None when free
+        self._spares = []  # slots kept by ended transactions, reused last-in first
+
+    def begin(self):
+        if self._spares:
+            slot = self._spares.pop()
+            self._slots[slot][1] = True
+            return slot
+        entry = [threading.get_ident(), True]
+        for slot, held in enumerate(self._slots):
+            if held is None:
+                self._slots[slot] = entry
+                return slot
+        self._slots.append(entry)
+        return len(self._slots) - 1
+
+    def end(self, slot):
+        self._slots[slot][1] = False
+
+    def release(self, slot):
+        if len(self._spares) < self._max_spare:
+            self._spares.append(slot)
+        else:
+            self._slots[slot] = None
+
+    def listing(self, txnid):
+        held = [s for s in self._slots if s is not None]
+        if not held:
+            return "(no active readers)\n"
+        pid = os.getpid()
+        return "    pid     thread     txnid\n" + "".join(
+            f"{pid:10d} {tid:x} {txnid if live else '-'}\n" for tid, live in held)
+
+
 class Transaction(_Unpicklable):
     """A read transaction (py-lmdb's ``lmdb.Transaction``). Reads see the
     database as it was when the environment was opened. With ``buffers=True``
@@ -578,6 +628,7 @@ class Transaction(_Unpicklable):
         self._buffers = bool(buffers)
         self._done = False
         self._mutations = 0  # write attempts (py-lmdb's TransObject.mutations)
+        self._slot = env._readers.begin()
 
     def _check(self):
         if self._done or self.env._closed:
@@ -611,10 +662,20 @@ class Transaction(_Unpicklable):
 
     def commit(self):
         self._check()
-        self._done = True
+        self._end()
 
     def abort(self):
-        self._done = True
+        self._end()
+
+    def _end(self):
+        if not self._done:
+            self._done = True
+            self.env._readers.end(self._slot)
+
+    def __del__(self):  # py-lmdb aborts a transaction that was never ended
+        if hasattr(self, "_slot"):
+            self._end()
+            self.env._readers.release(self._slot)
 
     # py-lmdb's write calls, as it answers them in a read-only transaction:
     # arguments checked first, then liblmdb's EACCES (ReadonlyError) from the

@@ -54,8 +54,8 @@ class Reader:
     def __init__(self, path, *, rss_budget=None, mode="auto", lock=False, db=None,
                  index_dir=None, mmap_window="64MiB", remap_every=0, verify_checksums=True,
                  io_engine="auto", queue_depth=64, cache="auto"):
-        if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise TypeError(f"path must be a str, bytes or os.PathLike, got {type(path).__name__}")
         if db is not None and not isinstance(db, (str, bytes)):
             raise TypeError(f"db must be a str or bytes name, got {type(db).__name__}")
         if isinstance(db, bytes):
@@ -63,7 +63,10 @@ class Reader:
         if index_dir is not None and not isinstance(index_dir, (str, bytes, os.PathLike)):
             raise TypeError(f"index_dir must be a str or os.PathLike, got {type(index_dir).__name__}")
         self._config = dict(
-            path=os.fspath(path), rss_budget=budget_bytes(rss_budget), mode=check_mode(mode),
+            # Kept as str (bytes a file system name may hold decode with
+            # surrogateescape, as os.fsdecode does) and handed to the core as
+            # the file system's own bytes.
+            path=os.fsdecode(os.fspath(path)), rss_budget=budget_bytes(rss_budget), mode=check_mode(mode),
             lock=bool(lock), db=db or "",
             index_dir=os.fsdecode(os.fspath(index_dir)) if index_dir is not None else "",
             mmap_window=byte_size(mmap_window, "mmap_window"),
@@ -71,13 +74,14 @@ class Reader:
             io_engine=check_io_engine(io_engine), queue_depth=check_queue_depth(queue_depth),
             cache=check_cache(cache))
         self._path = self._config["path"]
+        self._rss_budget = self._config["rss_budget"]
         self._core = None
         self._columns = {}
         self._open()
 
     def _open(self):
         c = self._config
-        self._core = _core.Reader(c["path"], c["rss_budget"], c["mode"], c["lock"], c["db"],
+        self._core = _core.Reader(os.fsencode(c["path"]), c["rss_budget"], c["mode"], c["lock"], c["db"],
                                   c["index_dir"], c["mmap_window"], c["remap_every"],
                                   bool(c.get("verify_checksums", True)), c.get("io_engine", "auto"),
                                   c.get("queue_depth", 64), c.get("cache", "auto"),
@@ -102,6 +106,7 @@ class Reader:
     def __setstate__(self, state):
         self._config = state["config"]
         self._path = self._config["path"]
+        self._rss_budget = self._config["rss_budget"]
         self._core = None
         self._columns = {}
 
@@ -136,7 +141,8 @@ class Reader:
 
     @property
     def rss_budget(self):
-        return self._config["rss_budget"]
+        """The budget in bytes (None: unbounded); still readable after close()."""
+        return self._rss_budget
 
     def __len__(self):
         return len(self._c)

@@ -1,0 +1,187 @@
+"""Errors that were silent or unclear: each names the file or argument and
+the reason, with the right exception, and nothing wrong is passed on."""
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+
+import lmdb
+import pytest
+
+import lmdbloader
+import lmdbloader.compat
+
+
+def write_corpus(path, names=None):
+    names = names or [f"n{i}" for i in range(6)]
+    with lmdbloader.CorpusWriter(path) as w:
+        for i, name in enumerate(names):
+            w._w.add(name, b"record %d" % i, {"label": float(i)})  # bytes names reach the core as given
+    return path
+
+
+def test_a_changed_byte_of_the_names_is_corruption_not_another_name(tmp_path):
+    path = write_corpus(str(tmp_path / "c"), ["alpha", "bravo", "charlie"])
+    # Rewrite the names value with py-lmdb, one byte changed, checksums left as written.
+    with lmdb.open(path, lock=False) as env, env.begin(write=True) as txn:
+        blob = bytearray(txn.get(b"__lmdbloader__/names"))
+        blob[blob.index(b"bravo")] = ord("B")
+        txn.put(b"__lmdbloader__/names", bytes(blob))
+    os.unlink(os.path.join(path, "lmdbloader.idx"))
+    r = lmdbloader.Reader(path, index_dir="none")
+    with pytest.raises(lmdbloader.CorruptedError, match=r"c/data\.mdb: names is damaged \(checksum mismatch\)"):
+        r.name(1)
+    with pytest.raises(lmdbloader.CorruptedError):
+        r.name(0)  # any name: the whole value is wrong
+    res = subprocess.run(["lmdbloader", "verify", path], capture_output=True, text=True)
+    assert res.returncode == 1 and "names" in res.stderr
+
+
+def test_a_name_that_is_not_utf8_is_corruption_naming_the_corpus_and_record(tmp_path):
+    path = write_corpus(str(tmp_path / "c"), ["ok", b"bad\xff\xfe"])
+    r = lmdbloader.Reader(path)
+    assert r.name(0) == "ok"
+    with pytest.raises(lmdbloader.CorruptedError, match=r"corpus .*/c: the name of record 1 is not UTF-8 text"):
+        r.name(1)
+
+
+def test_lock_file_that_is_a_directory_or_a_dangling_link_is_named(tmp_path):
+    path = str(tmp_path / "db")
+    with lmdb.open(path) as env, env.begin(write=True) as txn:
+        txn.put(b"k", b"v")
+    lock = os.path.join(path, "lock.mdb")
+    os.unlink(lock)
+    os.mkdir(lock)
+    with pytest.raises(OSError, match=r"lock=True: the lock file .*db/lock\.mdb is a directory"):
+        lmdbloader.Reader(path, lock=True, index_dir="none")
+    os.rmdir(lock)
+    os.symlink(str(tmp_path / "missing" / "lock.mdb"), lock)
+    with pytest.raises(OSError, match=r"lock=True: the lock file .*db/lock\.mdb is a link to a missing file"):
+        lmdbloader.Reader(path, lock=True, index_dir="none")
+    os.unlink(lock)
+    assert lmdbloader.Reader(path, lock=True, index_dir="none")[0] == b"v"
+
+
+def test_bytes_and_pathlike_paths_that_are_not_utf8_open(tmp_path):
+    raw = os.fsencode(str(tmp_path)) + b"/d\xff\xfeb"
+    with lmdb.open(raw) as env, env.begin(write=True) as txn:
+        txn.put(b"k", b"v")
+
+    class Path:
+        def __fspath__(self):
+            return raw
+
+    for p in (raw, Path(), os.fsdecode(raw)):
+        with lmdbloader.Reader(p, index_dir="none") as r:
+            assert r[0] == b"v"
+    env = lmdbloader.compat.open(raw, readonly=True, lock=False)
+    with env.begin() as txn:
+        assert txn.get(b"k") == b"v"
+    env.close()
+    with pytest.raises(FileNotFoundError, match=r"d\\xff\\xfemissing"):
+        lmdbloader.Reader(os.fsencode(str(tmp_path)) + b"/d\xff\xfemissing")
+    with pytest.raises(TypeError, match="path must be a str, bytes or os.PathLike"):
+        lmdbloader.Reader(3)
+
+
+def test_rss_budget_reads_after_close(tmp_path):
+    path = write_corpus(str(tmp_path / "c"))
+    r = lmdbloader.Reader(path, rss_budget="32MiB")
+    r.close()
+    assert r.rss_budget == 32 << 20
+    with pytest.raises(ValueError, match="closed"):
+        len(r)
+
+
+def test_jsonl_manifest_that_is_a_directory_says_so(tmp_path):
+    os.mkdir(tmp_path / "manifest.jsonl")
+    with pytest.raises(IsADirectoryError, match=r"manifest\.jsonl: Is a directory \(jsonl takes a manifest file"):
+        lmdbloader.convert(str(tmp_path / "manifest.jsonl"), str(tmp_path / "out"), kind="jsonl")
+    assert not (tmp_path / "out").exists()
+
+
+def test_converting_a_dupsort_lmdb_names_the_source_and_why(tmp_path):
+    src = str(tmp_path / "src")
+    env = lmdb.open(src, max_dbs=2)
+    db = env.open_db(b"d", dupsort=True)
+    with env.begin(write=True, db=db) as txn:
+        txn.put(b"k0", b"a")
+        txn.put(b"k0", b"b")
+    env.close()
+    with pytest.raises(lmdbloader.ConvertError, match=r"src \(database 'd'\): holds sorted duplicates \(MDB_DUPSORT"):
+        lmdbloader.convert(src, str(tmp_path / "out"), kind="lmdb", db="d")
+    res = subprocess.run(["lmdbloader", "convert", "--from", "lmdb", "--db", "d", src, str(tmp_path / "out")],
+                         capture_output=True, text=True)
+    assert res.returncode != 0 and "MDB_DUPSORT" in res.stderr, res.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture
+def small_file_system(tmp_path):
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_a_full_disk_during_convert_is_no_space_left_naming_the_path(tmp_path, small_file_system):
+    manifest = tmp_path / "m.jsonl"
+    with open(manifest, "w") as f:
+        for i in range(40):
+            (tmp_path / f"f{i}.bin").write_bytes(os.urandom(200_000))
+            f.write(json.dumps({"name": f"n{i}", "path": str(tmp_path / f"f{i}.bin")}) + "\n")
+    out = small_file_system / "out"
+    with pytest.raises(OSError, match=r"small/out\.tmp-\d+: No space left on device") as e:
+        lmdbloader.convert(str(manifest), str(out), kind="jsonl")
+    assert e.value.errno == 28
+    assert os.listdir(small_file_system) == []  # nothing half-written left behind
+
+
+def test_shard_list_whose_total_disagrees_with_its_parts_is_corruption(tmp_path):
+    src = tmp_path / "src.jsonl"
+    with open(src, "w") as f:
+        for i in range(10):
+            (tmp_path / f"f{i}").write_bytes(b"x" * 10)
+            f.write(json.dumps({"name": f"n{i}", "path": str(tmp_path / f"f{i}")}) + "\n")
+    out = tmp_path / "set"
+    lmdbloader.convert(str(src), str(out), kind="jsonl", num_shards=2)
+    listing = json.loads((out / "shards.json").read_text())
+    assert listing["records"] == 10
+    assert len(lmdbloader.Reader(str(out))) == 10
+    listing["records"] = 12
+    (out / "shards.json").write_text(json.dumps(listing))
+    with pytest.raises(lmdbloader.CorruptedError, match=r"shards\.json: it says 12 records in all, its parts add up to 10"):
+        lmdbloader.Reader(str(out))
+
+
+def test_compat_readers_lists_transactions_as_pylmdb_does(tmp_path):
+    path = str(tmp_path / "db")
+    with lmdb.open(path) as env, env.begin(write=True) as txn:
+        txn.put(b"k", b"v")
+    listings = []
+    for mod in (lmdb, lmdbloader.compat):
+        env = mod.open(path, readonly=True, max_spare_txns=1)
+        seen = [env.readers()]
+        a = env.begin()
+        seen.append(env.readers())
+        b = env.begin()
+        seen.append(env.readers())
+        a.abort()
+        seen.append(env.readers())
+        b.abort()
+        seen.append(env.readers())  # b's slot is freed: one spare kept already
+        c = env.begin()
+        seen.append(env.readers())
+        t = threading.Thread(target=lambda: seen.append(env.begin() and env.readers()))
+        t.start()
+        t.join()
+        c.abort()
+        env.close()
+        listings.append(seen)
+    assert listings[1] == listings[0]
+    assert listings[0][0] != listings[0][1]  # py-lmdb's test_readers: a transaction shows
