@@ -8,6 +8,7 @@
 
 #include <msgpack.hpp>
 
+#include "lmdbloader/batch_ring.h"
 #include "lmdbloader/convert.h"
 #include "lmdbloader/inspect.h"
 #include "lmdbloader/memory.h"
@@ -239,6 +240,108 @@ py::list ReadBatchBytes(Reader& r, const py::iterable& indices) {
   }
   ThrowIfError(s);
   return out;
+}
+
+// Reads record indices[k] to `buffer` at offsets[k] (one writable buffer:
+// a ring slot, or a tensor's memory), or into buffers[k] when `offsets` is
+// None (a list of writable buffers, one a record, each of its record's
+// size). Checksums are checked in place. Bounds are checked before anything
+// is read.
+void ReadBatchInto(Reader& r, const py::iterable& indices, const py::object& buffers, const py::object& offsets) {
+  std::vector<uint64_t> pos = Positions(r, indices);
+  std::vector<uint64_t> sizes = ValueSizes(r, pos);
+  std::vector<char*> dsts(pos.size());
+  std::vector<py::buffer_info> held;  // keeps each buffer exported during the read
+  if (offsets.is_none()) {
+    py::list list = buffers.cast<py::list>();
+    if (list.size() != pos.size()) throw py::value_error("one buffer a record is needed");
+    for (size_t k = 0; k < pos.size(); ++k) {
+      held.push_back(list[k].cast<py::buffer>().request(true));
+      const py::buffer_info& b = held.back();
+      if (static_cast<uint64_t>(b.size * b.itemsize) != sizes[k])
+        throw py::value_error("buffer " + std::to_string(k) + " holds " + std::to_string(b.size * b.itemsize) +
+                              " bytes; record " + std::to_string(pos[k]) + " has " + std::to_string(sizes[k]));
+      dsts[k] = static_cast<char*>(b.ptr);
+    }
+  } else {
+    held.push_back(buffers.cast<py::buffer>().request(true));
+    const py::buffer_info& b = held.back();
+    const uint64_t capacity = static_cast<uint64_t>(b.size * b.itemsize);
+    std::vector<uint64_t> at = offsets.cast<std::vector<uint64_t>>();
+    if (at.size() != pos.size()) throw py::value_error("one offset a record is needed");
+    for (size_t k = 0; k < pos.size(); ++k) {
+      if (at[k] > capacity || sizes[k] > capacity - at[k])
+        throw py::value_error("record " + std::to_string(pos[k]) + " (" + std::to_string(sizes[k]) +
+                              " bytes at offset " + std::to_string(at[k]) + ") does not fit a buffer of " +
+                              std::to_string(capacity) + " bytes");
+      dsts[k] = static_cast<char*>(b.ptr) + at[k];
+    }
+  }
+  Status s;
+  {
+    py::gil_scoped_release release;
+    s = r.ReadBatch(pos.data(), pos.size(), dsts.data());
+  }
+  ThrowIfError(s);
+}
+
+// A batch's hold on one ring slot, in the process that received the batch:
+// exports the slot's bytes (tensors are built over it with torch.frombuffer,
+// each holding a reference), and frees the slot when the last reference goes,
+// so the slot is reused only after every tensor, view and alias of its batch
+// is gone.
+struct RingLease {
+  std::shared_ptr<BatchRing> ring;
+  uint32_t slot = 0;
+  uint64_t generation = 0;
+  ~RingLease() { ring->Release(slot, generation); }
+};
+
+RingBacking ParseBacking(const std::string& name) {
+  if (name == "auto") return RingBacking::kAuto;
+  if (name == "memfd") return RingBacking::kMemfd;
+  if (name == "shm") return RingBacking::kShm;
+  throw py::value_error("backing must be 'auto', 'memfd' or 'shm'; got '" + name + "'");
+}
+
+void BindBatchRing(py::module_& m) {
+  py::class_<BatchRing, std::shared_ptr<BatchRing>>(m, "BatchRing", py::buffer_protocol())
+      .def_static("create", [](uint32_t slots, uint64_t slot_bytes, const std::string& backing) {
+        std::unique_ptr<BatchRing> ring;
+        ThrowIfError(BatchRing::Create(slots, slot_bytes, ParseBacking(backing), &ring));
+        return std::shared_ptr<BatchRing>(std::move(ring));
+      }, py::arg("slots"), py::arg("slot_bytes"), py::arg("backing") = "auto")
+      .def_static("attach", [](int fd) {
+        std::unique_ptr<BatchRing> ring;
+        ThrowIfError(BatchRing::Attach(fd, &ring));
+        return std::shared_ptr<BatchRing>(std::move(ring));
+      }, py::arg("fd"))
+      .def_property_readonly("fd", &BatchRing::fd)
+      .def_property_readonly("slots", &BatchRing::slots)
+      .def_property_readonly("slot_bytes", &BatchRing::slot_bytes)
+      .def_property_readonly("total_bytes", &BatchRing::total_bytes)
+      .def_property_readonly("backing", &BatchRing::backing_name)
+      .def("acquire", [](BatchRing& ring) -> py::object {
+        uint32_t slot = 0;
+        uint64_t generation = 0;
+        if (!ring.Acquire(&slot, &generation)) return py::none();
+        return py::make_tuple(slot, generation);
+      })
+      .def("release", &BatchRing::Release)
+      .def("held", &BatchRing::held)
+      .def_buffer([](BatchRing& ring) {  // every slot, one after another
+        return py::buffer_info(ring.slot_data(0), 1, py::format_descriptor<uint8_t>::format(), 1,
+                               {static_cast<py::ssize_t>(uint64_t{ring.slots()} * ring.slot_bytes())}, {1});
+      });
+  py::class_<RingLease>(m, "RingLease", py::buffer_protocol())
+      .def(py::init([](std::shared_ptr<BatchRing> ring, uint32_t slot, uint64_t generation) {
+        if (slot >= ring->slots()) throw py::value_error("no slot " + std::to_string(slot) + " in this ring");
+        return new RingLease{std::move(ring), slot, generation};
+      }))
+      .def_buffer([](RingLease& lease) {
+        return py::buffer_info(lease.ring->slot_data(lease.slot), 1, py::format_descriptor<uint8_t>::format(), 1,
+                               {static_cast<py::ssize_t>(lease.ring->slot_bytes())}, {1});
+      });
 }
 
 // Records are read and decoded a cache-sized chunk at a time: reading a whole
@@ -543,6 +646,8 @@ PYBIND11_MODULE(_core, m) {
       })
       .def("__len__", &CorpusWriter::size);
 
+  BindBatchRing(m);
+
   py::class_<Reader>(m, "Reader")
       .def(py::init([](const std::string& path, uint64_t rss_budget, const std::string& mode, bool lock,
                        const std::string& db, const std::string& index_dir, uint64_t mmap_window,
@@ -597,6 +702,8 @@ PYBIND11_MODULE(_core, m) {
       .def("decode_batch", &DecodeBatch, py::arg("indices"), py::arg("transform") = py::none())
       .def("apply_batch", &ApplyBatch, py::arg("indices"), py::arg("fn"))
       .def("apply_batch_views", &ApplyBatchViews, py::arg("indices"), py::arg("fn"))
+      .def("value_sizes", [](Reader& r, const py::iterable& indices) { return ValueSizes(r, Positions(r, indices)); })
+      .def("read_batch_into", &ReadBatchInto, py::arg("indices"), py::arg("buffers"), py::arg("offsets") = py::none())
       .def("value_size", [](Reader& r, const py::object& i) {
         uint64_t size = 0;
         ThrowIfError(r.ValueSize(Position(r, i), &size));

@@ -2,6 +2,8 @@
 
 - :class:`Reader`: records by position or key, batches, views, stats.
 - :class:`LmdbDataset`: a torch map-style Dataset (needs torch; imported lazily).
+- :data:`collate`, :class:`Collate`, :class:`DataLoader`: tensor batches from DataLoader workers
+  through a bounded ring of reused shared memory (need torch; imported lazily).
 - :class:`LocalitySampler`: a shuffle that reads neighbouring records together (cold corpora).
 - :mod:`lmdbloader.compat`: py-lmdb's read-only API on top of Reader.
 - :mod:`lmdbloader.memory`: RSS / PSS / USS of a process tree, sampled and plotted.
@@ -18,13 +20,16 @@ from .writer import CorpusWriter
 
 __version__ = _core.__version__
 
-__all__ = ["Reader", "CorpusWriter", "LmdbDataset", "LocalitySampler", "convert", "write_shard_list", "Error", "CorruptedError", "UnsupportedError",
+__all__ = ["Reader", "CorpusWriter", "LmdbDataset", "collate", "Collate", "DataLoader", "ring_stats",
+           "LocalitySampler", "convert", "write_shard_list", "Error", "CorruptedError", "UnsupportedError",
            "DecodeError", "ReadonlyError", "ConvertError", "__version__"]
+_NEED_TORCH = {"LmdbDataset": "dataset", "collate": "batches", "Collate": "batches", "DataLoader": "batches",
+               "ring_stats": "batches"}
 
 
 def __getattr__(name):
-    # torch is needed only by LmdbDataset; importing lmdbloader must not need it.
-    if name == "LmdbDataset":
-        from .dataset import LmdbDataset
-        return LmdbDataset
+    # torch is needed only by these; importing lmdbloader must not need it.
+    if name in _NEED_TORCH:
+        import importlib
+        return getattr(importlib.import_module(f".{_NEED_TORCH[name]}", __name__), name)
     raise AttributeError(f"module 'lmdbloader' has no attribute {name!r}")

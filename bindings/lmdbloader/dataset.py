@@ -1,17 +1,25 @@
 """LmdbDataset: a map-style torch Dataset over an LMDB database or corpus."""
 
+import copy
+
+import torch
 import torch.utils.data
 
+from .batches import RecordBatch
 from .reader import Reader
 
-_DECODERS = ("msgpack", "raw")
+_DECODERS = ("msgpack", "raw", "tensor")
 
 
 class LmdbDataset(torch.utils.data.Dataset):
     """Map-style Dataset: ``ds[i]`` is record i, decoded and transformed.
 
     ``decode``: "msgpack" (decoded in C++ into dicts, lists, bytes, ints,
-    floats, str), "raw" (the record's bytes) or a callable taking bytes.
+    floats, str), "raw" (the record's bytes), "tensor" (the record's bytes as
+    a 1-D uint8 tensor, read straight into it; a batch's records are read
+    together, and under :class:`lmdbloader.DataLoader` straight into shared
+    memory, no tensor per record)
+    or a callable taking bytes.
     ``views=True`` hands a callable ``decode`` a zero-copy read-only
     memoryview of the record instead (mode="mmap", which it implies for
     mode="auto"): no copy out of the page cache, the checksum checked in
@@ -26,7 +34,7 @@ class LmdbDataset(torch.utils.data.Dataset):
                  lock=False, db=None, index_dir=None, verify_checksums=True, io_engine="auto",
                  queue_depth=64, cache="auto", views=False):
         if not (callable(decode) or decode in _DECODERS):
-            raise ValueError(f"decode must be 'msgpack', 'raw' or a callable; got {decode!r}")
+            raise ValueError(f"decode must be 'msgpack', 'raw', 'tensor' or a callable; got {decode!r}")
         if views and not callable(decode):
             raise ValueError(f"views=True hands records to a decode callable; decode is {decode!r}")
         if views and mode == "auto":
@@ -41,6 +49,14 @@ class LmdbDataset(torch.utils.data.Dataset):
         self.decode = decode
         self.transform = transform
         self.views = bool(views)
+        self._deferred = False
+
+    def _deferring(self):
+        """A copy (same reader) whose batches are RecordBatch objects, read
+        by lmdbloader's collate straight into a ring slot."""
+        other = copy.copy(self)
+        other._deferred = True
+        return other
 
     def __len__(self):
         return len(self.reader)
@@ -48,6 +64,9 @@ class LmdbDataset(torch.utils.data.Dataset):
     def __getitem__(self, index):
         if self.decode == "msgpack":
             record = self.reader.decode(index)
+        elif self.decode == "tensor":
+            record = torch.empty(self.reader.value_size(index), dtype=torch.uint8)
+            self.reader._c.read_batch_into([index], [record.numpy()])
         elif self.views:
             record = self._call(self.decode, self.reader.view(index), index)
             self.reader._c.check_mappings()  # decode read zeros if the file shrank meanwhile
@@ -72,6 +91,14 @@ class LmdbDataset(torch.utils.data.Dataset):
     def __getitems__(self, indices):
         if self.decode == "msgpack":
             return self.reader.decode_batch(indices, self.transform)
+        if self.decode == "tensor":
+            records = RecordBatch(self.reader, indices)
+            if self._deferred:  # lmdbloader.DataLoader: its collate reads them into shared memory
+                return records
+            tensors = records._materialized()
+            if self.transform is None:
+                return tensors
+            return [self._call(self.transform, t, i) for t, i in zip(tensors, indices)]
         if not callable(self.decode) and self.transform is None:
             return self.reader.get_batch(indices)
         # Read a chunk at a time, each raw record dropped as soon as it is

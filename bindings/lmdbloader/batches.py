@@ -1,0 +1,524 @@
+"""Tensor batches from DataLoader workers through a bounded ring of reused
+shared memory: :data:`collate`, :class:`Collate` and :class:`DataLoader`.
+
+torch's ``default_collate`` stacks each batch, inside a worker, into a fresh
+shared-memory segment per tensor, and the main process maps it and frees it
+when the batch dies: per 8 MiB batch about 19 ms of segment setup, page
+faults, zero fills, descriptor passing and page release, where refilling an
+already mapped buffer costs under 1 ms. Here each worker owns a ring of
+slots (``lmdbloader._core.BatchRing``: a memfd, nothing in /dev/shm), created
+at its first batch and sent to the main process once; every later batch
+travels as (slot, generation, layout). In the main process the batch's
+tensors are built over the slot, and the slot is freed when the last tensor,
+view or numpy alias of the batch is gone (a ``RingLease`` that the tensors'
+storage holds), never at the next iteration: kept batches stay intact. When
+every slot is held the ring grows up to a cap; past it the batch takes the
+default path (counted, never blocking).
+
+The output equals ``default_collate``'s: same structure, types, dtypes, shapes
+and values. Outside a worker (``num_workers=0``) this is ``default_collate``.
+"""
+
+import collections.abc
+import math
+import os
+import secrets
+import threading
+import weakref
+
+import torch
+import torch.utils.data
+from torch.utils.data._utils.collate import collate as _collate
+from torch.utils.data._utils.collate import collate_tensor_fn, default_collate, default_collate_fn_map
+
+from . import _core
+from ._options import byte_size
+
+_ALIGN = 64          # every tensor in a slot starts on a cache line
+_MIN_SLOT = 64 << 10
+_BACKINGS = ("auto", "memfd", "shm")
+
+
+def _aligned(n):
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+class Collate:
+    """A ``collate_fn`` whose tensors travel through a per-worker ring of
+    reused shared-memory slots (see the module's docstring).
+
+    ``slots``: slots a ring holds (default ``prefetch_factor`` x workers + 2,
+    so every batch a loader can have in flight, and two the consumer holds,
+    find one). ``slot_bytes``: bytes a slot holds (default: the worker's
+    first batch, plus a quarter, at least 64 KiB). ``max_ring_bytes``: what a
+    worker's rings may grow to when batches are kept and every slot is held,
+    or a batch outgrows its slot (default: twice the first ring); past it a
+    batch takes the default path. Shared memory per worker is therefore known
+    up front: ``slots`` x ``slot_bytes`` at first, ``max_ring_bytes`` at most.
+    ``backing``: "auto" (memfd, else /dev/shm), "memfd" or "shm"; memory the
+    backing cannot reserve is an OSError at the first batch naming it and the
+    size, never a SIGBUS later.
+    """
+
+    def __init__(self, *, slots=None, slot_bytes=None, max_ring_bytes=None, prefetch_factor=2, backing="auto"):
+        if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= 500):
+            raise ValueError(f"slots must be an integer from 1 to 500, got {slots!r}")
+        if isinstance(prefetch_factor, bool) or not isinstance(prefetch_factor, int) or prefetch_factor < 1:
+            raise ValueError(f"prefetch_factor must be a positive integer, got {prefetch_factor!r}")
+        if backing not in _BACKINGS:
+            raise ValueError(f"backing must be one of {', '.join(_BACKINGS)}; got {backing!r}")
+        self.slots = slots
+        self.slot_bytes = None if slot_bytes is None else byte_size(slot_bytes, "slot_bytes")
+        if self.slot_bytes == 0:
+            raise ValueError("slot_bytes must be positive")
+        self.max_ring_bytes = None if max_ring_bytes is None else byte_size(max_ring_bytes, "max_ring_bytes")
+        self.prefetch_factor = prefetch_factor
+        self.backing = backing
+        self._token = secrets.token_hex(8)  # this configuration's rings, in every process
+
+    def __call__(self, batch):
+        info = torch.utils.data.get_worker_info()
+        if info is None:
+            if isinstance(batch, RecordBatch):
+                return batch._collated()
+            return default_collate(batch)
+        return _worker_rings(self, info).collate(batch)
+
+    def __repr__(self):
+        return (f"lmdbloader.Collate(slots={self.slots}, slot_bytes={self.slot_bytes}, "
+                f"max_ring_bytes={self.max_ring_bytes}, prefetch_factor={self.prefetch_factor}, "
+                f"backing={self.backing!r})")
+
+    def stats(self):
+        """What this process received through this collate's rings: batches,
+        those whose tensors all came through a ring, fallbacks (ring full, or
+        a batch larger than its slot), and each worker's own counts and ring
+        bytes (the shared memory it holds, counted once in PSS)."""
+        return _received_stats(self._token)
+
+
+#: The default instance: ``DataLoader(..., collate_fn=lmdbloader.collate)``.
+collate = Collate()
+
+
+def ring_stats():
+    """Every collate's ring statistics in this process, summed (see Collate.stats)."""
+    return _received_stats(None)
+
+
+# ---------------------------------------------------------------- in a worker
+
+
+class _Segment:
+    """One BatchRing of a worker, and whether its descriptor was sent."""
+
+    def __init__(self, ring):
+        self.ring = ring
+        self.key = secrets.token_hex(8)
+        self.carrier = None  # the descriptor, attached to the first batch that uses the ring
+
+    def carrier_once(self):
+        if self.carrier is None:
+            from multiprocessing.reduction import DupFd
+            self.carrier = DupFd(self.ring.fd)
+            return self.carrier
+        return None
+
+
+class _WorkerRings:
+    """A worker's rings for one Collate configuration."""
+
+    def __init__(self, config, info):
+        self.config = config
+        self.pid = os.getpid()
+        self.slots = config.slots or config.prefetch_factor * info.num_workers + 2
+        self.slots = min(self.slots, 500)
+        self.segments = []
+        self.cap = config.max_ring_bytes
+        self.counts = {"batches": 0, "in_ring": 0, "fallback_full": 0, "fallback_oversize": 0,
+                       "ring_bytes": 0, "rings": 0}
+
+    def new_segment(self, slot_bytes):
+        ring = _core.BatchRing.create(self.slots, slot_bytes, self.config.backing)
+        seg = _Segment(ring)
+        self.segments.append(seg)
+        self.counts["ring_bytes"] += ring.total_bytes
+        self.counts["rings"] += 1
+        if self.cap is None:
+            self.cap = 2 * ring.total_bytes
+        return seg
+
+    def first_segment(self, batch_bytes):
+        """The ring, sized from the worker's first batch. Memory the backing
+        cannot reserve is an error here, at the first batch: the default path
+        would fill the same memory and die of SIGBUS mid-epoch."""
+        try:
+            self.new_segment(self.config.slot_bytes or _slot_size(batch_bytes))
+        except OSError as e:
+            raise OSError(e.errno, f"lmdbloader.collate: {e}; lower slots= or slot_bytes= "
+                                   f"(lmdbloader.Collate)") from None
+
+    def acquire(self, need):
+        """(segment, slot, generation) of a free slot of at least `need` bytes, or None."""
+        for seg in sorted(self.segments, key=lambda s: s.ring.slot_bytes):
+            if seg.ring.slot_bytes >= need:
+                got = seg.ring.acquire()
+                if got is not None:
+                    return seg, got[0], got[1]
+        # Every slot big enough is held (batches kept), or none is big enough: grow within the cap.
+        slot_bytes = max([s.ring.slot_bytes for s in self.segments] + [_slot_size(need)])
+        if self.counts["ring_bytes"] + 4096 + self.slots * slot_bytes <= self.cap:
+            seg = self.new_segment(slot_bytes)
+            got = seg.ring.acquire()
+            return seg, got[0], got[1]
+        return None
+
+    def collate(self, batch):
+        self.counts["batches"] += 1
+        builder = _BatchBuilder(self)
+        try:
+            if isinstance(batch, RecordBatch) and batch._tensors is None:
+                data = builder.records(batch)
+            else:
+                data = _collate(batch, collate_fn_map=builder.fn_map)
+                builder.place_pending()
+        except BaseException:
+            builder.abandon()
+            raise
+        if builder.slot is not None and not builder.fell_back:
+            self.counts["in_ring"] += 1
+        if builder.fell_back == "full":
+            self.counts["fallback_full"] += 1
+        elif builder.fell_back == "oversize":
+            self.counts["fallback_oversize"] += 1
+        return _Batch(self.config._token, self.pid, dict(self.counts), data)
+
+
+_rings_of_this_process = {}
+
+
+def _worker_rings(config, info):
+    rings = _rings_of_this_process.get(config._token)
+    if rings is None or rings.pid != os.getpid():
+        rings = _rings_of_this_process[config._token] = _WorkerRings(config, info)
+    return rings
+
+
+def _slot_size(total):
+    return max(_MIN_SLOT, (total + total // 4 + _MIN_SLOT - 1) // _MIN_SLOT * _MIN_SLOT)
+
+
+class _RingTensor:
+    """A tensor of a batch in a ring slot, as it crosses to the main process.
+
+    Before the worker's first ring exists it holds the stacked tensor itself
+    (``pending``), placed into the new ring once the batch's size is known.
+    """
+
+    __slots__ = ("segment", "slot", "generation", "offset", "dtype", "shape", "pending", "carrier")
+
+    def __init__(self, dtype, shape, pending=None):
+        self.dtype, self.shape, self.pending = dtype, tuple(shape), pending
+        self.segment = self.slot = self.generation = self.offset = self.carrier = None
+
+    def __reduce__(self):
+        if self.segment is None:  # never placed: torch's own path
+            return (_same, (self.pending,))
+        return (_rebuild_tensor, (self.segment.key, self.carrier, os.getpid(), self.slot, self.generation,
+                                  self.offset, self.dtype, self.shape))
+
+
+def _same(x):
+    return x
+
+
+class _BatchBuilder:
+    """Places one batch's tensors into one slot, in the order collate makes them."""
+
+    def __init__(self, rings):
+        self.rings = rings
+        self.segment = self.slot = self.generation = None
+        self.carrier = None
+        self.used = 0
+        self.pending = []
+        self.fell_back = None
+        fn_map = dict(default_collate_fn_map)
+        fn_map[torch.Tensor] = self._tensor
+        for kind, fn in list(fn_map.items()):  # numbers, numpy scalars: small tensors, into the slot too
+            if kind is not torch.Tensor and fn is not default_collate_fn_map.get(str) and \
+                    fn is not default_collate_fn_map.get(bytes):
+                fn_map[kind] = self._wrap(fn)
+        self.fn_map = fn_map
+
+    def _wrap(self, fn):
+        def small(batch, *, collate_fn_map=None):
+            out = fn(batch, collate_fn_map=collate_fn_map)
+            if isinstance(out, torch.Tensor) and out.layout == torch.strided and out.device.type == "cpu":
+                return self._put(out.dtype, out.shape, lambda dst: dst.copy_(out), out)
+            return out
+        return small
+
+    def _tensor(self, batch, *, collate_fn_map=None):
+        elem = batch[0]
+        if elem.is_nested or elem.layout != torch.strided or elem.device.type != "cpu":
+            return collate_tensor_fn(batch, collate_fn_map=collate_fn_map)  # default's answer, errors included
+        shape = (len(batch), *elem.shape)
+        return self._put(elem.dtype, shape, lambda dst: torch.stack(batch, 0, out=dst),
+                         None, default=lambda: collate_tensor_fn(batch, collate_fn_map=collate_fn_map))
+
+    def _put(self, dtype, shape, fill, made, default=None):
+        """Fills a tensor of `shape` in the slot and returns its _RingTensor;
+        before the first ring, a pending one; without room, the default path."""
+        numel = math.prod(shape)
+        nbytes = numel * torch.empty((), dtype=dtype).element_size()
+        if nbytes == 0:
+            out = made if made is not None else torch.empty(shape, dtype=dtype)
+            if made is None:
+                fill(out)
+            return out
+        if not self.rings.segments:
+            out = made if made is not None else torch.empty(shape, dtype=dtype)
+            if made is None:
+                fill(out)
+            ph = _RingTensor(dtype, shape, pending=out)
+            self.pending.append(ph)
+            return ph
+        if self.slot is None and self.fell_back is None:
+            self._take(nbytes)
+        if self.slot is not None and self.used + nbytes <= self.segment.ring.slot_bytes:
+            dst = self._slot_tensor(dtype, numel, shape)
+            fill(dst)
+            return self._placed(dtype, shape, nbytes)
+        if self.slot is not None:
+            self.fell_back = "oversize"
+            self.rings.needed = max(getattr(self.rings, "needed", 0), self.used + nbytes)
+        return made if made is not None else default()
+
+    def _take(self, need):
+        got = self.rings.acquire(max(need, getattr(self.rings, "needed", 0)))
+        if got is None:
+            self.fell_back = "full"
+            return
+        self.segment, self.slot, self.generation = got
+        self.carrier = self.segment.carrier_once()
+
+    def _slot_tensor(self, dtype, numel, shape):
+        start = self.slot * self.segment.ring.slot_bytes + self.used
+        return torch.frombuffer(self.segment.ring, dtype=dtype, count=numel, offset=start).view(shape)
+
+    def _placed(self, dtype, shape, nbytes):
+        ph = _RingTensor(dtype, shape)
+        ph.segment, ph.slot, ph.generation, ph.offset = self.segment, self.slot, self.generation, self.used
+        ph.carrier = self.carrier
+        self.used += _aligned(nbytes)
+        return ph
+
+    def place_pending(self):
+        """The worker's first batch: size the ring from it, then copy it in."""
+        if not self.pending:
+            return
+        total = sum(_aligned(p.pending.nbytes) for p in self.pending)
+        self.rings.first_segment(total)
+        self._take(total)
+        for ph in self.pending:
+            if self.slot is None or self.used + ph.pending.nbytes > self.segment.ring.slot_bytes:
+                self.fell_back = self.fell_back or "oversize"
+                continue  # stays pending: torch's own path
+            dst = self._slot_tensor(ph.dtype, ph.pending.numel(), ph.shape)
+            dst.copy_(ph.pending)
+            ph.segment, ph.slot, ph.generation, ph.offset = self.segment, self.slot, self.generation, self.used
+            ph.carrier = self.carrier
+            ph.pending = None
+            self.used += _aligned(dst.nbytes)
+
+    def records(self, batch):
+        """A RecordBatch read straight into the slot: [B, L] when the records
+        have one length, else a list of 1-D views into the slot."""
+        sizes = batch._reader._c.value_sizes(batch._indices)
+        same = len(set(sizes)) <= 1
+        offsets, total = [], 0
+        for s in sizes:
+            offsets.append(total)
+            total += s if same else _aligned(s)
+        if not self.rings.segments and total:
+            self.rings.first_segment(total)
+        if total:
+            self._take(total)
+        if self.slot is not None and total <= self.segment.ring.slot_bytes:
+            base = self.slot * self.segment.ring.slot_bytes
+            batch._reader._c.read_batch_into(batch._indices, self.segment.ring, [base + o for o in offsets])
+            if same:
+                return self._placed(torch.uint8, (len(sizes), sizes[0] if sizes else 0), total)
+            out = []
+            start = self.used
+            for o, s in zip(offsets, sizes):
+                ph = _RingTensor(torch.uint8, (s,))
+                ph.segment, ph.slot, ph.generation, ph.offset = self.segment, self.slot, self.generation, start + o
+                ph.carrier = self.carrier
+                out.append(ph)
+            self.used += total
+            return out
+        if self.slot is not None:
+            self.fell_back = "oversize"
+            self.rings.needed = max(getattr(self.rings, "needed", 0), total)
+        return batch._collated()
+
+    def abandon(self):
+        if self.slot is not None:
+            self.segment.ring.release(self.slot, self.generation)
+            self.slot = None
+
+
+class _Batch:
+    """What a worker's collate returns: unpickled in the main process into
+    the collated structure itself, its ring tensors built over their slot."""
+
+    __slots__ = ("token", "pid", "counts", "data")
+
+    def __init__(self, token, pid, counts, data):
+        self.token, self.pid, self.counts, self.data = token, pid, counts, data
+
+    def __reduce__(self):
+        return (_delivered, (self.token, self.pid, self.counts, self.data))
+
+
+# ---------------------------------------------------------- in the main process
+
+_lock = threading.Lock()
+_attached = {}  # ring key -> (creator pid, BatchRing)
+_leases = weakref.WeakValueDictionary()  # (ring key, slot, generation) -> RingLease
+_received = {}  # collate token -> {worker pid: latest counts}
+_delivered_counts = collections.Counter()
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _rebuild_tensor(key, carrier, pid, slot, generation, offset, dtype, shape):
+    with _lock:
+        entry = _attached.get(key)
+        if entry is None:
+            if carrier is None:
+                raise RuntimeError(f"lmdbloader.collate: a batch names a ring of worker {pid} that this process "
+                                   "never received (batches of a worker must be unpickled in the order sent)")
+            # Rings of workers that are gone are dropped here (their memory
+            # goes with the last batch still using them).
+            for k, (owner, _) in list(_attached.items()):
+                if not _alive(owner):
+                    del _attached[k]
+            entry = _attached[key] = (pid, _core.BatchRing.attach(carrier.detach()))
+        lease = _leases.get((key, slot, generation))
+        if lease is None:
+            lease = _leases[(key, slot, generation)] = _core.RingLease(entry[1], slot, generation)
+    return torch.frombuffer(lease, dtype=dtype, count=math.prod(shape), offset=offset).view(shape)
+
+
+def _delivered(token, pid, counts, data):
+    with _lock:
+        _received.setdefault(token, {})[pid] = counts
+        _delivered_counts[token] += 1
+    return data
+
+
+def _received_stats(token):
+    with _lock:
+        tokens = [token] if token is not None else list(_received)
+        workers = {}
+        for t in tokens:
+            for pid, counts in _received.get(t, {}).items():
+                workers[pid] = dict(counts)
+        out = {"batches": sum(_delivered_counts[t] for t in tokens),
+               "in_ring": sum(w["in_ring"] for w in workers.values()),
+               "fallback_full": sum(w["fallback_full"] for w in workers.values()),
+               "fallback_oversize": sum(w["fallback_oversize"] for w in workers.values()),
+               "worker_ring_bytes": sum(w["ring_bytes"] for w in workers.values()),
+               "attached_ring_bytes": sum(r.total_bytes for _, r in _attached.values()),
+               "workers": workers}
+    return out
+
+
+# ------------------------------------------------------------ records, loader
+
+
+class RecordBatch(collections.abc.Sequence):
+    """The records of one batch of ``LmdbDataset(decode="tensor")`` under
+    :class:`DataLoader`, not read yet: its :class:`Collate` reads them in a
+    worker straight into a ring slot (one batched read, checksums checked in
+    place, no bytes objects, no tensor per record). Read as 1-D uint8
+    tensors on first use anywhere else."""
+
+    def __init__(self, reader, indices):
+        self._reader = reader
+        self._indices = list(indices)
+        self._tensors = None
+
+    def __len__(self):
+        return len(self._indices)
+
+    def __getitem__(self, i):
+        return self._materialized()[i]
+
+    def _materialized(self):
+        if self._tensors is None:
+            sizes = self._reader._c.value_sizes(self._indices)
+            tensors = [torch.empty(s, dtype=torch.uint8) for s in sizes]
+            self._reader._c.read_batch_into(self._indices, [t.numpy() for t in tensors])
+            self._tensors = tensors
+        return self._tensors
+
+    def _collated(self):
+        """[B, L] when the records have one length, else a list of 1-D views
+        into one buffer; read with one call."""
+        if self._tensors is not None:
+            ts = self._tensors
+            if len({t.numel() for t in ts}) <= 1:
+                return torch.stack(ts) if ts else torch.empty((0, 0), dtype=torch.uint8)
+            return list(ts)
+        sizes = self._reader._c.value_sizes(self._indices)
+        if len(set(sizes)) <= 1:
+            out = torch.empty((len(sizes), sizes[0] if sizes else 0), dtype=torch.uint8)
+            self._reader._c.read_batch_into(self._indices, out.numpy().reshape(-1),
+                                            [k * (sizes[0] if sizes else 0) for k in range(len(sizes))])
+            return out
+        offsets = [0]
+        for s in sizes[:-1]:
+            offsets.append(offsets[-1] + s)
+        flat = torch.empty(sum(sizes), dtype=torch.uint8)
+        self._reader._c.read_batch_into(self._indices, flat.numpy(), offsets)
+        return [flat[o:o + s] for o, s in zip(offsets, sizes)]
+
+    def __reduce__(self):  # crossing processes unread: as the tensors
+        return (list, (self._materialized(),))
+
+
+class DataLoader(torch.utils.data.DataLoader):
+    """``torch.utils.data.DataLoader`` with ``collate_fn`` preset to a
+    :class:`Collate` (sized by this loader's ``prefetch_factor``); every
+    argument is the DataLoader's. Over ``LmdbDataset(path, decode="tensor")``
+    a batch's records are read straight into a ring slot: a [B, L] uint8
+    tensor when they have one length, else a list of 1-D uint8 tensors."""
+
+    def __init__(self, dataset, *args, **kwargs):
+        if len(args) >= 6:
+            if args[5] is None:
+                args = args[:5] + (Collate(prefetch_factor=kwargs.get("prefetch_factor") or 2),) + args[6:]
+        elif kwargs.get("collate_fn") is None:
+            kwargs["collate_fn"] = Collate(prefetch_factor=kwargs.get("prefetch_factor") or 2)
+        collate_fn = args[5] if len(args) >= 6 else kwargs["collate_fn"]
+        from .dataset import LmdbDataset
+        if isinstance(dataset, LmdbDataset) and dataset.decode == "tensor" and dataset.transform is None and \
+                isinstance(collate_fn, Collate):
+            dataset = dataset._deferring()  # batches read straight into a ring slot
+        super().__init__(dataset, *args, **kwargs)
+
+    def ring_stats(self):
+        """The collate's ring statistics in this process (Collate.stats); {} for another collate_fn."""
+        return self.collate_fn.stats() if isinstance(self.collate_fn, Collate) else {}
+

@@ -1,0 +1,151 @@
+#include "lmdbloader/batch_ring.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+namespace lmdbloader {
+
+namespace {
+
+constexpr uint64_t kMagic = 0x474e4952'4c444d4cull;  // "LMDLRING" little-endian
+constexpr uint64_t kPage = 4096;
+constexpr uint64_t kStatesAt = 64;  // header: magic, slots, slot bytes; states after
+
+uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
+
+// A segment nobody can open by name: memfd, or a POSIX shm file unlinked at once.
+Status NewSegment(RingBacking backing, int* fd, const char** name) {
+  if (backing != RingBacking::kShm) {
+    *fd = ::memfd_create("lmdbloader-batch-ring", MFD_CLOEXEC);
+    *name = "memfd";
+    if (*fd >= 0) return Status::OK();
+    if (backing == RingBacking::kMemfd || (errno != ENOSYS && errno != EPERM && errno != EACCES))
+      return Status::FromErrno(errno, "memfd_create", "the batch ring");
+  }
+  *name = "/dev/shm";
+  static std::atomic<uint64_t> counter{0};
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    const std::string shm_name = "/lmdbloader-ring-" + std::to_string(::getpid()) + "-" +
+                                 std::to_string(counter.fetch_add(1)) + "-" + std::to_string(attempt);
+    *fd = ::shm_open(shm_name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (*fd >= 0) {
+      ::shm_unlink(shm_name.c_str());  // nothing left behind, whoever dies
+      return Status::OK();
+    }
+    if (errno != EEXIST) return Status::FromErrno(errno, "shm_open", "/dev/shm" + shm_name);
+  }
+  return Status::IOError("shm_open /dev/shm: no free name for the batch ring");
+}
+
+std::string FreeBytes(const char* backing) {
+  struct statvfs fs;
+  if (std::strcmp(backing, "/dev/shm") != 0 || ::statvfs("/dev/shm", &fs) != 0) return "";
+  return ", " + std::to_string(uint64_t{fs.f_bavail} * fs.f_frsize) + " bytes free there";
+}
+
+}  // namespace
+
+Status BatchRing::Create(uint32_t slots, uint64_t slot_bytes, RingBacking backing, std::unique_ptr<BatchRing>* out) {
+  if (slots == 0 || slots > kMaxSlots)
+    return Status::InvalidArgument("a batch ring holds 1 to " + std::to_string(kMaxSlots) + " slots, not " +
+                                   std::to_string(slots));
+  if (slot_bytes == 0 || slot_bytes > (uint64_t{1} << 40))
+    return Status::InvalidArgument("a batch ring's slot holds 1 byte to 1 TiB, not " + std::to_string(slot_bytes));
+  std::unique_ptr<BatchRing> r(new BatchRing());
+  r->slots_ = slots;
+  r->slot_bytes_ = RoundUp(slot_bytes, kPage);
+  r->map_bytes_ = kPage + uint64_t{slots} * r->slot_bytes_;
+  LMDBLOADER_RETURN_IF_ERROR(NewSegment(backing, &r->fd_, &r->backing_));
+  // Reserve every page now: a full /dev/shm or a tight cgroup fails here,
+  // not with SIGBUS when a worker first writes a slot.
+  int err = ::ftruncate(r->fd_, static_cast<off_t>(r->map_bytes_)) == 0 ? 0 : errno;
+  if (err == 0) err = ::posix_fallocate(r->fd_, 0, static_cast<off_t>(r->map_bytes_));
+  if (err != 0)
+    return Status::IOError("reserve " + std::to_string(r->map_bytes_) + " bytes of shared memory (" +
+                               std::to_string(slots) + " slots of " + std::to_string(r->slot_bytes_) +
+                               " bytes) for the batch ring in " + r->backing_ + ": " + std::strerror(err) +
+                               FreeBytes(r->backing_),
+                           err);
+  void* p = ::mmap(nullptr, r->map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd_, 0);
+  if (p == MAP_FAILED) return Status::FromErrno(errno, "mmap", std::string("the batch ring in ") + r->backing_);
+  r->map_ = static_cast<char*>(p);
+  r->data_ = r->map_ + kPage;
+  std::memcpy(r->map_, &kMagic, 8);
+  std::memcpy(r->map_ + 8, &r->slots_, 4);
+  std::memcpy(r->map_ + 16, &r->slot_bytes_, 8);
+  // The pages are zero: every state word says free.
+  *out = std::move(r);
+  return Status::OK();
+}
+
+Status BatchRing::Attach(int fd, std::unique_ptr<BatchRing>* out) {
+  std::unique_ptr<BatchRing> r(new BatchRing());
+  r->fd_ = fd;  // closed with r on every path
+  r->backing_ = "received";
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, "fstat", "a received batch ring");
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size < kPage) return Status::Corruption("a received batch ring has " + std::to_string(size) + " bytes");
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return Status::FromErrno(errno, "mmap", "a received batch ring");
+  r->map_ = static_cast<char*>(p);
+  r->map_bytes_ = size;
+  uint64_t magic = 0;
+  std::memcpy(&magic, r->map_, 8);
+  std::memcpy(&r->slots_, r->map_ + 8, 4);
+  std::memcpy(&r->slot_bytes_, r->map_ + 16, 8);
+  if (magic != kMagic || r->slots_ == 0 || r->slots_ > kMaxSlots || r->slot_bytes_ == 0 ||
+      r->slot_bytes_ % kPage != 0 || kPage + uint64_t{r->slots_} * r->slot_bytes_ != size)
+    return Status::Corruption("a received batch ring has a damaged header");
+  r->data_ = r->map_ + kPage;
+  ::close(r->fd_);  // the mapping keeps the segment
+  r->fd_ = -1;
+  *out = std::move(r);
+  return Status::OK();
+}
+
+BatchRing::~BatchRing() {
+  if (map_) ::munmap(map_, map_bytes_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+uint64_t* BatchRing::state(uint32_t slot) const {
+  return reinterpret_cast<uint64_t*>(map_ + kStatesAt) + slot;  // 8-byte aligned in a page-aligned map
+}
+
+bool BatchRing::Acquire(uint32_t* slot, uint64_t* generation) {
+  for (uint32_t i = 0; i < slots_; ++i) {
+    uint64_t expected = 0;
+    if (__atomic_load_n(state(i), __ATOMIC_ACQUIRE) != 0) continue;
+    const uint64_t gen = ++next_generation_;
+    // Acquire ordering: the holder's last reads of the slot happen before
+    // its release, and so before this producer writes the slot again.
+    if (__atomic_compare_exchange_n(state(i), &expected, gen, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      *slot = i;
+      *generation = gen;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool BatchRing::Release(uint32_t slot, uint64_t generation) {
+  if (slot >= slots_ || generation == 0) return false;
+  uint64_t expected = generation;
+  return __atomic_compare_exchange_n(state(slot), &expected, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+uint32_t BatchRing::held() const {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < slots_; ++i) n += __atomic_load_n(state(i), __ATOMIC_ACQUIRE) != 0;
+  return n;
+}
+
+}  // namespace lmdbloader

@@ -1,0 +1,410 @@
+"""lmdbloader.collate and lmdbloader.DataLoader: batches through a ring of
+reused shared memory. Compared with torch's default_collate (the oracle);
+batches kept by the consumer stay intact; nothing blocks, leaks or is left in
+/dev/shm, whatever process dies."""
+
+import collections
+import gc
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from torch.utils.data import DataLoader, default_collate
+
+import lmdbloader
+from lmdbloader import batches as ring_batches
+
+sys.path.insert(0, os.path.dirname(__file__))
+from ring_samples import Numbered, Samples, first_byte_and_record  # noqa: E402
+
+RECORD = 16 << 10
+RECORDS = 96
+
+
+def record_bytes(i, size=RECORD):
+    return i.to_bytes(4, "little") * (size // 4)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("ring") / "fixed")
+    with lmdbloader.CorpusWriter(path) as w:
+        for i in range(RECORDS):
+            w.add(f"r{i}", record_bytes(i), label=i)
+    return path
+
+
+@pytest.fixture(scope="module")
+def ragged(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("ring") / "ragged")
+    with lmdbloader.CorpusWriter(path) as w:
+        for i in range(RECORDS):
+            w.add(f"r{i}", record_bytes(i, 4 * (1 + i % 7) * 100))
+    return path
+
+
+def same(a, b, where="batch"):
+    """a equals b as default_collate's output: types, dtypes, shapes, values."""
+    assert type(a) is type(b), f"{where}: {type(a).__name__} != {type(b).__name__}"
+    if isinstance(a, torch.Tensor):
+        assert a.dtype == b.dtype and a.shape == b.shape, f"{where}: {a.dtype}{tuple(a.shape)} != {b.dtype}{tuple(b.shape)}"
+        assert a.is_contiguous() == b.is_contiguous() and a.stride() == b.stride(), where
+        assert torch.equal(a, b) or (a.is_floating_point() and torch.equal(a.isnan(), b.isnan())
+                                     and torch.equal(a.nan_to_num(), b.nan_to_num())), f"{where}: values differ"
+    elif isinstance(a, dict):
+        assert list(a) == list(b), where
+        for k in a:
+            same(a[k], b[k], f"{where}[{k!r}]")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), where
+        for k, (x, y) in enumerate(zip(a, b)):
+            same(x, y, f"{where}[{k}]")
+    else:
+        assert a == b, f"{where}: {a!r} != {b!r}"
+
+
+def rows(batch):
+    """The record numbers of a [B, L] batch of record_bytes rows."""
+    return batch[:, :4].contiguous().view(torch.int32).reshape(-1).tolist()
+
+
+def intact(batch):
+    expect = torch.stack([torch.frombuffer(bytearray(record_bytes(i, batch.shape[1])), dtype=torch.uint8)
+                          for i in rows(batch)])
+    return torch.equal(batch, expect)
+
+
+# ------------------------------------------------------- equal to default_collate
+
+Point = collections.namedtuple("Point", "x y")
+
+DTYPES = [torch.float32, torch.float64, torch.int64, torch.int32, torch.uint8, torch.bool, torch.float16,
+          torch.complex64]
+
+
+@st.composite
+def leaves(draw, seed):
+    kind = draw(st.sampled_from(["tensor", "ndarray", "int", "float", "bool", "str", "bytes", "npscalar"]))
+    shape = tuple(draw(st.lists(st.integers(0, 5), max_size=3)))
+    dtype = draw(st.sampled_from(DTYPES))
+    return kind, shape, dtype
+
+
+def make_leaf(spec, i):
+    kind, shape, dtype = spec
+    g = torch.Generator().manual_seed(i)
+    if kind in ("tensor", "ndarray"):
+        t = (torch.rand(shape, generator=g) * 100).to(dtype)
+        return t if kind == "tensor" else t.numpy()
+    return {"int": i * 7 - 3, "float": i / 3, "bool": i % 2 == 0, "str": f"s{i}", "bytes": b"b%d" % i,
+            "npscalar": np.float32(i) / 2}[kind]
+
+
+@st.composite
+def structures(draw, depth=0):
+    if depth >= 3 or draw(st.booleans()):
+        return ("leaf", draw(leaves(0)))
+    kind = draw(st.sampled_from(["dict", "tuple", "list", "namedtuple"]))
+    n = 2 if kind == "namedtuple" else draw(st.integers(1, 3))
+    return (kind, [draw(structures(depth + 1)) for _ in range(n)])
+
+
+def build(spec, i):
+    kind, parts = spec
+    if kind == "leaf":
+        return make_leaf(parts, i)
+    items = [build(p, i) for p in parts]
+    return {"dict": lambda: {f"k{j}": v for j, v in enumerate(items)}, "tuple": lambda: tuple(items),
+            "list": lambda: items, "namedtuple": lambda: Point(*items)}[kind]()
+
+
+@settings(max_examples=int(os.environ.get("RING_DIFF_EXAMPLES", "25")), deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(structures(), st.integers(1, 5))
+def test_collate_returns_what_default_collate_returns_across_workers(spec, batch_size):
+    samples = [build(spec, i) for i in range(12)]
+    expected = list(DataLoader(Samples(samples), batch_size=batch_size, num_workers=0))
+    got = list(DataLoader(Samples(samples), batch_size=batch_size, num_workers=2,
+                          collate_fn=lmdbloader.Collate(slots=2)))
+    assert len(got) == len(expected)
+    for k, (a, b) in enumerate(zip(got, expected)):
+        same(a, b, f"batch {k}")
+
+
+def test_collate_outside_a_worker_is_default_collate():
+    samples = [Numbered(4)[i] for i in range(4)]
+    same(lmdbloader.collate(samples), default_collate(samples))
+
+
+def test_collate_raises_what_default_collate_raises():
+    bad = [torch.zeros(2), torch.zeros(3)]
+    with pytest.raises(RuntimeError) as expected:
+        list(DataLoader(Samples(bad), batch_size=2, num_workers=0))
+    with pytest.raises(RuntimeError) as got:
+        list(DataLoader(Samples(bad), batch_size=2, num_workers=1, collate_fn=lmdbloader.collate))
+    assert str(expected.value).splitlines()[0] in str(got.value)
+
+
+# ------------------------------------------------------- the records path
+
+def test_dataloader_reads_records_into_the_ring(corpus):
+    loader = lmdbloader.DataLoader(lmdbloader.LmdbDataset(corpus, decode="tensor"), batch_size=8, num_workers=2,
+                                   shuffle=True)
+    seen = []
+    for batch in loader:
+        assert batch.dtype == torch.uint8 and batch.shape == (8, RECORD)
+        assert intact(batch)
+        seen += rows(batch)
+    assert sorted(seen) == list(range(RECORDS))
+    s = loader.ring_stats()
+    assert s["in_ring"] == RECORDS // 8 and s["fallback_full"] == 0, s
+
+
+def test_records_of_different_lengths_are_views_into_one_slot(ragged):
+    ds = lmdbloader.LmdbDataset(ragged, decode="tensor")
+    for workers in (0, 2):
+        got = list(lmdbloader.DataLoader(ds, batch_size=5, num_workers=workers))
+        flat = [t for b in got for t in b]
+        # A batch whose records happen to share a length is a [B, L] tensor (the last one, of 1).
+        assert all(isinstance(b, list) for b in got[:-1]) and got[-1].shape == (1, 4 * (1 + 95 % 7) * 100)
+        assert [bytes(t.numpy()) for t in flat] == [record_bytes(i, 4 * (1 + i % 7) * 100) for i in range(RECORDS)]
+
+
+def test_decode_tensor_under_default_collate_and_with_a_transform(corpus):
+    ds = lmdbloader.LmdbDataset(corpus, decode="tensor")
+    assert torch.equal(ds[3], torch.frombuffer(bytearray(record_bytes(3)), dtype=torch.uint8))
+    batch = next(iter(DataLoader(ds, batch_size=4, num_workers=1)))
+    assert intact(batch) and rows(batch) == [0, 1, 2, 3]
+    pairs = lmdbloader.LmdbDataset(corpus, decode="tensor", transform=first_byte_and_record)
+    got = next(iter(lmdbloader.DataLoader(pairs, batch_size=4, num_workers=1)))
+    same(got, default_collate([pairs[i] for i in range(4)]))
+
+
+# ------------------------------------------------------- lifetime
+
+def test_kept_batches_stay_intact_across_epochs_aliases_and_processes(corpus):
+    loader = lmdbloader.DataLoader(lmdbloader.LmdbDataset(corpus, decode="tensor"), batch_size=8, num_workers=2,
+                                   shuffle=True, persistent_workers=True, collate_fn=lmdbloader.Collate(slots=2))
+    first = list(loader)                       # a whole epoch kept
+    alias = first[0].numpy()                   # a numpy alias, its tensor dropped
+    alias_rows = rows(first[0])
+    del first[0]
+    for _ in range(2):                         # later epochs reuse whatever is free
+        for batch in loader:
+            assert intact(batch)
+    assert all(intact(b) for b in first)
+    assert rows(torch.from_numpy(alias)) == alias_rows and intact(torch.from_numpy(alias))
+    # A kept batch sent to another process arrives whole.
+    ctx = torch.multiprocessing.get_context("spawn")
+    q = ctx.Queue()
+    q.put(first[1])
+    received = q.get(timeout=60)
+    assert torch.equal(received, first[1])
+    s = loader.ring_stats()
+    assert s["fallback_full"] > 0 or s["worker_ring_bytes"] > 0, s
+
+
+def test_a_ring_with_every_slot_held_falls_back_without_blocking(corpus):
+    collate = lmdbloader.Collate(slots=1, max_ring_bytes=1)  # never grows
+    loader = lmdbloader.DataLoader(lmdbloader.LmdbDataset(corpus, decode="tensor"), batch_size=8, num_workers=2,
+                                   collate_fn=collate, timeout=60)
+    kept = list(loader)                        # every slot held: the rest take the default path
+    assert all(intact(b) for b in kept) and sorted(r for b in kept for r in rows(b)) == list(range(RECORDS))
+    s = collate.stats()
+    assert s["fallback_full"] > 0 and s["in_ring"] >= 2, s
+
+
+def test_no_slot_stays_held_after_an_epoch_whose_batches_were_dropped(corpus):
+    loader = lmdbloader.DataLoader(lmdbloader.LmdbDataset(corpus, decode="tensor"), batch_size=8, num_workers=2,
+                                   persistent_workers=True)
+    for _ in range(3):
+        for batch in loader:
+            pass
+        del batch
+        gc.collect()
+        held = [r.held() for _, r in ring_batches._attached.values()]
+        assert held and sum(held) == 0, f"slots still held after the epoch: {held}"
+    assert loader.ring_stats()["fallback_full"] == 0
+
+
+# ------------------------------------------------------- processes
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_every_start_method(corpus, method):
+    ds = lmdbloader.LmdbDataset(corpus, decode="tensor")
+    loader = lmdbloader.DataLoader(ds, batch_size=8, num_workers=2, multiprocessing_context=method)
+    got = list(loader)
+    assert all(intact(b) for b in got) and len(got) == RECORDS // 8
+    general = DataLoader(Numbered(16), batch_size=4, num_workers=2, multiprocessing_context=method,
+                         collate_fn=lmdbloader.collate)
+    for k, batch in enumerate(general):
+        same(batch, default_collate([Numbered(16)[i] for i in range(4 * k, 4 * k + 4)]))
+
+
+def test_two_loaders_at_once(corpus, ragged):
+    a = lmdbloader.DataLoader(lmdbloader.LmdbDataset(corpus, decode="tensor"), batch_size=8, num_workers=2)
+    b = DataLoader(Numbered(RECORDS // 2), batch_size=4, num_workers=2, collate_fn=lmdbloader.collate)
+    for k, (x, y) in enumerate(zip(a, b)):
+        assert intact(x) and rows(x) == list(range(8 * k, 8 * k + 8))
+        assert y["label"].tolist() == list(range(4 * k, 4 * k + 4))
+
+
+def dev_shm():
+    return sorted(os.listdir("/dev/shm"))
+
+
+def test_a_killed_worker_is_the_dataloaders_error_and_leaves_nothing(corpus):
+    before = dev_shm()
+    loader = lmdbloader.DataLoader(lmdbloader.LmdbDataset(corpus, decode="tensor"), batch_size=4, num_workers=2,
+                                   timeout=30)
+    it = iter(loader)
+    next(it)
+    os.kill(it._workers[0].pid, signal.SIGKILL)
+    with pytest.raises(RuntimeError, match="DataLoader worker"):
+        for _ in it:
+            pass
+    del it
+    gc.collect()
+    assert [n for n in dev_shm() if n not in before] == []
+
+
+def test_a_killed_main_process_leaves_no_worker_and_nothing_in_dev_shm(corpus, tmp_path):
+    before = dev_shm()
+    script = tmp_path / "main.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, signal, lmdbloader
+        loader = lmdbloader.DataLoader(lmdbloader.LmdbDataset({corpus!r}, decode="tensor"), batch_size=4,
+                                       num_workers=2, persistent_workers=True)
+        it = iter(loader)
+        kept = [next(it), next(it)]
+        print(" ".join(str(w.pid) for w in it._workers), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """))
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == -signal.SIGKILL, res.stderr
+    workers = [int(p) for p in res.stdout.split()]
+    assert len(workers) == 2
+    deadline = time.time() + 30
+    while time.time() < deadline and any(os.path.exists(f"/proc/{p}") for p in workers):
+        time.sleep(0.1)
+    assert not any(os.path.exists(f"/proc/{p}") for p in workers), "workers outlived their main process"
+    assert [n for n in dev_shm() if n not in before] == []
+
+
+def test_stateful_dataloader_resumes_exactly(corpus):
+    stateful = pytest.importorskip("torchdata.stateful_dataloader")
+    ds = lmdbloader.LmdbDataset(corpus, decode="tensor")
+
+    def make():
+        return stateful.StatefulDataLoader(ds, batch_size=8, num_workers=2, collate_fn=lmdbloader.collate,
+                                           sampler=torch.utils.data.RandomSampler(
+                                               ds, generator=torch.Generator().manual_seed(5)))
+
+    whole = [r for b in make() for r in rows(b)]
+    first = make()
+    it = iter(first)
+    head = [r for _, b in zip(range(5), it) for r in rows(b)]
+    state = first.state_dict()
+    del it, first
+    resumed = make()
+    resumed.load_state_dict(state)
+    tail = [r for b in resumed for r in rows(b)]
+    assert head + tail == whole
+
+
+def test_pin_memory_copies_and_then_frees_the_slot(corpus):
+    loader = lmdbloader.DataLoader(lmdbloader.LmdbDataset(corpus, decode="tensor"), batch_size=8, num_workers=2,
+                                   pin_memory=True)
+    with pytest.warns(UserWarning) if not torch.cuda.is_available() else _nothing():
+        got = list(loader)
+    assert all(intact(b) for b in got)
+    if torch.cuda.is_available():
+        assert all(b.is_pinned() for b in got)
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+# ------------------------------------------------------- shared memory
+
+def _unshare_available():
+    return subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
+
+
+SMALL_SHM_SCRIPT = """
+import sys, warnings, torch, lmdbloader
+backing = sys.argv[2]
+loader = lmdbloader.DataLoader(lmdbloader.LmdbDataset(sys.argv[1], decode="tensor"), batch_size=32, num_workers=2,
+                               collate_fn=lmdbloader.Collate(backing=backing))
+try:
+    n = sum(len(b) for b in loader)
+    print("read", n, loader.ring_stats()["in_ring"])
+except Exception as e:
+    print("error", type(e).__name__, str(e).replace("\\n", " "))
+"""
+
+
+@pytest.mark.skipif(not _unshare_available(), reason="needs unshare -m (root) to shrink /dev/shm")
+def test_a_small_dev_shm_is_no_bus_error(corpus, tmp_path):
+    script = tmp_path / "small_shm.py"
+    script.write_text(SMALL_SHM_SCRIPT)
+
+    def run(backing):
+        cmd = f"mount -t tmpfs -o size=256k tmpfs /dev/shm && exec {sys.executable} {script} {corpus} {backing}"
+        return subprocess.run(["unshare", "-m", "sh", "-c", cmd], capture_output=True, text=True, timeout=180)
+
+    ring = run("memfd")  # the ring is a memfd: /dev/shm's size does not matter
+    assert ring.returncode == 0 and ring.stdout.startswith(f"read {RECORDS} "), ring.stdout + ring.stderr
+    shm = run("shm")     # a ring in /dev/shm that does not fit: a clear error at the first batch
+    assert shm.returncode == 0 and shm.stdout.startswith("error OSError"), shm.stdout + shm.stderr
+    assert "for the batch ring in /dev/shm" in shm.stdout and "No space left on device" in shm.stdout
+
+
+def test_worker_memory_by_the_kernels_count(corpus):
+    budget = 4 << 20
+    loader = lmdbloader.DataLoader(lmdbloader.LmdbDataset(corpus, decode="tensor", rss_budget=budget),
+                                   batch_size=8, num_workers=2, persistent_workers=True)
+    peak_file, peak_shmem = 0, 0
+    it = iter(loader)
+    for _ in range(2):
+        for batch in it:
+            for w in it._workers:
+                with open(f"/proc/{w.pid}/status") as f:
+                    fields = dict(line.split(":", 1) for line in f)
+                peak_file = max(peak_file, int(fields["RssFile"].split()[0]) << 10)
+                peak_shmem = max(peak_shmem, int(fields["RssShmem"].split()[0]) << 10)
+        it = iter(loader)
+    ring_bytes = max(w["ring_bytes"] for w in loader.ring_stats()["workers"].values())
+    # File-backed pages: the budget (plus the shared libraries every process maps).
+    baseline = int(open("/proc/self/status").read().split("RssFile:")[1].split()[0]) << 10
+    assert peak_file <= baseline + budget, (peak_file, baseline)
+    assert peak_shmem <= ring_bytes + (8 << 20), (peak_shmem, ring_bytes)
+
+
+def test_bad_options_are_clear_errors():
+    for kwargs, message in [({"slots": 0}, "slots must be an integer from 1 to 500"),
+                            ({"slots": 1.5}, "slots must be an integer"),
+                            ({"slot_bytes": "lots"}, "slot_bytes"),
+                            ({"slot_bytes": 0}, "slot_bytes must be positive"),
+                            ({"max_ring_bytes": -1}, "max_ring_bytes"),
+                            ({"backing": "tmp"}, "backing must be one of auto, memfd, shm"),
+                            ({"prefetch_factor": 0}, "prefetch_factor must be a positive integer")]:
+        with pytest.raises(ValueError, match=message):
+            lmdbloader.Collate(**kwargs)
+    with pytest.raises(TypeError):
+        lmdbloader.Collate(slotz=3)
+    with pytest.raises(ValueError, match="decode must be 'msgpack', 'raw', 'tensor' or a callable"):
+        lmdbloader.LmdbDataset("/nonexistent", decode="tensors")
