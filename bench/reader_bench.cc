@@ -176,7 +176,7 @@ void BM_Lmdbloader(benchmark::State& state, AccessMode mode) {
 
 void BM_CorpusPread(benchmark::State& state, bool verify) {
   ReaderOptions options;
-  options.verify_checksums = verify;
+  options.verify_checksums = verify ? ChecksumPolicy::kEveryRead : ChecksumPolicy::kOff;
   ReadRandomly(state, CorpusWithChecksums(state.range(0)), options);
 }
 

@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <memory>
 
 #include <msgpack.hpp>
@@ -647,25 +648,21 @@ PYBIND11_MODULE(_core, m) {
       .def("__len__", &CorpusWriter::size);
 
   BindBatchRing(m);
+  m.def("reader_options", [] {
+    py::list out;
+    const ReaderOptions defaults;
+    for (const ReaderOptionInfo& o : ReaderOptionList())
+      out.append(py::make_tuple(o.name, o.kind, o.values, o.help, ReaderOptionValue(defaults, o.name)));
+    return out;
+  });
 
   py::class_<Reader>(m, "Reader")
-      .def(py::init([](const std::string& path, uint64_t rss_budget, const std::string& mode, bool lock,
-                       const std::string& db, const std::string& index_dir, uint64_t mmap_window,
-                       uint64_t remap_every, bool verify_checksums, const std::string& io_engine,
-                       uint32_t queue_depth, const std::string& cache, bool verify_checksums_once) {
+      // Options by name as text (ReaderOptionList): the library parses and
+      // checks each; the budget's default comes from LMDBLOADER_RSS_BUDGET.
+      .def(py::init([](const std::string& path, const std::map<std::string, std::string>& given) {
              ReaderOptions o;
-             o.rss_budget = rss_budget;
-             ThrowIfError(ParseAccessMode(mode, &o.mode));
-             o.lock = lock;
-             o.db_name = db;
-             o.index_dir = index_dir;
-             o.mmap_window = mmap_window;
-             o.remap_every = remap_every;
-             o.verify_checksums = verify_checksums;
-             o.verify_checksums_once = verify_checksums_once;
-             ThrowIfError(ParseIoEngine(io_engine, &o.io_engine));
-             o.queue_depth = queue_depth;
-             ThrowIfError(ParseCachePolicy(cache, &o.cache_policy));
+             ThrowIfError(ReaderOptionsFromEnvironment(&o));
+             for (const auto& [name, text] : given) ThrowIfError(SetReaderOption(name, text, &o));
              std::unique_ptr<Reader> r;
              Status s;
              {
@@ -675,10 +672,8 @@ PYBIND11_MODULE(_core, m) {
              ThrowIfError(s);
              return r;
            }),
-           py::arg("path"), py::arg("rss_budget"), py::arg("mode"), py::arg("lock"), py::arg("db"),
-           py::arg("index_dir"), py::arg("mmap_window"), py::arg("remap_every"), py::arg("verify_checksums"),
-           py::arg("io_engine") = "auto", py::arg("queue_depth") = 64, py::arg("cache") = "auto",
-           py::arg("verify_checksums_once") = false)
+           py::arg("path"), py::arg("options"))
+      .def("option", [](const Reader& r, const std::string& name) { return ReaderOptionValue(r.options(), name); })
       .def("__len__", &Reader::size)
       .def_property_readonly("path", &Reader::path)
       .def_property_readonly("mode", [](const Reader& r) { return AccessModeName(r.mode()); })

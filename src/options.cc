@@ -105,21 +105,189 @@ const char* CachePolicyName(CachePolicy policy) {
   return "unknown";
 }
 
-Status ValidateOptions(const ReaderOptions& options) {
-  if (options.queue_depth < 1 || options.queue_depth > 4096)
-    return Status::InvalidArgument("queue_depth must be between 1 and 4096, got " +
-                                   std::to_string(options.queue_depth));
-  if (static_cast<unsigned>(options.io_engine) > static_cast<unsigned>(IoEngine::kSync))
-    return Status::InvalidArgument("invalid io_engine");
-  if (static_cast<unsigned>(options.cache_policy) > static_cast<unsigned>(CachePolicy::kDrop))
-    return Status::InvalidArgument("invalid cache policy");
-  if (options.mmap_window < (1u << 16))
-    return Status::InvalidArgument("mmap_window must be at least 64KiB, got " +
-                                   std::to_string(options.mmap_window));
-  if (options.mode != AccessMode::kAuto && options.mode != AccessMode::kPread &&
-      options.mode != AccessMode::kMmap)
-    return Status::InvalidArgument("invalid access mode");
+namespace {
+
+// The checks of fields that can be wrong on their own, shared by
+// ValidateOptions (a struct filled in C++) and SetReaderOption (by name).
+Status CheckQueueDepth(uint64_t depth, std::string_view as_given) {
+  if (depth < 1 || depth > 4096)
+    return Status::InvalidArgument("queue_depth must be between 1 and 4096, got " + std::string(as_given));
   return Status::OK();
+}
+
+Status CheckMmapWindow(uint64_t window) {
+  if (window < (64u << 10))
+    return Status::InvalidArgument("mmap_window must be at least 64KiB, got " + std::to_string(window));
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ValidateOptions(const ReaderOptions& options) {
+  LMDBLOADER_RETURN_IF_ERROR(CheckQueueDepth(options.queue_depth, std::to_string(options.queue_depth)));
+  LMDBLOADER_RETURN_IF_ERROR(CheckMmapWindow(options.mmap_window));
+  if (options.io_engine != IoEngine::kAuto && options.io_engine != IoEngine::kIoUring &&
+      options.io_engine != IoEngine::kThreads && options.io_engine != IoEngine::kSync)
+    return Status::InvalidArgument("invalid io_engine");
+  if (options.cache_policy != CachePolicy::kAuto && options.cache_policy != CachePolicy::kFill &&
+      options.cache_policy != CachePolicy::kExact && options.cache_policy != CachePolicy::kDrop)
+    return Status::InvalidArgument("invalid cache policy");
+  if (options.mode != AccessMode::kAuto && options.mode != AccessMode::kPread && options.mode != AccessMode::kMmap)
+    return Status::InvalidArgument("invalid access mode");
+  if (options.verify_checksums != ChecksumPolicy::kEveryRead && options.verify_checksums != ChecksumPolicy::kFirstRead &&
+      options.verify_checksums != ChecksumPolicy::kOff)
+    return Status::InvalidArgument("invalid checksum policy");
+  return Status::OK();
+}
+
+Status ParseBool(std::string_view name, std::string_view text, bool* value) {
+  if (text == "true" || text == "1" || text == "yes") *value = true;
+  else if (text == "false" || text == "0" || text == "no") *value = false;
+  else
+    return Status::InvalidArgument(std::string(name) + " must be true or false, got '" + std::string(text) + "'");
+  return Status::OK();
+}
+
+Status ParseChecksumPolicy(std::string_view text, ChecksumPolicy* policy) {
+  if (text == "true") *policy = ChecksumPolicy::kEveryRead;
+  else if (text == "once") *policy = ChecksumPolicy::kFirstRead;
+  else if (text == "false") *policy = ChecksumPolicy::kOff;
+  else
+    return Status::InvalidArgument("verify_checksums must be True, False or \"once\"; got '" + std::string(text) +
+                                   "'");
+  return Status::OK();
+}
+
+const char* ChecksumPolicyName(ChecksumPolicy policy) {
+  switch (policy) {
+    case ChecksumPolicy::kEveryRead: return "true";
+    case ChecksumPolicy::kFirstRead: return "once";
+    case ChecksumPolicy::kOff: return "false";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// One option: its description, how to set it from text, how to read it back.
+struct OptionEntry {
+  ReaderOptionInfo info;
+  Status (*set)(std::string_view text, ReaderOptions* o);
+  std::string (*get)(const ReaderOptions& o);
+};
+
+Status SetBytes(const char* name, std::string_view text, uint64_t* out) {
+  Status s = ParseByteSize(text, out);
+  return s.ok() ? s : Status::InvalidArgument(std::string(name) + ": " + s.message());
+}
+
+const std::vector<OptionEntry>& Entries() {
+  static const std::vector<OptionEntry> entries = {
+      {{"rss_budget", "bytes", "a byte size, e.g. 64MiB; 0: unbounded",
+        "memory this reader may make its process hold because of the data file (the default comes "
+        "from $LMDBLOADER_RSS_BUDGET when set)"},
+       [](std::string_view t, ReaderOptions* o) { return SetBytes("rss_budget", t, &o->rss_budget); },
+       [](const ReaderOptions& o) { return std::to_string(o.rss_budget); }},
+      {{"mode", "choice", "auto, pread or mmap", "how record bytes reach the caller"},
+       [](std::string_view t, ReaderOptions* o) {
+         Status s = ParseAccessMode(t, &o->mode);
+         return s.ok() ? s : Status::InvalidArgument("mode must be one of auto, pread, mmap; got '" +
+                                                     std::string(t) + "'");
+       },
+       [](const ReaderOptions& o) { return std::string(AccessModeName(o.mode)); }},
+      {{"lock", "bool", "true or false", "use LMDB's lock file and hold a read transaction"},
+       [](std::string_view t, ReaderOptions* o) { return ParseBool("lock", t, &o->lock); },
+       [](const ReaderOptions& o) { return std::string(o.lock ? "true" : "false"); }},
+      {{"db", "text", "a database name", "named database (empty: the main one)"},
+       [](std::string_view t, ReaderOptions* o) {
+         o->db_name = std::string(t);
+         return Status::OK();
+       },
+       [](const ReaderOptions& o) { return o.db_name; }},
+      {{"index_dir", "text", "a directory, or none", "where the record index is saved and loaded (empty: "
+        "beside the data, then the cache directory; none: never)"},
+       [](std::string_view t, ReaderOptions* o) {
+         o->index_dir = std::string(t);
+         return Status::OK();
+       },
+       [](const ReaderOptions& o) { return o.index_dir; }},
+      {{"verify_checksums", "checksums", "true, false or once",
+        "corpora: check each record's checksum on every read, never, or once"},
+       [](std::string_view t, ReaderOptions* o) { return ParseChecksumPolicy(t, &o->verify_checksums); },
+       [](const ReaderOptions& o) { return std::string(ChecksumPolicyName(o.verify_checksums)); }},
+      {{"io_engine", "choice", "auto, io_uring, threads or sync", "how batched reads reach the device "
+        "(auto: io_uring, else threads)"},
+       [](std::string_view t, ReaderOptions* o) {
+         Status s = ParseIoEngine(t, &o->io_engine);
+         return s.ok() ? s : Status::InvalidArgument("io_engine must be one of auto, io_uring, threads, sync; got '" +
+                                                     std::string(t) + "'");
+       },
+       [](const ReaderOptions& o) { return std::string(IoEngineName(o.io_engine)); }},
+      {{"queue_depth", "int", "1 to 4096", "batched reads in flight at most"},
+       [](std::string_view t, ReaderOptions* o) {
+         uint64_t v = 0;
+         bool digits = !t.empty() && t.size() <= 6;
+         for (char c : t) digits = digits && c >= '0' && c <= '9';
+         if (digits) v = std::stoull(std::string(t));
+         LMDBLOADER_RETURN_IF_ERROR(CheckQueueDepth(digits ? v : 0, t));
+         o->queue_depth = static_cast<uint32_t>(v);
+         return Status::OK();
+       },
+       [](const ReaderOptions& o) { return std::to_string(o.queue_depth); }},
+      {{"cache", "choice", "auto, fill, exact or drop", "what reads leave in the page cache"},
+       [](std::string_view t, ReaderOptions* o) {
+         Status s = ParseCachePolicy(t, &o->cache_policy);
+         return s.ok() ? s : Status::InvalidArgument("cache must be one of auto, fill, exact, drop; got '" +
+                                                     std::string(t) + "'");
+       },
+       [](const ReaderOptions& o) { return std::string(CachePolicyName(o.cache_policy)); }},
+      {{"mmap_window", "bytes", "a byte size of at least 64KiB",
+        "mmap mode: the windows the governor releases"},
+       [](std::string_view t, ReaderOptions* o) {
+         uint64_t v = 0;
+         LMDBLOADER_RETURN_IF_ERROR(SetBytes("mmap_window", t, &v));
+         LMDBLOADER_RETURN_IF_ERROR(CheckMmapWindow(v));
+         o->mmap_window = v;
+         return Status::OK();
+       },
+       [](const ReaderOptions& o) { return std::to_string(o.mmap_window); }},
+      {{"remap_every", "bytes", "a byte size; 0: never", "mmap mode: a fresh mapping after this many bytes read"},
+       [](std::string_view t, ReaderOptions* o) { return SetBytes("remap_every", t, &o->remap_every); },
+       [](const ReaderOptions& o) { return std::to_string(o.remap_every); }},
+  };
+  return entries;
+}
+
+}  // namespace
+
+const std::vector<ReaderOptionInfo>& ReaderOptionList() {
+  static const std::vector<ReaderOptionInfo> list = [] {
+    std::vector<ReaderOptionInfo> out;
+    for (const OptionEntry& e : Entries()) out.push_back(e.info);
+    return out;
+  }();
+  return list;
+}
+
+Status SetReaderOption(std::string_view name, std::string_view value, ReaderOptions* options) {
+  for (const OptionEntry& e : Entries())
+    if (name == e.info.name) return e.set(value, options);
+  std::string known;
+  for (const OptionEntry& e : Entries()) known += (known.empty() ? "" : ", ") + std::string(e.info.name);
+  return Status::InvalidArgument("unknown option '" + std::string(name) + "' (options: " + known + ")");
+}
+
+std::string ReaderOptionValue(const ReaderOptions& options, std::string_view name) {
+  for (const OptionEntry& e : Entries())
+    if (name == e.info.name) return e.get(options);
+  return "";
+}
+
+Status ReaderOptionsFromEnvironment(ReaderOptions* options) {
+  const char* budget = std::getenv("LMDBLOADER_RSS_BUDGET");
+  if (!budget || !*budget) return Status::OK();
+  Status s = ParseByteSize(budget, &options->rss_budget);
+  return s.ok() ? s : Status::InvalidArgument("LMDBLOADER_RSS_BUDGET: " + s.message());
 }
 
 }  // namespace lmdbloader

@@ -73,7 +73,7 @@ Status OpenDataFile(const std::string& path, const FileIdentity& identity, int* 
 
 }  // namespace
 
-// Records whose checksum has matched (ReaderOptions::verify_checksums_once):
+// Records whose checksum has matched (ChecksumPolicy::kFirstRead):
 // one bit each, in anonymous memory shared with processes forked later, so
 // workers forked from the reader's process check each record once between
 // them. Setting a bit twice is harmless, so relaxed atomics suffice.
@@ -110,7 +110,7 @@ struct Reader::Part {
   std::atomic<bool> names_checked{false};  // corpora: names and their offsets matched their checksums
   std::string manifest;          // corpora: the manifest's JSON, checked
   std::vector<uint64_t> checksums;            // corpora: XXH3-64 of each record
-  std::unique_ptr<VerifiedRecords> verified;  // verify_checksums_once: records already checked
+  std::unique_ptr<VerifiedRecords> verified;  // ChecksumPolicy::kFirstRead: records already checked
   std::map<std::string, uint64_t> meta_sums;  // corpora: of each metadata value, by key
   std::unique_ptr<ChunkFiller> filler;        // cache policy kFill
   // A plain LMDB opened without the lock file is watched for a writer's
@@ -271,7 +271,7 @@ Status Reader::LoadCorpusMeta(Part& part, bool* corpus) {
     LMDBLOADER_RETURN_IF_ERROR(ReadCheckedMeta(part, records->first, &blob));
     part.checksums.resize(part.index.size());
     if (!blob.empty()) std::memcpy(part.checksums.data(), blob.data(), blob.size());
-    if (options_.verify_checksums && options_.verify_checksums_once)
+    if (options_.verify_checksums == ChecksumPolicy::kFirstRead)
       LMDBLOADER_RETURN_IF_ERROR(VerifiedRecords::Create(part.index.size(), &part.verified));
   }
   part.manifest = std::move(bytes);
@@ -471,7 +471,7 @@ Status Reader::ReadRequests(const ReadRequest* requests, Part* const* parts, siz
 }
 
 Status Reader::VerifyRecord(const Part& part, uint64_t local, const char* data, uint64_t size) const {
-  if (part.checksums.empty() || !options_.verify_checksums) return Status::OK();
+  if (part.checksums.empty() || options_.verify_checksums == ChecksumPolicy::kOff) return Status::OK();
   if (part.verified && part.verified->Has(local)) return Status::OK();
   if (Checksum(data, size) == part.checksums[local]) {
     if (part.verified) part.verified->Add(local);

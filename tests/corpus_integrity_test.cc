@@ -56,7 +56,7 @@ Status OpenWith(const std::string& path, std::unique_ptr<Reader>* r, AccessMode 
                 bool verify = true) {
   ReaderOptions o;
   o.mode = mode;
-  o.verify_checksums = verify;
+  o.verify_checksums = verify ? ChecksumPolicy::kEveryRead : ChecksumPolicy::kOff;
   return Reader::Open(path, o, r);
 }
 
@@ -91,7 +91,7 @@ TEST(CorpusIntegrityTest, DamagedRecordIsCorruptionNamingRecordAndFileInBothMode
   EXPECT_NE(value, testing::RecordBytes(7, kValue));
 }
 
-// verify_checksums_once: damage is caught on a record's first read (and on
+// ChecksumPolicy::kFirstRead: damage is caught on a record's first read (and on
 // every read until one passes), then the record's bytes are trusted, in this
 // process and in processes forked from it. Damage made after the check is
 // what it gives up, which is how the test sees the record of checks shared.
@@ -103,10 +103,10 @@ TEST(CorpusIntegrityTest, CheckingOnceCatchesDamageOnFirstReadAndSharesWhatWasCh
     ReaderOptions o;
     o.mode = mode;
     o.index_dir = "none";
-    o.verify_checksums_once = true;
+    o.verify_checksums = ChecksumPolicy::kFirstRead;
     std::unique_ptr<Reader> once, every;
     ASSERT_OK(Reader::Open(dir.Sub("c"), o, &once));
-    o.verify_checksums_once = false;
+    o.verify_checksums = ChecksumPolicy::kEveryRead;
     ASSERT_OK(Reader::Open(dir.Sub("c"), o, &every));
     std::string value;
     EXPECT_EQ(once->Read(7, &value).code(), Status::Code::kCorruption);

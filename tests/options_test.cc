@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 namespace lmdbloader {
 namespace {
 
@@ -74,6 +76,59 @@ TEST(ReaderOptionsTest, DefaultsAreDocumented) {
   EXPECT_TRUE(ValidateOptions(o).ok());
   o.mmap_window = 100;
   EXPECT_EQ(ValidateOptions(o).code(), Status::Code::kInvalidArgument);
+}
+
+TEST(ReaderOptionsByNameTest, EveryListedOptionRoundTripsItsDefault) {
+  const ReaderOptions defaults;
+  for (const ReaderOptionInfo& info : ReaderOptionList()) {
+    ReaderOptions o;
+    const std::string text = ReaderOptionValue(defaults, info.name);
+    ASSERT_TRUE(SetReaderOption(info.name, text, &o).ok()) << info.name << "=" << text;
+    EXPECT_EQ(ReaderOptionValue(o, info.name), text) << info.name;
+  }
+}
+
+TEST(ReaderOptionsByNameTest, ValuesAreParsedAndCheckedOnce) {
+  ReaderOptions o;
+  ASSERT_TRUE(SetReaderOption("rss_budget", "64MiB", &o).ok());
+  EXPECT_EQ(o.rss_budget, 64u << 20);
+  ASSERT_TRUE(SetReaderOption("verify_checksums", "once", &o).ok());
+  EXPECT_EQ(o.verify_checksums, ChecksumPolicy::kFirstRead);
+  ASSERT_TRUE(SetReaderOption("lock", "true", &o).ok());
+  EXPECT_TRUE(o.lock);
+  ASSERT_TRUE(SetReaderOption("db", "images", &o).ok());
+  EXPECT_EQ(o.db_name, "images");
+  struct Bad {
+    const char *name, *value, *message;
+  };
+  for (const Bad& bad : {Bad{"queue_depth", "0", "queue_depth must be between 1 and 4096, got 0"},
+                         Bad{"queue_depth", "8x", "queue_depth must be between 1 and 4096, got 8x"},
+                         Bad{"rss_budget", "lots", "rss_budget: invalid byte size 'lots'"},
+                         Bad{"mode", "fast", "mode must be one of auto, pread, mmap; got 'fast'"},
+                         Bad{"verify_checksums", "yes", "verify_checksums must be True, False or \"once\""},
+                         Bad{"mmap_window", "4KiB", "mmap_window must be at least 64KiB"},
+                         Bad{"lock", "maybe", "lock must be true or false"},
+                         Bad{"budget", "1GiB", "unknown option 'budget' (options: rss_budget, mode"}}) {
+    Status s = SetReaderOption(bad.name, bad.value, &o);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << bad.name;
+    EXPECT_NE(s.message().find(bad.message), std::string::npos) << s.message();
+  }
+  // The struct filled in C++ is checked by the same rule.
+  ReaderOptions direct;
+  direct.queue_depth = 0;
+  EXPECT_NE(ValidateOptions(direct).message().find("queue_depth must be between 1 and 4096, got 0"),
+            std::string::npos);
+}
+
+TEST(ReaderOptionsByNameTest, TheBudgetDefaultsToTheEnvironment) {
+  ::setenv("LMDBLOADER_RSS_BUDGET", "32MiB", 1);
+  ReaderOptions o;
+  EXPECT_TRUE(ReaderOptionsFromEnvironment(&o).ok());
+  EXPECT_EQ(o.rss_budget, 32u << 20);
+  ::setenv("LMDBLOADER_RSS_BUDGET", "plenty", 1);
+  Status s = ReaderOptionsFromEnvironment(&o);
+  EXPECT_NE(s.message().find("LMDBLOADER_RSS_BUDGET: invalid byte size 'plenty'"), std::string::npos) << s.message();
+  ::unsetenv("LMDBLOADER_RSS_BUDGET");
 }
 
 }  // namespace

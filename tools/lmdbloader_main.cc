@@ -52,47 +52,55 @@ bool ParseIndex(const std::string& text, uint64_t* index, bool* too_big) {
   return true;
 }
 
-// Options shared by the reading commands.
+// Options shared by the reading commands: every reader option of the
+// library's one list (ReaderOptionList), as --name with '-' for '_', passed
+// through as text; the library parses and checks them. The budget's default
+// comes from LMDBLOADER_RSS_BUDGET, as in Python.
 struct OpenFlags {
   std::string path;
-  std::string budget = "0";
-  std::string mode = "auto";
-  std::string db;
-  bool lock = false;
-  std::string index_dir;
-  bool no_verify = false;
-  bool verify_once = false;
-  std::string io_engine = "auto";
-  uint32_t queue_depth = 64;
-  std::string cache = "auto";
+  std::vector<std::pair<std::string, std::string>> given;  // option name, text, in the order written
 
   void Add(CLI::App* cmd) {
     cmd->add_option("path", path, "LMDB directory, data file, or corpus / shard set")->required();
-    cmd->add_option("--rss-budget", budget, "memory budget, e.g. 64MiB (0: unbounded)");
-    cmd->add_option("--mode", mode, "auto, pread or mmap");
-    cmd->add_option("--db", db, "named database (default: the main one)");
-    cmd->add_flag("--lock", lock, "use LMDB's lock file (a writer may be active)");
-    cmd->add_option("--index-dir", index_dir, "where to save the record index ('none': never)");
-    CLI::Option* skip = cmd->add_flag("--no-verify-checksums", no_verify, "corpora: skip checking each record's checksum");
-    cmd->add_flag("--verify-checksums-once", verify_once,
-                  "corpora: check each record's checksum the first time it is read, then trust the page cache")
-        ->excludes(skip);
-    cmd->add_option("--io-engine", io_engine, "batched reads: auto, io_uring, threads or sync");
-    cmd->add_option("--queue-depth", queue_depth, "batched reads in flight at most (default 64)");
-    cmd->add_option("--cache", cache, "page cache policy: auto, fill, exact or drop");
+    for (const ReaderOptionInfo& o : ReaderOptionList()) {
+      std::string flag = "--" + std::string(o.name);
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      const std::string name = o.name, defaults = ReaderOptionValue(ReaderOptions(), name);
+      const std::string help = std::string(o.help) + " [" + o.values + "; default " +
+                               (defaults.empty() ? "empty" : defaults) + "]";
+      if (std::string(o.kind) == "bool")
+        cmd->add_flag_function(flag, [this, name](int64_t) { given.emplace_back(name, "true"); }, help);
+      else
+        cmd->add_option_function<std::string>(flag, [this, name](const std::string& v) { given.emplace_back(name, v); },
+                                              help);
+    }
+    // The checksum policy's short forms.
+    cmd->add_flag_function("--no-verify-checksums", [this](int64_t) { given.emplace_back("verify_checksums", "false"); },
+                           "corpora: skip checking each record's checksum (--verify-checksums false)");
+    cmd->add_flag_function("--verify-checksums-once",
+                           [this](int64_t) { given.emplace_back("verify_checksums", "once"); },
+                           "corpora: check each record's checksum the first time it is read, then trust the page "
+                           "cache (--verify-checksums once)");
+  }
+  // The options as given: InvalidArgument naming a bad one (a usage error).
+  Status Options(ReaderOptions* options) const {
+    LMDBLOADER_RETURN_IF_ERROR(ReaderOptionsFromEnvironment(options));
+    for (const auto& [name, text] : given) {
+      Status s = SetReaderOption(name, text, options);
+      std::string flag = "--" + name;
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      if (!s.ok()) return Status::InvalidArgument(flag + " " + text + ": " + s.message());
+    }
+    return Status::OK();
+  }
+  // The named database given (--db), "" for the main one.
+  std::string db() const {
+    ReaderOptions options;
+    return Options(&options).ok() ? options.db_name : "";
   }
   Status Open(std::unique_ptr<Reader>* reader) const {
     ReaderOptions options;
-    LMDBLOADER_RETURN_IF_ERROR(ParseByteSize(budget, &options.rss_budget));
-    LMDBLOADER_RETURN_IF_ERROR(ParseAccessMode(mode, &options.mode));
-    options.db_name = db;
-    options.lock = lock;
-    options.index_dir = index_dir;
-    options.verify_checksums = !no_verify;
-    options.verify_checksums_once = verify_once;
-    LMDBLOADER_RETURN_IF_ERROR(ParseIoEngine(io_engine, &options.io_engine));
-    options.queue_depth = queue_depth;
-    LMDBLOADER_RETURN_IF_ERROR(ParseCachePolicy(cache, &options.cache_policy));
+    LMDBLOADER_RETURN_IF_ERROR(Options(&options));
     return Reader::Open(path, options, reader);
   }
 };
@@ -359,7 +367,7 @@ int RunScan(const OpenFlags& flags, int passes, const std::string& order, int ba
 
 int RunStat(const OpenFlags& flags, bool as_json) {
   DatabaseInfo info;
-  Status s = InspectDatabase(flags.path, flags.db, &info);
+  Status s = InspectDatabase(flags.path, flags.db(), &info);
   std::unique_ptr<Reader> r;
   if (s.ok()) s = flags.Open(&r);
   if (!s.ok()) return Fail(s);
@@ -397,13 +405,13 @@ int RunStat(const OpenFlags& flags, bool as_json) {
 }
 
 int RunVerify(OpenFlags flags, bool as_json) {
-  flags.index_dir = "none";  // verify walks the file itself, never trusts a saved index
+  flags.given.emplace_back("index_dir", "none");  // verify walks the file itself, never trusts a saved index
   std::vector<std::string> problems;
   auto problem = [&](std::string p) {
     if (problems.size() < 100) problems.push_back(std::move(p));
   };
   // Every page, overflow headers included, before anything else reads the file.
-  Status s = CheckPages(flags.path, flags.db, &problems);
+  Status s = CheckPages(flags.path, flags.db(), &problems);
   if (!s.ok()) return Fail(s);
   std::unique_ptr<Reader> r;
   s = flags.Open(&r);
@@ -468,6 +476,7 @@ int main(int argc, char** argv) {
   using namespace lmdbloader;
   CLI::App app{"lmdbloader: read LMDB datasets under a per-process memory budget"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("lmdbloader ") + LMDBLOADER_VERSION);
 
   OpenFlags get_flags, scan_flags, stat_flags, verify_flags;
   std::string index, key, key_hex, output;
@@ -521,6 +530,12 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  for (auto [cmd, flags] : {std::pair{get, &get_flags}, {scan, &scan_flags}, {stat, &stat_flags},
+                             {verify, &verify_flags}}) {
+    ReaderOptions options;
+    Status s;
+    if (*cmd && !(s = flags->Options(&options)).ok()) return Usage(cmd->get_name().c_str(), s.message());
   }
   if (*get) {
     if (!*by_index && !*by_key && !*by_hex) return Usage("get", "give --index, --key or --key-hex");

@@ -1,14 +1,66 @@
-"""Argument checking shared by Reader, LmdbDataset and compat."""
+"""Reader options from Python keywords to the core's text form.
+
+Each option's name, default and check live once, in the C++ core
+(``ReaderOptionList`` in include/lmdbloader/options.h); this module only
+turns Python values into the text the core parses (by the option's kind), so
+an unknown or bad option is the same error from Python as from the command
+line. Byte sizes of lmdbloader's own Python objects (sampler blocks, ring
+slots) are parsed by the same core function.
+"""
 
 import operator
 import os
 
 from . import _core
 
-_MODES = ("auto", "pread", "mmap")
-_IO_ENGINES = ("auto", "io_uring", "threads", "sync")
-_CACHE_POLICIES = ("auto", "fill", "exact", "drop")
-BUDGET_ENV = "LMDBLOADER_RSS_BUDGET"
+# name -> kind ("bytes", "bool", "int", "choice", "text", "checksums"), from the core.
+KINDS = {name: kind for name, kind, *_ in _core.reader_options()}
+
+
+def reader_option_texts(options, owner="Reader"):
+    """{name: text} for the core from keyword arguments; None keeps the
+    core's default. TypeError for an unknown keyword or a value of the wrong
+    type, naming it; the core checks the values themselves (ValueError)."""
+    texts = {}
+    for name, value in options.items():
+        kind = KINDS.get(name)
+        if kind is None:
+            raise TypeError(f"{owner}() got an unexpected keyword argument {name!r} "
+                            f"(options: {', '.join(KINDS)})")
+        if value is not None:
+            texts[name] = _text(name, kind, value)
+    return texts
+
+
+def _text(name, kind, value):
+    if kind == "bytes":
+        return str(byte_size(value, name))
+    if kind == "bool":
+        return "true" if value else "false"
+    if kind == "checksums":
+        # True, False or "once"; another string is a mistake, not a truth
+        # value ("false" would otherwise read as True).
+        if isinstance(value, str):
+            if value != "once":
+                raise ValueError(f'verify_checksums must be True, False or "once"; got {value!r}')
+            return value
+        return "true" if value else "false"
+    if kind == "int":
+        if isinstance(value, bool) or isinstance(value, str):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        try:
+            return str(operator.index(value))
+        except TypeError:
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+    if kind == "text":
+        if isinstance(value, bytes):
+            return os.fsdecode(value)
+        if not isinstance(value, (str, os.PathLike)):
+            raise TypeError(f"{name} must be a str or os.PathLike, got {type(value).__name__}")
+        return os.fsdecode(os.fspath(value))
+    if not isinstance(value, str):  # choice
+        raise ValueError(f"{name} must be a str, got {value!r}")
+    return value
 
 
 def byte_size(value, what):
@@ -30,51 +82,3 @@ def byte_size(value, what):
         return _core.parse_byte_size(value.strip())
     except ValueError as e:
         raise ValueError(f"{what}: {e}") from None
-
-
-def budget_bytes(rss_budget):
-    """None means: the LMDBLOADER_RSS_BUDGET environment variable, else unbounded."""
-    if rss_budget is None:
-        env = os.environ.get(BUDGET_ENV)
-        return byte_size(env, BUDGET_ENV) if env else 0
-    return byte_size(rss_budget, "rss_budget")
-
-
-def check_mode(mode):
-    if mode not in _MODES:
-        raise ValueError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
-    return mode
-
-
-def check_io_engine(io_engine):
-    if io_engine not in _IO_ENGINES:
-        raise ValueError(f"io_engine must be one of {', '.join(_IO_ENGINES)}; got {io_engine!r}")
-    return io_engine
-
-
-def check_cache(cache):
-    if cache not in _CACHE_POLICIES:
-        raise ValueError(f"cache must be one of {', '.join(_CACHE_POLICIES)}; got {cache!r}")
-    return cache
-
-
-def check_queue_depth(queue_depth):
-    if isinstance(queue_depth, bool):
-        raise TypeError("queue_depth must be an int")
-    try:
-        depth = operator.index(queue_depth)
-    except TypeError:
-        raise TypeError(f"queue_depth must be an int, got {type(queue_depth).__name__}") from None
-    if not 1 <= depth <= 4096:
-        raise ValueError(f"queue_depth must be between 1 and 4096, got {depth}")
-    return depth
-
-
-def check_verify(verify_checksums):
-    """True, False or "once"; another string is a mistake, not a truth value
-    ("false" would otherwise read as True)."""
-    if isinstance(verify_checksums, str):
-        if verify_checksums != "once":
-            raise ValueError(f'verify_checksums must be True, False or "once"; got {verify_checksums!r}')
-        return verify_checksums
-    return bool(verify_checksums)

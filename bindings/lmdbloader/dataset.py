@@ -27,25 +27,24 @@ class LmdbDataset(torch.utils.data.Dataset):
     whole batch in one C++ call (the DataLoader uses it automatically).
     Labels and names stay in the file: use :meth:`column` and :meth:`name`
     instead of Python lists, so forked workers copy nothing on read.
-    The other keyword arguments are those of :class:`lmdbloader.Reader`.
+    The other keyword arguments are the reader options of
+    :class:`lmdbloader.Reader` (rss_budget, mode, lock, db, index_dir,
+    verify_checksums, io_engine, queue_depth, cache, mmap_window, remap_every).
     """
 
-    def __init__(self, path, *, rss_budget=None, decode="msgpack", transform=None, mode="auto",
-                 lock=False, db=None, index_dir=None, verify_checksums=True, io_engine="auto",
-                 queue_depth=64, cache="auto", views=False):
+    def __init__(self, path, *, decode="msgpack", transform=None, views=False, **reader_options):
         if not (callable(decode) or decode in _DECODERS):
             raise ValueError(f"decode must be 'msgpack', 'raw', 'tensor' or a callable; got {decode!r}")
         if views and not callable(decode):
             raise ValueError(f"views=True hands records to a decode callable; decode is {decode!r}")
-        if views and mode == "auto":
-            mode = "mmap"
+        mode = reader_options.get("mode")
+        if views and mode in (None, "auto"):
+            reader_options["mode"] = mode = "mmap"
         if views and mode != "mmap":
             raise ValueError(f"views=True needs mode='mmap'; got mode={mode!r}")
         if transform is not None and not callable(transform):
             raise TypeError("transform must be callable")
-        self.reader = Reader(path, rss_budget=rss_budget, mode=mode, lock=lock, db=db,
-                             index_dir=index_dir, verify_checksums=verify_checksums,
-                             io_engine=io_engine, queue_depth=queue_depth, cache=cache)
+        self.reader = Reader(path, **reader_options)
         self.decode = decode
         self.transform = transform
         self.views = bool(views)

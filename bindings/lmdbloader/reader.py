@@ -7,8 +7,7 @@ import os
 import numpy as np
 
 from . import _core
-from ._options import (budget_bytes, byte_size, check_cache, check_io_engine, check_mode,
-                       check_queue_depth, check_verify)
+from ._options import reader_option_texts
 from .errors import CorruptedError
 
 
@@ -51,41 +50,25 @@ class Reader:
     use. Reads are safe from many threads and release the GIL.
     """
 
-    def __init__(self, path, *, rss_budget=None, mode="auto", lock=False, db=None,
-                 index_dir=None, mmap_window="64MiB", remap_every=0, verify_checksums=True,
-                 io_engine="auto", queue_depth=64, cache="auto"):
+    def __init__(self, path, **options):
+        # The options' names, defaults and checks are the core's
+        # (lmdbloader._core.reader_options()); see the docstring above.
         if not isinstance(path, (str, bytes, os.PathLike)):
             raise TypeError(f"path must be a str, bytes or os.PathLike, got {type(path).__name__}")
-        if db is not None and not isinstance(db, (str, bytes)):
-            raise TypeError(f"db must be a str or bytes name, got {type(db).__name__}")
-        if isinstance(db, bytes):
-            db = db.decode("utf-8")
-        if index_dir is not None and not isinstance(index_dir, (str, bytes, os.PathLike)):
-            raise TypeError(f"index_dir must be a str or os.PathLike, got {type(index_dir).__name__}")
         self._config = dict(
             # Kept as str (bytes a file system name may hold decode with
             # surrogateescape, as os.fsdecode does) and handed to the core as
             # the file system's own bytes.
-            path=os.fsdecode(os.fspath(path)), rss_budget=budget_bytes(rss_budget), mode=check_mode(mode),
-            lock=bool(lock), db=db or "",
-            index_dir=os.fsdecode(os.fspath(index_dir)) if index_dir is not None else "",
-            mmap_window=byte_size(mmap_window, "mmap_window"),
-            remap_every=byte_size(remap_every, "remap_every"), verify_checksums=check_verify(verify_checksums),
-            io_engine=check_io_engine(io_engine), queue_depth=check_queue_depth(queue_depth),
-            cache=check_cache(cache))
+            path=os.fsdecode(os.fspath(path)),
+            options=reader_option_texts(options))
         self._path = self._config["path"]
-        self._rss_budget = self._config["rss_budget"]
         self._core = None
         self._columns = {}
         self._open()
+        self._rss_budget = int(self._core.option("rss_budget"))
 
     def _open(self):
-        c = self._config
-        self._core = _core.Reader(os.fsencode(c["path"]), c["rss_budget"], c["mode"], c["lock"], c["db"],
-                                  c["index_dir"], c["mmap_window"], c["remap_every"],
-                                  bool(c.get("verify_checksums", True)), c.get("io_engine", "auto"),
-                                  c.get("queue_depth", 64), c.get("cache", "auto"),
-                                  c.get("verify_checksums", True) == "once")
+        self._core = _core.Reader(os.fsencode(self._config["path"]), self._config["options"])
         return self._core
 
     @property
@@ -101,12 +84,12 @@ class Reader:
     def __getstate__(self):
         if self._config is None:
             raise ValueError("cannot pickle a closed lmdbloader.Reader")
-        return {"config": self._config}
+        return {"config": self._config, "rss_budget": self._rss_budget}
 
     def __setstate__(self, state):
         self._config = state["config"]
         self._path = self._config["path"]
-        self._rss_budget = self._config["rss_budget"]
+        self._rss_budget = state["rss_budget"]
         self._core = None
         self._columns = {}
 
@@ -141,7 +124,7 @@ class Reader:
 
     @property
     def rss_budget(self):
-        """The budget in bytes (None: unbounded); still readable after close()."""
+        """The budget in bytes (0: unbounded); still readable after close()."""
         return self._rss_budget
 
     def __len__(self):

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "lmdbloader/status.h"
 
@@ -65,6 +66,27 @@ enum class CachePolicy {
   kDrop,
 };
 
+// Whether reads check the XXH3-64 checksum that corpora written by
+// `lmdbloader convert` / CorpusWriter carry per record (plain LMDB files have
+// none to check).
+enum class ChecksumPolicy {
+  // Every read and every view is checked; a mismatch is Corruption naming the
+  // record and the file. Costs one hash over the bytes read: about 26 GB/s
+  // with AVX2, 9 GB/s without (README, "Measured").
+  kEveryRead,
+  // Each record is checked the first time it is read, by this reader or by a
+  // process forked from it after the open (DataLoader workers forked from the
+  // process that opened it share one record of what was checked), and the
+  // page cache is trusted for later reads of it, as a file system with
+  // checksums trusts its cache: later epochs skip the hash. What it gives up:
+  // a record whose bytes change on the device after they were checked (the
+  // file rewritten in place, the medium decaying between two reads) is no
+  // longer caught. Costs one bit per record of memory shared across fork.
+  kFirstRead,
+  // Nothing is checked.
+  kOff,
+};
+
 struct ReaderOptions {
   // Cap, in bytes, on the memory this reader makes its process hold because of
   // the data file: mapped file pages, its record index, its buffers. Measured
@@ -103,24 +125,9 @@ struct ReaderOptions {
   // Default: "".
   std::string index_dir;
 
-  // Corpora written by `lmdbloader convert` / CorpusWriter carry an XXH3-64
-  // checksum per record; every read (and every view) checks it and returns
-  // Corruption naming the record and the file when it differs. Costs one
-  // hash over the bytes read: about 26 GB/s with AVX2, 9 GB/s without
-  // (README, "Measured"). Plain LMDB files have no checksums to check.
-  // Default: true.
-  bool verify_checksums = true;
-
-  // With verify_checksums: check each record the first time it is read, by
-  // this reader or by a process forked from it after the open (DataLoader
-  // workers forked from the process that opened it share one record of what
-  // was checked), and trust the page cache for later reads of it, as a file
-  // system with checksums trusts its cache. Later epochs then skip the hash.
-  // What it gives up: a record whose bytes change on the device after they
-  // were checked (the file rewritten in place, the medium decaying between
-  // two reads) is no longer caught. Costs one bit per record of memory
-  // shared across fork. Default: false (every read is checked).
-  bool verify_checksums_once = false;
+  // Which reads check the records' checksums (see ChecksumPolicy).
+  // Default: kEveryRead.
+  ChecksumPolicy verify_checksums = ChecksumPolicy::kEveryRead;
 
   // pread mode: how batches of reads are issued, and how many may be in
   // flight at once. The reads land directly in the caller's buffers, so no
@@ -166,6 +173,37 @@ const char* CachePolicyName(CachePolicy policy);
 
 // Checks the fields that can be wrong on their own (window size, mode).
 Status ValidateOptions(const ReaderOptions& options);
+
+// The options by name: the one list of what the command line
+// (`--rss-budget 64MiB`) and Python (`rss_budget="64MiB"`) accept. Each
+// option's name, default and check are written once, in options.cc; the
+// fronts add none of their own and pass values through as text.
+struct ReaderOptionInfo {
+  const char* name;     // Python's keyword; the command's flag is --name, '_' written '-'
+  const char* kind;     // how a front passes a value: bytes, bool, int, choice, text or checksums
+  const char* values;   // what it accepts, as help and errors say it
+  const char* help;
+};
+const std::vector<ReaderOptionInfo>& ReaderOptionList();
+
+// Sets option `name` from its text form ("64MiB", "true", "mmap", "once").
+// InvalidArgument naming the option and what it accepts; for an unknown
+// name, naming every known one.
+Status SetReaderOption(std::string_view name, std::string_view value, ReaderOptions* options);
+
+// Option `name`'s value as SetReaderOption reads it ("" for an unknown name).
+std::string ReaderOptionValue(const ReaderOptions& options, std::string_view name);
+
+// What the environment sets before any option is given: LMDBLOADER_RSS_BUDGET,
+// when set and not empty, is the budget. InvalidArgument naming the variable
+// when it does not parse.
+Status ReaderOptionsFromEnvironment(ReaderOptions* options);
+
+// Parses "true"/"false" (also "1"/"0", "yes"/"no").
+Status ParseBool(std::string_view name, std::string_view text, bool* value);
+// Parses "true" (kEveryRead), "once" (kFirstRead) or "false" (kOff).
+Status ParseChecksumPolicy(std::string_view text, ChecksumPolicy* policy);
+const char* ChecksumPolicyName(ChecksumPolicy policy);
 
 }  // namespace lmdbloader
 

@@ -235,3 +235,33 @@ def test_writer_commit_under_a_reader_without_lock_file_is_an_oserror(tmp_path, 
     assert [snapshot[i] for i in (0, 7, 299)] == [bytes([i % 251]) * 3000 for i in (0, 7, 299)]
     assert lmdbloader.Reader(path, mode=mode, index_dir="none")[7] == bytes([10]) * 3000
     env.close()
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("queue_depth", 0, "queue_depth must be between 1 and 4096, got 0"),
+    ("mode", "fast", "mode must be one of auto, pread, mmap; got 'fast'"),
+    ("cache", "keep", "cache must be one of auto, fill, exact, drop; got 'keep'"),
+    ("io_engine", "aio", "io_engine must be one of auto, io_uring, threads, sync; got 'aio'"),
+    ("rss_budget", "lots", "invalid byte size 'lots'"),
+    ("mmap_window", "4KiB", "mmap_window must be at least 64KiB"),
+])
+def test_a_bad_option_is_the_same_error_from_python_and_the_command(corpus, name, value, message):
+    import subprocess
+    with pytest.raises(ValueError) as e:
+        lmdbloader.Reader(corpus, **{name: value})
+    assert message in str(e.value)
+    res = subprocess.run(["lmdbloader", "scan", corpus, "--" + name.replace("_", "-"), str(value)],
+                         capture_output=True, text=True)
+    assert res.returncode == 2 and message in res.stderr, res.stderr
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'budget' \(options: rss_budget, mode"):
+        lmdbloader.Reader(corpus, budget="1GiB")
+
+
+def test_the_command_takes_the_budget_from_the_environment(corpus):
+    import subprocess
+    env = dict(os.environ, LMDBLOADER_RSS_BUDGET="24MiB")
+    res = subprocess.run(["lmdbloader", "scan", corpus, "--json"], capture_output=True, text=True, env=env)
+    assert res.returncode == 0, res.stderr
+    import json
+    assert json.loads(res.stdout)["rss_budget_bytes"] == 24 << 20
+    assert lmdbloader.Reader(corpus).rss_budget == 0 or os.environ.get("LMDBLOADER_RSS_BUDGET")
