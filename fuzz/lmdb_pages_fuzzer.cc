@@ -23,13 +23,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (file.ReadMeta(0, &meta).ok()) {
       uint64_t bytes = 0;
       file.Walk(meta, meta.main_tree, [&](const lmdbloader::LmdbItem& item) {
-        bytes += item.value_size;
-        if (item.on_overflow_pages) file.CheckOverflow(meta, item.value_offset, item.value_size);
-        return lmdbloader::Status::OK();
-      });
+            bytes += item.value_size;
+            if (item.on_overflow_pages) file.CheckOverflow(meta, item.value_offset, item.value_size).IgnoreError();
+            return lmdbloader::Status::OK();
+          })
+          .IgnoreError();
       lmdbloader::LmdbTree named;
       if (file.FindNamedTree(meta, "named", &named).ok())
-        file.Walk(meta, named, [](const lmdbloader::LmdbItem&) { return lmdbloader::Status::OK(); });
+        file.Walk(meta, named, [](const lmdbloader::LmdbItem&) { return lmdbloader::Status::OK(); }).IgnoreError();
     }
   }
   ::close(fd);

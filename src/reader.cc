@@ -176,7 +176,10 @@ Status Reader::OpenPart(const std::string& path, Part* part, std::string* index_
     // records like any other: walk again, keeping them.
     part->index = RecordIndex();
     LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, false, &part->index));
-    if (!index_path.empty()) SaveIndex(index_path, part->index);
+    if (!index_path.empty()) {
+      Status saved = SaveIndex(index_path, part->index);
+      *index_source = "built" + (saved.ok() ? " (saved to " + index_path + ")" : " (not saved: " + saved.message() + ")");
+    }
   }
   if (options_.lock) {
     part->env = std::move(env);
@@ -813,7 +816,8 @@ ReaderStats Reader::stats() {
   s.mode = AccessModeName(mode_);
   s.records = size_;
   StatmProbe statm;
-  if (statm.Open().ok()) statm.Read(&s.process_rss, &s.process_file_rss);
+  // stats() reports what it can: an unreadable statm leaves the two at 0.
+  if (statm.Open().ok() && !statm.Read(&s.process_rss, &s.process_file_rss).ok()) s.process_rss = s.process_file_rss = 0;
   for (const auto& p : parts_) {
     uint64_t rss = 0;
     if (MappedFileRss(0, p->location.data_path, &rss).ok()) s.mapped_rss += rss;
