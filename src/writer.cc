@@ -16,7 +16,9 @@
 
 #include "checksum.h"
 #include "corpus_format.h"
-#include "lmdbloader/reader.h"
+#include "index_builder.h"
+#include "index_file.h"
+#include "lmdb_env.h"
 
 namespace lmdbloader {
 
@@ -257,12 +259,15 @@ Status CorpusWriter::Finish(const std::string& manifest_json) {
   finished_ = true;
   if (options_.save_index) {
     // Walk once now and save the index beside the corpus (the one place a
-    // Reader looks first), so every reader loads it instead of walking.
-    ReaderOptions ro;
-    ro.index_dir = "none";
-    std::unique_ptr<Reader> reader;
-    LMDBLOADER_RETURN_IF_ERROR(Reader::Open(target_, ro, &reader));
-    LMDBLOADER_RETURN_IF_ERROR(reader->SaveIndexBeside());
+    // Reader looks first), so every reader loads it instead of walking. The
+    // writer sits below the reader: it walks with the index builder itself.
+    DataLocation location;
+    std::unique_ptr<LmdbEnv> env;
+    RecordIndex index;
+    LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(target_, &location));
+    LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(location, false, "", &env));
+    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, location, "", true, &index));
+    LMDBLOADER_RETURN_IF_ERROR(SaveIndex(IndexFileBeside(location, ""), index));
   }
   return Status::OK();
 }

@@ -173,13 +173,6 @@ int RunGet(const OpenFlags& flags, bool by_index, const std::string& index, cons
   return s.ok() ? 0 : Fail(s);
 }
 
-// Bytes a scan batch may hold: big records are read fewer at a time, so the
-// batch buffer stays a small part of any budget.
-uint64_t ScanBatchBytes(uint64_t budget) {
-  const uint64_t cap = 32ull << 20;
-  return budget ? std::min(cap, budget / 4) : cap;
-}
-
 // Prefetches the scan's next batch on its own thread while the current one
 // is read: the reads of a batch end before its copies and checks, so without
 // it the device idles while the CPU works (1 MiB records: about a fifth of a
@@ -250,7 +243,7 @@ int RunScan(const OpenFlags& flags, int passes, const std::string& order, int ba
   std::vector<uint64_t> positions(r->size());
   for (uint64_t i = 0; i < positions.size(); ++i) positions[i] = i;
   std::mt19937_64 rng(12345);
-  const uint64_t batch_bytes = ScanBatchBytes(r->options().rss_budget);
+  const uint64_t batch_bytes = r->budget().ScanBatchBytes();
   std::string buf;
   // Record sizes come from the index as needed: a table of them would be
   // another 8 bytes a record of this process's RSS, beside the order's 8.

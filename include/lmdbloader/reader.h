@@ -45,6 +45,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lmdbloader/memory_budget.h"
 #include "lmdbloader/options.h"
 #include "lmdbloader/record_view.h"
 #include "lmdbloader/status.h"
@@ -102,6 +103,8 @@ class Reader {
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
   const ReaderOptions& options() const { return options_; }
+  // What the budget lets each part of this reader hold (its index paid first).
+  const MemoryBudget& budget() const { return budget_; }
   AccessMode mode() const { return mode_; }  // kPread or kMmap, never kAuto
 
   // LMDB's flags of the database read (lmdb.h's MDB_DUPSORT, MDB_INTEGERKEY,
@@ -222,6 +225,7 @@ class Reader {
   ReaderOptions options_;
   AccessMode mode_ = AccessMode::kPread;
   uint64_t size_ = 0;
+  MemoryBudget budget_{0};
   std::vector<std::unique_ptr<Part>> parts_;
   std::vector<uint64_t> part_ends_;  // global end position of each part
   std::string manifest_;

@@ -1,0 +1,203 @@
+// Reader: corpus metadata (manifest, checksums, names, columns), each value
+// checked against the manifest's checksums before use.
+#include "lmdbloader/reader.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "batch_io.h"
+#include "checksum.h"
+#include "chunk_filler.h"
+#include "corpus_format.h"
+#include "corpus_manifest.h"
+#include "index_builder.h"
+#include "index_file.h"
+#include "lmdb_env.h"
+#include "lmdb_pages.h"
+#include "lmdbloader/memory.h"
+#include "mapping.h"
+#include "open_file.h"
+#include "reader_part.h"
+#include "record_index.h"
+#include "residency.h"
+#include "shard_list.h"
+
+namespace lmdbloader {
+
+Status Reader::LoadCorpusMeta(Part& part, bool* corpus) {
+  *corpus = false;
+  const auto& meta = part.index.meta();
+  auto manifest = meta.find(std::string(kManifestKey));
+  const std::string& where = part.location.data_path;
+  if (!options_.db_name.empty()) return Status::OK();
+  // Keys only a corpus writer puts there: their presence makes this a corpus,
+  // whatever else is damaged.
+  const bool corpus_like = meta.count(std::string(kManifestChecksumKey)) || meta.count(std::string(kChecksumsKey)) ||
+                           (meta.count(std::string(kNamesBlobKey)) && meta.count(std::string(kNamesOffsetsKey)));
+  if (manifest == meta.end()) {
+    if (corpus_like) return Status::Corruption("corpus " + where + ": the manifest is missing");
+    return Status::OK();
+  }
+  if (!part.index.sequential_keys()) {
+    if (corpus_like)
+      return Status::Corruption("corpus " + where + ": the record keys are not the record numbers 0.." +
+                                std::to_string(part.index.size()) + " (damaged keys)");
+    return Status::OK();
+  }
+  std::string bytes;
+  LMDBLOADER_RETURN_IF_ERROR(ReadMeta(part, manifest->first, &bytes));
+  auto damaged = [&](const std::string& what) { return Status::Corruption("corpus " + where + ": " + what); };
+  auto stored_sum = meta.find(std::string(kManifestChecksumKey));
+  if (stored_sum != meta.end()) {
+    std::string sum;
+    LMDBLOADER_RETURN_IF_ERROR(ReadMeta(part, stored_sum->first, &sum));
+    uint64_t expected = 0;
+    if (sum.size() != 8) return damaged("the manifest's checksum is not 8 bytes");
+    std::memcpy(&expected, sum.data(), 8);
+    if (Checksum(bytes) != expected) return damaged("the manifest is damaged (checksum mismatch)");
+  }
+  CorpusManifest m;
+  Status parsed = ParseCorpusManifest(bytes, where, &m);
+  if (parsed.IsNotFound()) {
+    // With the rest of a corpus's metadata beside it, this is a corpus whose
+    // manifest is damaged; alone, a plain LMDB that happens to hold the key.
+    return corpus_like ? Status::Corruption(parsed.message()) : Status::OK();
+  }
+  LMDBLOADER_RETURN_IF_ERROR(parsed);
+  *corpus = true;
+  if (m.records != part.index.size())
+    return damaged("the manifest says " + std::to_string(m.records) + " records, the database holds " +
+                   std::to_string(part.index.size()));
+  for (const auto& [name, dtype] : m.column_dtypes) {
+    auto c = meta.find(std::string(kColumnPrefix) + name);
+    if (c == meta.end()) return damaged("column '" + name + "' is listed but absent");
+    if (c->second.size != part.index.size() * 8)
+      return damaged("column '" + name + "' holds " + std::to_string(c->second.size) + " bytes for " +
+                     std::to_string(part.index.size()) + " records");
+  }
+  if (m.has_checksums) {
+    part.meta_sums = m.meta_sums;
+    auto records = meta.find(std::string(kChecksumsKey));
+    if (records == meta.end() || records->second.size != part.index.size() * 8)
+      return damaged("the record checksums are missing or do not match the record count");
+    std::string blob;
+    LMDBLOADER_RETURN_IF_ERROR(ReadCheckedMeta(part, records->first, &blob));
+    part.checksums.resize(part.index.size());
+    if (!blob.empty()) std::memcpy(part.checksums.data(), blob.data(), blob.size());
+    if (options_.verify_checksums == ChecksumPolicy::kFirstRead)
+      LMDBLOADER_RETURN_IF_ERROR(VerifiedRecords::Create(part.index.size(), &part.verified));
+  }
+  part.manifest = std::move(bytes);
+  return Status::OK();
+}
+
+Status Reader::ReadCheckedMeta(Part& part, const std::string& key, std::string* bytes) {
+  LMDBLOADER_RETURN_IF_ERROR(ReadMeta(part, key, bytes));
+  auto sum = part.meta_sums.find(key);
+  if (sum != part.meta_sums.end() && Checksum(*bytes) != sum->second)
+    return Status::Corruption("corpus " + part.location.data_path + ": " + key.substr(kMetaPrefix.size()) +
+                              " is damaged (checksum mismatch)");
+  return Status::OK();
+}
+
+Status Reader::ReadMeta(Part& part, const std::string& key, std::string* bytes) {
+  auto it = part.index.meta().find(key);
+  if (it == part.index.meta().end()) return Status::NotFound(key + " not in " + part.location.data_path);
+  if (it->second.offset > part.index.identity.size || it->second.size > part.index.identity.size - it->second.offset)
+    return Status::Corruption("read " + part.location.data_path + ": " + key + " lies past the end of the file");
+  bytes->resize(it->second.size);
+  return PreadAt(part, it->second.offset, it->second.size, bytes->data());
+}
+
+Status Reader::Name(uint64_t index, std::string* name) {
+  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
+  Part* part = nullptr;
+  uint64_t local = 0;
+  LMDBLOADER_RETURN_IF_ERROR(Locate(index, &part, &local));
+  const auto& meta = part->index.meta();
+  auto offsets = meta.find(std::string(kNamesOffsetsKey));
+  auto blob = meta.find(std::string(kNamesBlobKey));
+  if (offsets == meta.end() || blob == meta.end())
+    return Status::NotFound(path_ + " has no record names (not an lmdbloader corpus)");
+  if (!part->names_checked.load(std::memory_order_acquire)) {
+    // Names are checked against the manifest's checksums the first time one
+    // is read in this part (both values read whole once, then dropped), as
+    // `verify` checks them: a changed byte is an error, never another name.
+    std::string bytes;
+    LMDBLOADER_RETURN_IF_ERROR(ReadCheckedMeta(*part, offsets->first, &bytes));
+    LMDBLOADER_RETURN_IF_ERROR(ReadCheckedMeta(*part, blob->first, &bytes));
+    part->names_checked.store(true, std::memory_order_release);
+  }
+  if (offsets->second.size < (local + 2) * 8)
+    return Status::Corruption("read " + part->location.data_path + ": name offsets too short");
+  uint64_t range[2];
+  LMDBLOADER_RETURN_IF_ERROR(PreadAt(*part, offsets->second.offset + local * 8, 16,
+                                     reinterpret_cast<char*>(range)));
+  if (range[1] < range[0] || range[1] > blob->second.size)
+    return Status::Corruption("read " + part->location.data_path + ": bad name offsets");
+  name->resize(range[1] - range[0]);
+  return PreadAt(*part, blob->second.offset + range[0], range[1] - range[0], name->data());
+}
+
+Status Reader::Column(const std::string& name, std::vector<ColumnChunk>* chunks) const {
+  chunks->clear();
+  const std::string key = std::string(kColumnPrefix) + name;
+  for (const auto& part : parts_) {
+    auto it = part->index.meta().find(key);
+    if (it == part->index.meta().end())
+      return Status::NotFound("no column '" + name + "' in " + part->location.data_path);
+    chunks->push_back(ColumnChunk{part->location.data_path, it->second.offset, it->second.size});
+  }
+  return Status::OK();
+}
+
+Status Reader::ReadColumn(const std::string& name, std::string* bytes) {
+  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
+  std::vector<ColumnChunk> chunks;
+  LMDBLOADER_RETURN_IF_ERROR(Column(name, &chunks));
+  uint64_t total = 0;
+  for (const auto& c : chunks) total += c.size;
+  bytes->resize(total);
+  uint64_t at = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    std::string chunk;
+    LMDBLOADER_RETURN_IF_ERROR(ReadCheckedMeta(*parts_[i], std::string(kColumnPrefix) + name, &chunk));
+    std::memcpy(bytes->data() + at, chunk.data(), chunk.size());
+    at += chunks[i].size;
+  }
+  return Status::OK();
+}
+
+Status Reader::SaveIndexBeside() {
+  for (const auto& part : parts_)
+    LMDBLOADER_RETURN_IF_ERROR(SaveIndex(IndexFileBeside(part->location, options_.db_name), part->index));
+  return Status::OK();
+}
+
+Status Reader::CheckMetadata() {
+  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
+  for (const auto& part : parts_) {
+    for (const auto& [key, sum] : part->meta_sums) {
+      if (part->index.meta().find(key) == part->index.meta().end())
+        return Status::Corruption("corpus " + part->location.data_path + ": " + key.substr(kMetaPrefix.size()) +
+                                  " is listed in the manifest but absent");
+      std::string bytes;
+      LMDBLOADER_RETURN_IF_ERROR(ReadCheckedMeta(*part, key, &bytes));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace lmdbloader

@@ -1,0 +1,275 @@
+// Reader: opening a database, corpus or shard set (the index loaded, built
+// or rebuilt; the budget checked; engines and mappings set up), and reopening
+// a process's own handles after fork.
+#include "lmdbloader/reader.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "batch_io.h"
+#include "checksum.h"
+#include "chunk_filler.h"
+#include "corpus_format.h"
+#include "corpus_manifest.h"
+#include "index_builder.h"
+#include "index_file.h"
+#include "lmdb_env.h"
+#include "lmdb_pages.h"
+#include "lmdbloader/memory.h"
+#include "mapping.h"
+#include "open_file.h"
+#include "reader_part.h"
+#include "record_index.h"
+#include "residency.h"
+#include "shard_list.h"
+
+namespace lmdbloader {
+
+namespace {
+
+// Incremented in every child process by a pthread_atfork handler. A Reader
+// whose handles belong to an older generation reopens them before use, which
+// costs one relaxed atomic load per read instead of a getpid() system call.
+std::atomic<uint64_t> g_fork_generation{0};
+
+void RegisterForkHandler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    pthread_atfork(nullptr, nullptr, [] { g_fork_generation.fetch_add(1); });
+  });
+}
+
+
+Status OpenDataFile(const std::string& path, const FileIdentity& identity, int* fd) {
+  int f = -1;
+  LMDBLOADER_RETURN_IF_ERROR(OpenReadOnly(path, &f));
+  struct stat st;
+  if (::fstat(f, &st) != 0) {
+    int err = errno;
+    ::close(f);
+    return Status::FromErrno(err, "fstat", path);
+  }
+  if (st.st_dev != identity.device || st.st_ino != identity.inode ||
+      static_cast<uint64_t>(st.st_size) < identity.size) {
+    ::close(f);
+    return Status::Corruption("open " + path + ": the file was replaced or truncated since it was indexed");
+  }
+  *fd = f;
+  return Status::OK();
+}
+
+}  // namespace
+
+Reader::Reader() = default;
+
+Reader::~Reader() = default;
+
+Status Reader::OpenPart(const std::string& path, Part* part, std::string* index_source) {
+  LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(path, &part->location));
+  std::unique_ptr<LmdbEnv> env;
+  LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(part->location, options_.lock, options_.db_name, &env));
+  const IndexPaths paths = IndexFilePaths(part->location, options_, env->identity());
+  const std::string& index_path = paths.save;
+  Status loaded = Status::NotFound("");
+  for (const std::string& candidate : paths.load) {
+    part->index = RecordIndex();
+    loaded = LoadIndex(candidate, env->identity(), options_.db_name, &part->index);
+    if (loaded.ok()) {
+      *index_source = "loaded from " + candidate;
+      break;
+    }
+  }
+  if (!loaded.ok()) {
+    // A damaged or stale saved index is rebuilt, never trusted.
+    part->index = RecordIndex();
+    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, true, &part->index));
+    *index_source = "built";
+    if (!index_path.empty()) {
+      Status saved = SaveIndex(index_path, part->index);
+      *index_source += saved.ok() ? " (saved to " + index_path + ")"
+                                  : " (not saved: " + saved.message() + ")";
+    }
+  }
+  if (loaded.ok()) part->index_file = *index_source;
+  LMDBLOADER_RETURN_IF_ERROR(OpenDataFile(part->location.data_path, part->index.identity, &part->fd));
+  bool corpus = false;
+  Status meta = LoadCorpusMeta(*part, &corpus);
+  if (!meta.ok() && loaded.ok()) {
+    // A saved index that passes its own checks (checksum, identity, bounds)
+    // can still point at the wrong bytes (forged, or written by a buggy
+    // tool): the data decides. Walk the data file; if its own metadata then
+    // reads, the index was wrong, and is not used.
+    const std::string wrong = "the saved index " + part->index_file.substr(std::string("loaded from ").size()) +
+                              " disagrees with the data (" + meta.message() + "), not used";
+    part->index = RecordIndex();
+    part->index_file.clear();
+    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, true, &part->index));
+    *index_source = "built: " + wrong;
+    meta = LoadCorpusMeta(*part, &corpus);
+  }
+  LMDBLOADER_RETURN_IF_ERROR(meta);
+  if (!corpus && !part->index.meta().empty()) {
+    // Keys that merely start with the metadata prefix in a plain LMDB are
+    // records like any other: walk again, keeping them.
+    part->index = RecordIndex();
+    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, false, &part->index));
+    if (!index_path.empty()) {
+      Status saved = SaveIndex(index_path, part->index);
+      *index_source = "built" + (saved.ok() ? " (saved to " + index_path + ")" : " (not saved: " + saved.message() + ")");
+    }
+  }
+  if (options_.lock) {
+    part->env = std::move(env);
+  } else if (!corpus) {
+    // Corpora are written whole and renamed into place, never changed: only
+    // a plain LMDB can have a writer. 2 pages, read by two loads a check.
+    part->watched = true;
+    if (!Mapping::Map(part->fd, 2ull * part->index.identity.page_size, part->location.data_path, &part->meta_pages)
+             .ok())
+      part->meta_pages.reset();
+  }
+  return Status::OK();
+}
+
+Status Reader::Open(const std::string& path, const ReaderOptions& options,
+                    std::unique_ptr<Reader>* out) {
+  LMDBLOADER_RETURN_IF_ERROR(ValidateOptions(options));
+  RegisterForkHandler();
+  std::unique_ptr<Reader> r(new Reader());
+  r->path_ = path;
+  r->options_ = options;
+  r->mode_ = options.mode == AccessMode::kMmap ? AccessMode::kMmap : AccessMode::kPread;
+  r->generation_ = g_fork_generation.load();
+
+  // A shard set is a directory with a shard list; anything else is one LMDB.
+  bool shard_set = false;
+  std::vector<ShardEntry> part_paths;
+  LMDBLOADER_RETURN_IF_ERROR(ReadShardList(path, &shard_set, &part_paths));
+  const std::string shard_list = path + "/" + kShardListFile;
+  if (!shard_set) part_paths.push_back({path, -1});
+
+  uint64_t total = 0, index_bytes = 0;
+  for (const auto& [part_path, expected] : part_paths) {
+    auto part = std::make_unique<Part>();
+    part->slot = r->parts_.size();
+    std::string source;
+    LMDBLOADER_RETURN_IF_ERROR(r->OpenPart(part_path, part.get(), &source));
+    if (expected >= 0 && part->index.size() != static_cast<uint64_t>(expected))
+      return Status::Corruption("open " + part_path + ": shard list says " + std::to_string(expected) +
+                                " records, the shard holds " + std::to_string(part->index.size()));
+    if (shard_set) {
+      if (part->manifest.empty())
+        return Status::Corruption("open " + part_path + ": a part listed in " + shard_list +
+                                  " is not an lmdbloader corpus");
+    }
+    if (r->index_source_.empty()) r->index_source_ = source;
+    total += part->index.size();
+    index_bytes += part->index.MemoryBytes() + part->checksums.size() * 8 +
+                   (part->verified ? part->verified->bytes() : 0);
+    r->part_ends_.push_back(total);
+    r->parts_.push_back(std::move(part));
+  }
+  r->size_ = total;
+  r->budget_ = MemoryBudget(options.rss_budget, index_bytes);
+  LMDBLOADER_RETURN_IF_ERROR(r->budget_.CheckIndexFits(path, total));
+
+  r->manifest_ = r->parts_.front()->manifest;
+
+  if (r->mode_ == AccessMode::kPread)
+    LMDBLOADER_RETURN_IF_ERROR(BatchIo::Create(options.io_engine, options.queue_depth, &r->io_, &r->io_fallback_));
+  {
+    r->cache_policy_ = options.cache_policy;
+    if (r->cache_policy_ == CachePolicy::kAuto) {
+      // Fill only what the page cache can keep: a corpus bigger than RAM
+      // would evict each chunk before its other records are read.
+      uint64_t data_bytes = 0;
+      for (const auto& p : r->parts_) data_bytes += p->index.identity.size;
+      const uint64_t room = PageCacheRoom();
+      r->cache_policy_ =
+          r->budget_.RoomForChunkFills() && data_bytes <= room / 2 ? CachePolicy::kFill : CachePolicy::kExact;
+    }
+    if (r->cache_policy_ == CachePolicy::kFill)
+      for (auto& p : r->parts_)
+        LMDBLOADER_RETURN_IF_ERROR(
+            ChunkFiller::Create(p->fd, p->index.identity.size, p->location.data_path, &p->filler));
+  }
+
+  if (r->mode_ == AccessMode::kMmap) {
+    r->governor_ = std::make_unique<ResidencyGovernor>(r->budget_.MappedAllowance(), options.mmap_window);
+    LMDBLOADER_RETURN_IF_ERROR(r->governor_->Start());
+    for (size_t i = 0; i < r->parts_.size(); ++i) {
+      Part& p = *r->parts_[i];
+      LMDBLOADER_RETURN_IF_ERROR(Mapping::Map(p.fd, p.index.identity.size, p.location.data_path, &p.map));
+      r->governor_->Attach(i, p.map->data(), p.map->size());
+    }
+  }
+  *out = std::move(r);
+  return Status::OK();
+}
+
+Status Reader::EnsureProcess() {
+  if (generation_ == g_fork_generation.load(std::memory_order_relaxed)) return Status::OK();
+  std::lock_guard<std::mutex> lock(reopen_mu_);
+  if (generation_ == g_fork_generation.load()) return Status::OK();
+  LMDBLOADER_RETURN_IF_ERROR(ReopenHandles());
+  generation_ = g_fork_generation.load();
+  return Status::OK();
+}
+
+Status Reader::ReopenHandles() {
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    Part& p = *parts_[i];
+    if (p.env) {
+      // The parent's environment must not be touched here, not even closed
+      // (mdb_env_close would act on the parent's lock-file state): let go of
+      // it without closing, and open this process's own snapshot.
+      (void)p.env.release();
+      LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(p.location, true, options_.db_name, &p.env));
+      if (!(p.env->identity() == p.index.identity)) {
+        RecordIndex fresh;
+        LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*p.env, p.location, options_.db_name, true, &fresh));
+        if (fresh.size() != p.index.size())
+          return Status::Corruption("reopen " + p.location.data_path +
+                                    " after fork: the database changed its record count");
+        p.index = std::move(fresh);
+        // A writer changed the database: what was checked before may not
+        // be what this process reads. Start a record of its own (unmapping
+        // the shared one here leaves the parent's as it is).
+        if (p.verified) LMDBLOADER_RETURN_IF_ERROR(VerifiedRecords::Create(p.index.size(), &p.verified));
+      }
+    }
+    // The filler's mapping stays valid in the child; it needs no handle.
+    int fd = -1;
+    LMDBLOADER_RETURN_IF_ERROR(OpenDataFile(p.location.data_path, p.index.identity, &fd));
+    ::close(p.fd);
+    p.fd = fd;
+    if (mode_ == AccessMode::kMmap) {
+      std::shared_ptr<Mapping> map;
+      LMDBLOADER_RETURN_IF_ERROR(Mapping::Map(p.fd, p.index.identity.size, p.location.data_path, &map));
+      std::atomic_store(&p.map, map);
+      governor_->Attach(i, map->data(), map->size());
+    }
+  }
+  if (governor_) LMDBLOADER_RETURN_IF_ERROR(governor_->Start());
+  if (io_) {
+    // The parent's rings and threads are not this process's: abandon them
+    // (destroying would join threads that do not exist here).
+    (void)io_.release();
+    LMDBLOADER_RETURN_IF_ERROR(BatchIo::Create(options_.io_engine, options_.queue_depth, &io_, &io_fallback_));
+  }
+  return Status::OK();
+}
+
+}  // namespace lmdbloader
