@@ -19,9 +19,9 @@
 #include <map>
 #include <random>
 
-#include "checksum.h"
-#include "corpus_format.h"
-#include "index_builder.h"
+#include "corpus/checksum.h"
+#include "corpus/corpus_format.h"
+#include "lmdb/index_builder.h"
 #include "lmdbloader/reader.h"
 #include "lmdbloader/writer.h"
 #include "test_util.h"

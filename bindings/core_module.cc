@@ -16,8 +16,8 @@
 #include "lmdbloader/options.h"
 #include "lmdbloader/reader.h"
 #include "lmdbloader/writer.h"
-#include "lmdb_copy.h"
-#include "msgpack_record.h"
+#include "lmdbloader/lmdb_copy.h"
+#include "lmdbloader/msgpack_record.h"
 
 namespace py = pybind11;
 using namespace lmdbloader;

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "checksum.h"
-#include "index_file.h"
+#include "corpus/checksum.h"
+#include "reader/index_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "lmdb_pages.h"
+#include "lmdb/lmdb_pages.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int fd = ::memfd_create("lmdb", MFD_CLOEXEC);

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "corpus_manifest.h"
+#include "corpus/corpus_manifest.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lmdbloader::CorpusManifest manifest;

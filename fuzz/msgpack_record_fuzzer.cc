@@ -2,7 +2,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "msgpack_record.h"
+#include "lmdbloader/msgpack_record.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   msgpack::object_handle oh;

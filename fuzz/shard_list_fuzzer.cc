@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "shard_list.h"
+#include "corpus/shard_list.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<lmdbloader::ShardEntry> parts;

@@ -17,7 +17,7 @@
 #include <random>
 #include <thread>
 
-#include "chunk_filler.h"
+#include "io/chunk_filler.h"
 #include "lmdbloader/reader.h"
 #include "test_util.h"
 

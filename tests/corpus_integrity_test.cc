@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "corpus_format.h"
-#include "index_file.h"
+#include "corpus/corpus_format.h"
+#include "reader/index_file.h"
 #include "lmdbloader/reader.h"
 #include "lmdbloader/writer.h"
 #include "test_util.h"

@@ -1,8 +1,8 @@
-#include "index_file.h"
+#include "reader/index_file.h"
 
 #include <fstream>
 
-#include "corpus_format.h"
+#include "corpus/corpus_format.h"
 #include "test_util.h"
 
 namespace lmdbloader {

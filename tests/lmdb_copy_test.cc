@@ -1,4 +1,4 @@
-#include "lmdb_copy.h"
+#include "lmdbloader/lmdb_copy.h"
 
 #include <fcntl.h>
 #include <lmdb.h>

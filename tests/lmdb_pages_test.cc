@@ -2,7 +2,7 @@
 // every kind of tree, in the same order), and against damage: targeted page
 // edits and random mutations end in a Corruption status, never a crash (this
 // suite runs under ASan + UBSan in CI).
-#include "lmdb_pages.h"
+#include "lmdb/lmdb_pages.h"
 #include "lmdbloader/inspect.h"
 
 #include <fcntl.h>

@@ -11,8 +11,8 @@
 #include <fstream>
 #include <thread>
 
-#include "corpus_format.h"
-#include "fault_guard.h"
+#include "corpus/corpus_format.h"
+#include "io/fault_guard.h"
 #include "test_util.h"
 
 namespace lmdbloader {

@@ -1,8 +1,8 @@
-#include "record_index.h"
+#include "reader/record_index.h"
 
 #include <gtest/gtest.h>
 
-#include "corpus_format.h"
+#include "corpus/corpus_format.h"
 
 namespace lmdbloader {
 namespace {

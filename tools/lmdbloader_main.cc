@@ -20,7 +20,7 @@
 #include "lmdbloader/inspect.h"
 #include "lmdbloader/memory.h"
 #include "lmdbloader/reader.h"
-#include "msgpack_record.h"
+#include "lmdbloader/msgpack_record.h"
 #include "tools/convert_command.h"
 
 namespace lmdbloader {

@@ -1,4 +1,4 @@
-#include "chunk_filler.h"
+#include "io/chunk_filler.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,4 +1,4 @@
-#include "msgpack_record.h"
+#include "lmdbloader/msgpack_record.h"
 
 #include <exception>
 

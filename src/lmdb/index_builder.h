@@ -6,9 +6,9 @@
 
 #include <memory>
 
-#include "lmdb_env.h"
+#include "lmdb/lmdb_env.h"
 #include "lmdbloader/status.h"
-#include "record_index.h"
+#include "reader/record_index.h"
 
 namespace lmdbloader {
 

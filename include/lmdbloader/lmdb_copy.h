@@ -13,8 +13,8 @@
 // counts the copy sums) and every overflow page header; and liblmdb then runs
 // in a forked child, so that a fault it meets anyway ends the child, reported
 // as Corruption, never the caller.
-#ifndef LMDBLOADER_SRC_LMDB_COPY_H_
-#define LMDBLOADER_SRC_LMDB_COPY_H_
+#ifndef LMDBLOADER_LMDB_COPY_H_
+#define LMDBLOADER_LMDB_COPY_H_
 
 #include <string>
 
@@ -33,4 +33,4 @@ Status CopyEnvironmentToDir(const std::string& path, const std::string& dir, boo
 
 }  // namespace lmdbloader
 
-#endif  // LMDBLOADER_SRC_LMDB_COPY_H_
+#endif  // LMDBLOADER_LMDB_COPY_H_

@@ -1,4 +1,4 @@
-#include "lmdb_pages.h"
+#include "lmdb/lmdb_pages.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,8 +9,8 @@
 #include <cstring>
 #include <vector>
 
-#include "checksum.h"
-#include "open_file.h"
+#include "corpus/checksum.h"
+#include "io/open_file.h"
 
 namespace lmdbloader {
 

@@ -9,8 +9,8 @@
 // no bytes after the value.
 // Used by the Python decoder and `lmdbloader verify`; fuzzed by
 // fuzz/msgpack_record_fuzzer.cc.
-#ifndef LMDBLOADER_SRC_MSGPACK_RECORD_H_
-#define LMDBLOADER_SRC_MSGPACK_RECORD_H_
+#ifndef LMDBLOADER_MSGPACK_RECORD_H_
+#define LMDBLOADER_MSGPACK_RECORD_H_
 
 #include <msgpack.hpp>
 
@@ -27,4 +27,4 @@ bool UnpackRecord(const char* data, size_t size, msgpack::object_handle* out, st
 
 }  // namespace lmdbloader
 
-#endif  // LMDBLOADER_SRC_MSGPACK_RECORD_H_
+#endif  // LMDBLOADER_MSGPACK_RECORD_H_

@@ -1,4 +1,4 @@
-#include "open_file.h"
+#include "io/open_file.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>

@@ -1,9 +1,9 @@
-#include "corpus_manifest.h"
+#include "corpus/corpus_manifest.h"
 
 #include <nlohmann/json.hpp>
 
-#include "checksum.h"
-#include "corpus_format.h"
+#include "corpus/checksum.h"
+#include "corpus/corpus_format.h"
 
 namespace lmdbloader {
 

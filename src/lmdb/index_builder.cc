@@ -1,4 +1,4 @@
-#include "index_builder.h"
+#include "lmdb/index_builder.h"
 
 #include <sys/mman.h>
 
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "corpus_format.h"
+#include "corpus/corpus_format.h"
 
 namespace lmdbloader {
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "lmdb_env.h"
+#include "lmdb/lmdb_env.h"
 #include "lmdbloader/options.h"
 #include "lmdbloader/status.h"
-#include "record_index.h"
+#include "reader/record_index.h"
 
 namespace lmdbloader {
 

@@ -1,4 +1,4 @@
-#include "shard_list.h"
+#include "corpus/shard_list.h"
 
 #include <sys/stat.h>
 
@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "corpus_format.h"
-#include "open_file.h"
+#include "corpus/corpus_format.h"
+#include "io/open_file.h"
 
 namespace lmdbloader {
 

@@ -1,4 +1,4 @@
-#include "index_file.h"
+#include "reader/index_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "checksum.h"
-#include "open_file.h"
+#include "corpus/checksum.h"
+#include "io/open_file.h"
 
 namespace lmdbloader {
 

@@ -1,4 +1,4 @@
-#include "batch_io.h"
+#include "io/batch_io.h"
 
 #include <liburing.h>
 #include <pthread.h>

@@ -15,9 +15,9 @@
 #include <memory>
 #include <string>
 
-#include "lmdb_pages.h"
+#include "lmdb/lmdb_pages.h"
 #include "lmdbloader/status.h"
-#include "record_index.h"
+#include "reader/record_index.h"
 
 namespace lmdbloader {
 

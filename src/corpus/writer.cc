@@ -14,11 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "checksum.h"
-#include "corpus_format.h"
-#include "index_builder.h"
-#include "index_file.h"
-#include "lmdb_env.h"
+#include "corpus/checksum.h"
+#include "corpus/corpus_format.h"
+#include "lmdb/index_builder.h"
+#include "reader/index_file.h"
+#include "lmdb/lmdb_env.h"
 
 namespace lmdbloader {
 

@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "chunk_filler.h"
-#include "lmdb_env.h"
+#include "io/chunk_filler.h"
+#include "lmdb/lmdb_env.h"
 #include "lmdbloader/reader.h"
-#include "mapping.h"
-#include "record_index.h"
+#include "io/mapping.h"
+#include "reader/record_index.h"
 
 namespace lmdbloader {
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "lmdb_env.h"
-#include "shard_list.h"
+#include "lmdb/lmdb_env.h"
+#include "corpus/shard_list.h"
 
 namespace lmdbloader {
 

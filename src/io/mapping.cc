@@ -1,10 +1,10 @@
-#include "mapping.h"
+#include "io/mapping.h"
 
 #include <sys/mman.h>
 
 #include <cerrno>
 
-#include "fault_guard.h"
+#include "io/fault_guard.h"
 
 namespace lmdbloader {
 

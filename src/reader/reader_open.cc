@@ -18,22 +18,22 @@
 
 #include <nlohmann/json.hpp>
 
-#include "batch_io.h"
-#include "checksum.h"
-#include "chunk_filler.h"
-#include "corpus_format.h"
-#include "corpus_manifest.h"
-#include "index_builder.h"
-#include "index_file.h"
-#include "lmdb_env.h"
-#include "lmdb_pages.h"
+#include "io/batch_io.h"
+#include "corpus/checksum.h"
+#include "io/chunk_filler.h"
+#include "corpus/corpus_format.h"
+#include "corpus/corpus_manifest.h"
+#include "lmdb/index_builder.h"
+#include "reader/index_file.h"
+#include "lmdb/lmdb_env.h"
+#include "lmdb/lmdb_pages.h"
 #include "lmdbloader/memory.h"
-#include "mapping.h"
-#include "open_file.h"
-#include "reader_part.h"
-#include "record_index.h"
-#include "residency.h"
-#include "shard_list.h"
+#include "io/mapping.h"
+#include "io/open_file.h"
+#include "reader/reader_part.h"
+#include "reader/record_index.h"
+#include "io/residency.h"
+#include "corpus/shard_list.h"
 
 namespace lmdbloader {
 

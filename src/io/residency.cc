@@ -1,4 +1,4 @@
-#include "residency.h"
+#include "io/residency.h"
 
 #include <sys/mman.h>
 

@@ -1,4 +1,4 @@
-#include "fault_guard.h"
+#include "io/fault_guard.h"
 
 #include <signal.h>
 #include <sys/mman.h>

@@ -1,4 +1,4 @@
-#include "lmdb_env.h"
+#include "lmdb/lmdb_env.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "corpus_format.h"
+#include "corpus/corpus_format.h"
 
 namespace lmdbloader {
 

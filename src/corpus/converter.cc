@@ -14,9 +14,9 @@
 #include <msgpack.hpp>
 #include <nlohmann/json.hpp>
 
-#include "corpus_format.h"
-#include "lmdb_pages.h"
-#include "open_file.h"
+#include "corpus/corpus_format.h"
+#include "lmdb/lmdb_pages.h"
+#include "io/open_file.h"
 #include "lmdbloader/convert.h"
 #include "lmdbloader/reader.h"
 #include "lmdbloader/writer.h"

@@ -1,4 +1,4 @@
-#include "lmdb_copy.h"
+#include "lmdbloader/lmdb_copy.h"
 
 #include <fcntl.h>
 #include <lmdb.h>
@@ -13,8 +13,8 @@
 #include <memory>
 #include <vector>
 
-#include "lmdb_env.h"
-#include "shard_list.h"
+#include "lmdb/lmdb_env.h"
+#include "corpus/shard_list.h"
 
 namespace lmdbloader {
 

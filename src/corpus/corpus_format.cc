@@ -1,4 +1,4 @@
-#include "corpus_format.h"
+#include "corpus/corpus_format.h"
 
 namespace lmdbloader {
 
