@@ -40,29 +40,34 @@ py::object MessageText(const std::string& m) {
       PyUnicode_DecodeUTF8(m.data(), static_cast<Py_ssize_t>(m.size()), "backslashreplace"));
 }
 
-// Python exception classes live in lmdbloader/errors.py.
+// Python exception classes live in lmdbloader/errors.py. A status's reason
+// rides on the exception as attributes (reason, and lmdb_format), so callers
+// (compat) never parse the message.
 void TranslateStatus(const Status& s) {
   py::module_ errors = py::module_::import("lmdbloader.errors");
   py::object text = MessageText(s.message());
+  py::object type;
   switch (s.code()) {
-    case Status::Code::kNotFound: PyErr_SetObject(PyExc_KeyError, text.ptr()); return;
-    case Status::Code::kOutOfRange: PyErr_SetObject(PyExc_IndexError, text.ptr()); return;
-    case Status::Code::kInvalidArgument: PyErr_SetObject(PyExc_ValueError, text.ptr()); return;
-    case Status::Code::kIOError:
-      if (s.sys_errno() != 0) {
-        py::object err = py::reinterpret_steal<py::object>(
-            PyObject_CallFunction(PyExc_OSError, "iO", s.sys_errno(), text.ptr()));
-        PyErr_SetObject(PyExc_OSError, err.ptr());
-      } else {
-        PyErr_SetObject(PyExc_OSError, text.ptr());
-      }
-      return;
-    case Status::Code::kCorruption: PyErr_SetObject(errors.attr("CorruptedError").ptr(), text.ptr()); return;
-    case Status::Code::kUnsupported: PyErr_SetObject(errors.attr("UnsupportedError").ptr(), text.ptr()); return;
+    case Status::Code::kNotFound: type = py::reinterpret_borrow<py::object>(PyExc_KeyError); break;
+    case Status::Code::kOutOfRange: type = py::reinterpret_borrow<py::object>(PyExc_IndexError); break;
+    case Status::Code::kInvalidArgument: type = py::reinterpret_borrow<py::object>(PyExc_ValueError); break;
+    case Status::Code::kIOError: type = py::reinterpret_borrow<py::object>(PyExc_OSError); break;
+    case Status::Code::kCorruption: type = errors.attr("CorruptedError"); break;
+    case Status::Code::kUnsupported: type = errors.attr("UnsupportedError"); break;
     default:
-      PyErr_SetObject(errors.attr("Error").ptr(),
-                      MessageText(std::string(CodeName(s.code())) + ": " + s.message()).ptr());
+      type = errors.attr("Error");
+      text = MessageText(std::string(CodeName(s.code())) + ": " + s.message());
   }
+  py::object exc = s.code() == Status::Code::kIOError && s.sys_errno() != 0 ? type(s.sys_errno(), text) : type(text);
+  switch (s.reason()) {
+    case Status::Reason::kNotLmdb: exc.attr("reason") = "not_lmdb"; break;
+    case Status::Reason::kLmdbFormat:
+      exc.attr("reason") = "lmdb_format";
+      exc.attr("lmdb_format") = s.reason_detail();
+      break;
+    case Status::Reason::kNone: break;
+  }
+  PyErr_SetObject(type.ptr(), exc.ptr());
 }
 
 // Holds records between the read (GIL released) and decoding. Each thread

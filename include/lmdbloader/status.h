@@ -15,6 +15,7 @@
 #ifndef LMDBLOADER_STATUS_H_
 #define LMDBLOADER_STATUS_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,14 @@ class [[nodiscard]] Status {
     kCorruption,       // not an LMDB file, truncated, corrupted, or stale
     kUnsupported,      // a valid LMDB feature this library does not read
     kLmdbError,        // any other LMDB failure (MDB_READERS_FULL, ...)
+  };
+
+  // What a caller may need beyond the code and the message: compat answers
+  // with py-lmdb's exception for these, so it must not parse message text.
+  enum class Reason {
+    kNone = 0,
+    kNotLmdb,     // the file is not an LMDB file at all (kCorruption)
+    kLmdbFormat,  // an LMDB data format this library does not read (kUnsupported); detail: the format
   };
 
   Status() = default;  // OK
@@ -64,6 +73,16 @@ class [[nodiscard]] Status {
   // MDB_VERSION_MISMATCH -> kCorruption; errno values -> kIOError.
   static Status FromLmdb(int rc, std::string_view call, std::string_view path);
 
+  // This status with a reason (and its detail) attached.
+  Status WithReason(Reason reason, uint32_t detail = 0) const {
+    Status s = *this;
+    s.reason_ = reason;
+    s.reason_detail_ = detail;
+    return s;
+  }
+  Reason reason() const { return reason_; }
+  uint32_t reason_detail() const { return reason_detail_; }
+
   bool ok() const { return code_ == Code::kOk; }
   bool IsNotFound() const { return code_ == Code::kNotFound; }
   Code code() const { return code_; }
@@ -81,6 +100,8 @@ class [[nodiscard]] Status {
 
   Code code_ = Code::kOk;
   int errno_ = 0;
+  Reason reason_ = Reason::kNone;
+  uint32_t reason_detail_ = 0;
   std::string message_;
 };
 

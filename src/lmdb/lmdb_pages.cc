@@ -185,9 +185,12 @@ Status ReadCommittedTxnid(int fd, const char* mapped_meta_pages, uint32_t page_s
 
 Status LmdbFile::ReadMeta(uint64_t want_txnid, LmdbMeta* out) {
   const std::string not_lmdb = "open " + path_ + ": not an LMDB file";
-  if (file_size_ == 0) return Status::Corruption(not_lmdb + " (it is empty)");
+  const auto not_lmdb_because = [&](const std::string& why) {
+    return Status::Corruption(not_lmdb + " (" + why + ")").WithReason(Status::Reason::kNotLmdb);
+  };
+  if (file_size_ == 0) return not_lmdb_because("it is empty");
   char first[kMetaSize];
-  if (file_size_ < kMetaSize) return Status::Corruption(not_lmdb + " (only " + std::to_string(file_size_) + " bytes)");
+  if (file_size_ < kMetaSize) return not_lmdb_because("only " + std::to_string(file_size_) + " bytes");
   if (::pread(fd_, first, kMetaSize, 0) != static_cast<ssize_t>(kMetaSize))
     return Status::FromErrno(errno ? errno : EIO, "pread", path_);
   const uint32_t page_size = Load<uint32_t>(first + 40);  // the free tree's pad
@@ -217,9 +220,10 @@ Status LmdbFile::ReadMeta(uint64_t want_txnid, LmdbMeta* out) {
           const uint32_t format = Load<uint32_t>(first + at + 4);
           return Status::Unsupported("open " + path_ + ": LMDB data format " + std::to_string(format) +
                                      (format == 3 ? " (LMDB 1.0)" : "") +
-                                     " is not supported: lmdbloader reads LMDB 0.9 files (data format 1)");
+                                     " is not supported: lmdbloader reads LMDB 0.9 files (data format 1)")
+              .WithReason(Status::Reason::kLmdbFormat, format);
         }
-        return Status::Corruption(not_lmdb + " (no LMDB meta page at offset 0)");
+        return not_lmdb_because("no LMDB meta page at offset 0");
       }
       return Status::Corruption("open " + path_ + ": damaged " + which + " (bad flags or magic)");
     }

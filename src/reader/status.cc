@@ -49,7 +49,8 @@ Status Status::FromLmdb(int rc, std::string_view call, std::string_view path) {
     case MDB_NOTFOUND:
       return NotFound(Describe(call, path, what));
     case MDB_INVALID:
-      return Corruption(Describe(call, path, "not an LMDB file (bad magic or meta page)"));
+      return Corruption(Describe(call, path, "not an LMDB file (bad magic or meta page)"))
+          .WithReason(Reason::kNotLmdb);
     case MDB_VERSION_MISMATCH:
     case MDB_CORRUPTED:
     case MDB_PAGE_NOTFOUND:

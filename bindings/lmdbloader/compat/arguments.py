@@ -1,0 +1,120 @@
+"""How py-lmdb parses its arguments (numbers, flags, keys, buffers, db= and txn=), and its
+answers to write calls on a read-only environment."""
+
+import operator
+
+from .. import _core
+from ..errors import Error, ReadonlyError
+from .errors import _BAD_VALSIZE, BadValsizeError
+from .handles import _Database, _TransactionBase
+
+_INT_MAX = (1 << 31) - 1
+
+
+_SIZE_MAX = (1 << 64) - 1
+
+
+# liblmdb maps map_size bytes: from 2^47 (the x86-64 user address space) up,
+# mmap fails with ENOMEM, which py-lmdb raises as MemoryError.
+_MAPPABLE = 1 << 47
+
+
+def _uint(value, limit, default):
+    """An integer argument as py-lmdb parses one: None keeps the default; the
+    value is compared with 0 and the limit before it is taken as an integer,
+    so a str fails the comparison (TypeError) and a float the conversion."""
+    if value is None:
+        return default
+    if not value >= 0:
+        raise OverflowError("Integer argument must be >= 0")
+    if not value <= limit:
+        raise OverflowError("Integer argument exceeds limit.")
+    return operator.index(value)
+
+
+def _flag(value, default):
+    """A boolean argument as py-lmdb parses one: None keeps the default."""
+    return default if value is None else bool(value)
+
+
+def _engine(lib_version):
+    """py-lmdb's check of ``lib_version=``: None or the major version of the
+    one engine there is."""
+    if lib_version is None:
+        return
+    if lib_version < 0:
+        raise OverflowError("Integer argument must be >= 0")
+    if lib_version != _core.lmdb_version()[0]:
+        raise Error(f"lib_version={lib_version}: this build has no LMDB {lib_version}.x engine.")
+
+
+def _readonly(call):
+    raise ReadonlyError(f"{call}: Permission denied")
+
+
+def _write_call(call):
+    """A method of py-lmdb's write API: ReadonlyError, as py-lmdb on a read-only
+    environment. Like py-lmdb, the attempt counts as a mutation of the
+    transaction: its cursors re-read their current item on the next access."""
+    def refuse(self, *args, **kwargs):
+        self._check()
+        txn = getattr(self, "txn", self)
+        if isinstance(txn, _TransactionBase):
+            txn._mutations += 1
+        _readonly(call)
+    refuse.__name__ = call
+    return refuse
+
+
+def _type_name(obj):
+    """The name CPython's own messages give obj's type (its tp_name)."""
+    t = type(obj)
+    if t.__module__ == "builtins" or t.__flags__ & (1 << 9):  # Py_TPFLAGS_HEAPTYPE
+        return t.__name__
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+def _buffer(obj):
+    """The bytes of a key or value argument: any C-contiguous object with the
+    buffer protocol (bytes, bytearray, memoryview, array, numpy), as py-lmdb's
+    val_from_buffer() takes it, with the errors it gives."""
+    if type(obj) is bytes:
+        return obj
+    if type(obj) is str:
+        raise TypeError("Won't implicitly convert Unicode to bytes; use .encode()")
+    try:
+        view = memoryview(obj)
+    except TypeError:
+        raise TypeError(f"a bytes-like object is required, not '{_type_name(obj)}'") from None
+    with view:
+        if not view.c_contiguous:
+            if isinstance(obj, memoryview):
+                raise BufferError("memoryview: underlying buffer is not C-contiguous")
+            raise ValueError(f"{type(obj).__name__} is not C-contiguous")
+        return view.tobytes()
+
+
+def _optional_buffer(obj):
+    """A buffer argument py-lmdb parses with its argument table, where None
+    means "not given": an empty key or value."""
+    return b"" if obj is None else _buffer(obj)
+
+
+def _key(key, call, allow_empty=False):
+    """py-lmdb's checks of a key argument."""
+    key = _buffer(key)
+    if not key and not allow_empty:
+        raise BadValsizeError(f"{call}: {_BAD_VALSIZE}")
+    return key
+
+
+def _db_arg(env, db, default):
+    """A ``db=`` argument, checked as py-lmdb checks it: None means the
+    default; anything but a database handle of this environment is refused."""
+    if db is None:
+        return default
+    if not isinstance(db, _Database):
+        raise TypeError("invalid type")
+    if db._env is not env:
+        raise Error("Database handle belongs to another environment.")
+    return db

@@ -1,0 +1,294 @@
+"""py-lmdb's Environment and open(): the environment opened read-only over lmdbloader
+Readers, one per database."""
+
+import os
+
+from .. import _core
+from ..errors import CorruptedError, Error, UnsupportedError
+from ..reader import Reader
+from .arguments import (
+    _INT_MAX,
+    _MAPPABLE,
+    _SIZE_MAX,
+    _engine,
+    _flag,
+    _key,
+    _readonly,
+    _uint,
+    _write_call,
+)
+from .errors import (
+    _BAD_VALSIZE,
+    _CLOSED,
+    _INCOMPATIBLE,
+    _MAX_KEY,
+    _NOTFOUND,
+    BadValsizeError,
+    DbsFullError,
+    IncompatibleError,
+    InvalidError,
+    InvalidParameterError,
+    MemoryError,
+    NotFoundError,
+)
+from .handles import _Database, _db_stat, _EnvironmentBase
+from .transaction import Transaction, _ReaderTable
+
+
+def version(subpatch=False, lib_version=None):
+    """liblmdb's version, ``(major, minor, patch)``, as py-lmdb's ``lmdb.version()``.
+    lmdbloader reads one engine's files, LMDB 0.9's: ``lib_version`` may name
+    it (0) and nothing else, as in a py-lmdb build with a single engine."""
+    _engine(lib_version)
+    v = tuple(_core.lmdb_version())
+    return v + (0,) if subpatch else v
+
+
+def enable_drop_gil():
+    """Deprecated in py-lmdb and a no-op there; here too."""
+
+
+def open(path, map_size=10485760, subdir=True, readonly=False, metasync=True, sync=True,  # noqa: A001
+         map_async=False, mode=0o755, create=True, readahead=True, writemap=False,
+         meminit=True, max_readers=126, max_dbs=0, max_spare_txns=1, lock=True, lib_version=None, *,
+         rss_budget=None, access_mode="auto", index_dir=None):
+    """Opens an environment read-only, with py-lmdb's signature.
+
+    ``readonly=False`` (py-lmdb's default) is accepted so that reading code
+    runs unchanged; writes still raise ReadonlyError. ``lock`` keeps py-lmdb's
+    meaning (True: use the lock file; pass False for read-only datasets).
+    """
+    return Environment(path, map_size=map_size, subdir=subdir, readonly=readonly, metasync=metasync,
+                       sync=sync, map_async=map_async, mode=mode, create=create, readahead=readahead,
+                       writemap=writemap, meminit=meminit, max_readers=max_readers, max_dbs=max_dbs,
+                       max_spare_txns=max_spare_txns, lock=lock, lib_version=lib_version, rss_budget=rss_budget,
+                       access_mode=access_mode, index_dir=index_dir)
+
+
+class Environment(_EnvironmentBase):
+    """A read-only LMDB environment (py-lmdb's ``lmdb.Environment``)."""
+
+    def __init__(self, path, map_size=10485760, subdir=True, readonly=False, metasync=True, sync=True,
+                 map_async=False, mode=0o755, create=True, readahead=True, writemap=False,
+                 meminit=True, max_readers=126, max_dbs=0, max_spare_txns=1, lock=True, lib_version=None, *,
+                 rss_budget=None, access_mode="auto", index_dir=None):
+        self._closed = True  # until opened
+        map_size = _uint(map_size, _SIZE_MAX, 10485760)
+        subdir, readonly, metasync, sync, map_async, create, readahead, writemap, lock = (
+            _flag(v, d) for v, d in ((subdir, True), (readonly, False), (metasync, True), (sync, True),
+                                     (map_async, False), (create, True), (readahead, True),
+                                     (writemap, False), (lock, True)))
+        _uint(mode, _INT_MAX, 0o755)
+        meminit = _uint(meminit, _INT_MAX, 1)
+        max_readers = _uint(max_readers, _INT_MAX, 126)
+        max_dbs = _uint(max_dbs, _INT_MAX, 0)
+        max_spare_txns = _uint(max_spare_txns, _INT_MAX, 1)
+        if path is None:
+            raise TypeError("'path' argument required")
+        if max_readers == 0:
+            raise InvalidParameterError("mdb_env_set_maxreaders: Invalid argument")
+        _engine(lib_version)
+        self._lib_version = lib_version
+        path = os.fspath(path)
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not os.path.exists(path):
+            raise Error(f"{path}: No such file or directory")
+        if subdir and not os.path.isdir(path):
+            raise Error(f"{path}: Not a directory")
+        if not subdir and os.path.isdir(path):
+            raise Error(f"{path}: Is a directory")
+        self._path = path
+        self._flags = {"subdir": bool(subdir), "readonly": bool(readonly), "metasync": bool(metasync),
+                       "sync": bool(sync), "map_async": bool(map_async), "readahead": bool(readahead),
+                       "writemap": bool(writemap), "meminit": bool(meminit), "lock": bool(lock)}
+        self._map_size = map_size
+        self._max_readers = max_readers
+        self._max_dbs = max_dbs
+        self._options = dict(rss_budget=rss_budget, mode=access_mode, lock=bool(lock), index_dir=index_dir)
+        self._counts, self._names = {}, None
+        self._main = _Database(self, self._open_reader(None), None)
+        if map_size >= _MAPPABLE:
+            raise MemoryError(f"{path}: Cannot allocate memory")
+        self._named = {}
+        self._readers = _ReaderTable(max_spare_txns)
+        self._closed = False
+
+    def _open_reader(self, name):
+        try:
+            return Reader(self._path, db=name, **self._options)
+        except CorruptedError as e:
+            if getattr(e, "reason", None) == "not_lmdb":
+                raise InvalidError(f"{self._path}: MDB_INVALID: File is not an LMDB file") from None
+            raise
+        except UnsupportedError as e:
+            if getattr(e, "reason", None) != "lmdb_format":
+                raise
+            if self._lib_version is not None:
+                # py-lmdb: an engine named explicitly that does not match the file.
+                raise InvalidError(f"{self._path}: MDB_INVALID: File is not an LMDB file") from None
+            # py-lmdb's message for a data format it has no engine for.
+            raise Error(f"{self._path}: LMDB data format v{e.lmdb_format} is not supported by this build.") from None
+        except FileNotFoundError as e:
+            raise Error(f"{self._path}: {e.strerror}") from None
+
+    def _check(self):
+        if self._closed:
+            raise Error(_CLOSED)
+
+    def _inspect(self, db=None):
+        """LMDB's counts for `db`: read once per database (the environment is a snapshot)."""
+        name = (db or self._main).name or b""
+        if name not in self._counts:
+            self._counts[name] = _core.inspect(self._path, name)
+        return self._counts[name]
+
+    def _named_databases(self):
+        """Names of the named databases: one walk of the main tree, once."""
+        if self._names is None:
+            self._names = list(_core.named_databases(self._path))
+        return self._names
+
+    def open_db(self, key=None, txn=None, reverse_key=False, dupsort=False, create=True,
+                integerkey=False, integerdup=False, dupfixed=False):
+        """Handle of the named database ``key`` (bytes; None: the main one).
+        The flags of an existing database win over those given, as in LMDB."""
+        del reverse_key, dupsort, integerkey, integerdup, dupfixed
+        if txn is not None and not isinstance(txn, Transaction):
+            raise TypeError("invalid type")
+        self._check()
+        if key is None:
+            return self._main
+        # liblmdb takes the name as a C string: it ends at the first NUL.
+        key = _key(key, "mdb_dbi_open", allow_empty=True).split(b"\0", 1)[0]
+        if key in self._named:
+            return self._named[key]
+        if self._max_dbs < 1 + len(self._named):
+            raise DbsFullError("mdb_dbi_open: MDB_DBS_FULL: Environment maxdbs limit reached "
+                               "(Please use a larger Environment(max_dbs=) parameter)")
+        if not key:
+            raise BadValsizeError(f"mdb_dbi_open: {_BAD_VALSIZE}")
+        if key not in self._named_databases():
+            if self._main.reader.get(key) is not None:
+                raise IncompatibleError(f"mdb_dbi_open: {_INCOMPATIBLE}")
+            if _flag(create, True):
+                _readonly("mdb_dbi_open")
+            raise NotFoundError(f"mdb_dbi_open: {_NOTFOUND}")
+        db = _Database(self, self._open_reader(os.fsdecode(key)), key)
+        self._named[key] = db
+        return db
+
+    def lib_version(self):
+        """The engine reading this environment, as py-lmdb's ``Environment.lib_version()``."""
+        return version()
+
+    def dbs(self, txn=None):
+        """Names of the named databases, as py-lmdb's ``Environment.dbs()``."""
+        self._check()
+        return list(self._named_databases())
+
+    def begin(self, db=None, parent=None, write=False, buffers=False):
+        return Transaction(self, db=db, parent=parent, write=write, buffers=buffers)
+
+    def stat(self):
+        self._check()
+        return _db_stat(self._inspect())
+
+    def info(self):
+        self._check()
+        s = self._inspect()
+        needed = (s["last_pgno"] + 1) * s["page_size"]
+        # liblmdb: a map size of 0 takes the meta page's, and none is below the data's size.
+        return {"map_addr": 0, "map_size": max(self._map_size or s["map_size"], needed), "last_pgno": s["last_pgno"],
+                "last_txnid": s["last_txnid"], "max_readers": self._max_readers, "num_readers": 0}
+
+    def path(self):
+        self._check()
+        return self._path
+
+    def max_key_size(self):
+        self._check()
+        return _MAX_KEY
+
+    def max_readers(self):
+        self._check()
+        return self._max_readers
+
+    def flags(self):
+        self._check()
+        return dict(self._flags)
+
+    def readers(self):
+        self._check()
+        # Opened without a reader table unless lock=True (liblmdb's answer
+        # without a lock file); with it, this environment's transactions as
+        # liblmdb lists them for py-lmdb.
+        if not self._flags["lock"]:
+            return "(no reader locks)\n"
+        return self._readers.listing(self._inspect()["last_txnid"])
+
+    def reader_check(self):
+        self._check()
+        return 0
+
+    sync = _write_call("mdb_env_sync")
+    def copy(self, path=None, compact=False, txn=None):
+        """py-lmdb's ``copy``: a copy of the environment written to
+        ``path``/data.mdb (an existing directory without one), as liblmdb
+        makes it; ``compact=True`` leaves out free pages. The copy appears
+        whole or not at all. ``txn`` is accepted (with ``compact``, as
+        py-lmdb): the environment is one snapshot anyway."""
+        self._check()
+        if path is None:
+            raise TypeError("path argument required")
+        if txn is not None and not compact:
+            raise TypeError("txn argument only compatible with compact=True")
+        self._copy("mdb_env_copy3", _core.copy_environment, os.fsdecode(os.fspath(path)), bool(compact))
+
+    def copyfd(self, fd=None, compact=False, txn=None):
+        """py-lmdb's ``copyfd``: the same copy, written to file descriptor ``fd``."""
+        self._check()
+        if fd is None:
+            raise TypeError("fd argument required")
+        fd = _uint(fd, _INT_MAX, None)
+        if txn is not None and not compact:
+            raise TypeError("txn argument only compatible with compact=True")
+        self._copy("mdb_env_copyfd3", _core.copy_environment_fd, fd, bool(compact))
+
+    def _copy(self, call, copier, dest, compact):
+        try:
+            copier(self._path, dest, compact)
+        except OSError as e:
+            if e.errno is None:
+                raise Error(f"{call}: {e}") from None
+            raise Error(f"{call}: {os.strerror(e.errno)}") from None
+        except CorruptedError as e:
+            raise CorruptedError(f"{call}: {e}") from None
+
+    def set_mapsize(self, map_size):
+        """py-lmdb's ``set_mapsize``: allowed on a read-only environment, where
+        it changes only the map size info() reports (0: the meta page's)."""
+        self._check()
+        map_size = _uint(map_size, _SIZE_MAX, 0)
+        if map_size >= _MAPPABLE:
+            self.close()  # as py-lmdb, whose environment is unusable after the failed remap
+            raise MemoryError("mdb_env_set_mapsize: Cannot allocate memory")
+        self._map_size = map_size
+
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        self._main.reader.close()
+        for db in self._named.values():
+            db.reader.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __getstate__(self):
+        raise TypeError("lmdbloader.compat.Environment cannot be pickled, like py-lmdb's; "
+                        "open it in each worker, or use lmdbloader.Reader, which pickles")

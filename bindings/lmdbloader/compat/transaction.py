@@ -1,0 +1,179 @@
+"""py-lmdb's read Transaction, and the reader slots Environment.readers() lists."""
+
+import os
+import threading
+
+from ..errors import Error, ReadonlyError
+from .arguments import _db_arg, _key, _optional_buffer, _readonly
+from .cursor import Cursor
+from .errors import _CLOSED, _MAX_KEY, InvalidParameterError
+from .handles import _db_stat, _EnvironmentBase, _TransactionBase
+
+
+class _ReaderTable:
+    """The reader slots liblmdb's lock file would hold for one environment
+    opened with lock=True, so ``Environment.readers()`` lists what py-lmdb
+    lists: a slot per read transaction object (its thread, and its snapshot
+    until it ends, "-" after: py-lmdb resets an ended transaction and keeps
+    its slot while the object lives); when the object dies, up to
+    ``max_spare_txns`` slots stay as spares for later transactions and the
+    rest are freed (mdb_txn_reset, then mdb_txn_abort)."""
+
+    def __init__(self, max_spare):
+        self._max_spare = max_spare
+        self._slots = []   # per slot: [thread id, live] or None when free
+        self._spares = []  # slots kept by ended transactions, reused last-in first
+
+    def begin(self):
+        if self._spares:
+            slot = self._spares.pop()
+            self._slots[slot][1] = True
+            return slot
+        entry = [threading.get_ident(), True]
+        for slot, held in enumerate(self._slots):
+            if held is None:
+                self._slots[slot] = entry
+                return slot
+        self._slots.append(entry)
+        return len(self._slots) - 1
+
+    def end(self, slot):
+        self._slots[slot][1] = False
+
+    def release(self, slot):
+        if len(self._spares) < self._max_spare:
+            self._spares.append(slot)
+        else:
+            self._slots[slot] = None
+
+    def listing(self, txnid):
+        held = [s for s in self._slots if s is not None]
+        if not held:
+            return "(no active readers)\n"
+        pid = os.getpid()
+        return "    pid     thread     txnid\n" + "".join(
+            f"{pid:10d} {tid:x} {txnid if live else '-'}\n" for tid, live in held)
+
+
+class Transaction(_TransactionBase):
+    """A read transaction (py-lmdb's ``lmdb.Transaction``). Reads see the
+    database as it was when the environment was opened. With ``buffers=True``
+    values come back as read-only ``memoryview`` objects, as in py-lmdb (here
+    they stay valid after the transaction ends)."""
+
+    def __init__(self, env=None, db=None, parent=None, write=False, buffers=False):
+        if env is None:
+            raise TypeError("'env' argument required")
+        if not isinstance(env, _EnvironmentBase):
+            raise TypeError("invalid type")
+        db = _db_arg(env, db, None)
+        env._check()
+        if parent is not None:
+            # Every transaction here is a read transaction, and LMDB nests
+            # only write transactions (py-lmdb checks this first).
+            if not isinstance(parent, Transaction):
+                raise TypeError("invalid type")
+            raise InvalidParameterError("Read-only transactions cannot be nested.: Invalid argument")
+        if write:
+            raise ReadonlyError("Cannot start write transaction with read-only environment.: Permission denied")
+        self.env = env
+        self._db = db or env._main
+        self._buffers = bool(buffers)
+        self._done = False
+        self._mutations = 0  # write attempts (py-lmdb's TransObject.mutations)
+        self._slot = env._readers.begin()
+
+    def _check(self):
+        if self._done or self.env._closed:
+            raise Error(_CLOSED)
+
+    def _value(self, v):
+        return memoryview(v) if self._buffers and v is not None else v
+
+    def get(self, key, default=None, db=None):
+        self._check()
+        if key is None:
+            raise TypeError("key must be given.")
+        key = _key(key, "mdb_get")
+        db = _db_arg(self.env, db, self._db)
+        if len(key) > _MAX_KEY:
+            return default
+        v = db.reader.get(key)
+        return default if v is None else self._value(v)
+
+    def cursor(self, db=None):
+        self._check()
+        return Cursor(_db_arg(self.env, db, self._db), self)
+
+    def stat(self, db=None):
+        self._check()
+        return _db_stat(self.env._inspect(_db_arg(self.env, db, self._db)))
+
+    def id(self):
+        self._check()
+        return self.env._inspect()["last_txnid"]
+
+    def commit(self):
+        self._check()
+        self._end()
+
+    def abort(self):
+        self._end()
+
+    def _end(self):
+        if not self._done:
+            self._done = True
+            self.env._readers.end(self._slot)
+
+    def __del__(self):  # py-lmdb aborts a transaction that was never ended
+        if hasattr(self, "_slot"):
+            self._end()
+            self.env._readers.release(self._slot)
+
+    # py-lmdb's write calls, as it answers them in a read-only transaction:
+    # arguments checked first, then liblmdb's EACCES (ReadonlyError) from the
+    # call that would write; pop() and a dupsort replace() look the key up
+    # first and return None where it is missing.
+    def put(self, key, value, dupdata=True, overwrite=True, append=False, db=None):
+        self._check()
+        _optional_buffer(key), _optional_buffer(value)
+        _db_arg(self.env, db, self._db)
+        self._mutations += 1
+        _readonly("mdb_put")
+
+    def replace(self, key, value, db=None):
+        self._check()
+        key = _optional_buffer(key)
+        _optional_buffer(value)
+        return Cursor(_db_arg(self.env, db, self._db), self).replace(key, value)
+
+    def pop(self, key, db=None):
+        self._check()
+        key = _optional_buffer(key)
+        return Cursor(_db_arg(self.env, db, self._db), self).pop(key)
+
+    def delete(self, key, value=b"", db=None):
+        self._check()
+        _optional_buffer(key), _optional_buffer(value)
+        _db_arg(self.env, db, self._db)
+        self._mutations += 1
+        _readonly("mdb_del")
+
+    def drop(self, db=None, delete=True):
+        self._check()
+        if db is None:
+            raise TypeError("'db' argument required.")
+        _db_arg(self.env, db, self._db)
+        self._mutations += 1
+        _readonly("mdb_drop")
+
+    def __enter__(self):
+        self._check()
+        return self
+
+    def __exit__(self, exc_type, *exc):
+        if exc_type is None and not self._done:
+            self.commit()
+        else:
+            self.abort()
+        return False
