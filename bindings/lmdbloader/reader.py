@@ -24,10 +24,10 @@ class Reader:
     changes the database. ``db`` names a named database. ``index_dir``: where
     the record index is saved ("none": never; None: loaded beside the data
     or from the cache directory, saved only to the cache directory, never
-    into the data's directory; README, "The record index"). ``verify_checksums``: corpora
+    into the data's directory; docs/NOTES.md, "Caveats", the record index). ``verify_checksums``: corpora
     written by lmdbloader carry a checksum per record, checked on every read
     (CorruptedError naming the record and file on a mismatch); False skips
-    the check (README, "Measured", for what it costs); "once" checks each
+    the check (docs/MEASURED.md, for what it costs); "once" checks each
     record the first time it is read, here or in a process forked from here
     (DataLoader workers), and trusts the page cache for later reads: later
     epochs skip the hash, and a record changed on the device after it was
@@ -42,7 +42,7 @@ class Reader:
     touch, so a cold epoch reads large requests and later epochs read large
     folios; "exact" only the records' bytes; "drop" drops what was read
     (corpora bigger than RAM); "auto" fills when the data fits in half the
-    memory available. :meth:`stats` reports what was chosen (README, "Cold
+    memory available. :meth:`stats` reports what was chosen (docs/NOTES.md, "Cold
     reads and the page cache").
 
     A Reader pickles its configuration, never its handles, and reopens lazily

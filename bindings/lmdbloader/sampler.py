@@ -12,7 +12,7 @@ so corpora bigger than RAM are read at the device's sequential speed.
 ``window`` trades shuffle quality for request size: a batch draws its records
 from ``window`` blocks, so with records written class by class (as
 ``lmdbloader convert`` writes image folders) a batch mixes fewer classes than
-a perfect shuffle would. README, "A shuffle for corpora bigger than RAM",
+a perfect shuffle would. docs/NOTES.md, "A shuffle for corpora bigger than RAM",
 measures both.
 """
 

@@ -72,7 +72,7 @@ enum class CachePolicy {
 enum class ChecksumPolicy {
   // Every read and every view is checked; a mismatch is Corruption naming the
   // record and the file. Costs one hash over the bytes read: about 26 GB/s
-  // with AVX2, 9 GB/s without (README, "Measured").
+  // with AVX2, 9 GB/s without (docs/MEASURED.md).
   kEveryRead,
   // Each record is checked the first time it is read, by this reader or by a
   // process forked from it after the open (DataLoader workers forked from the

@@ -1,4 +1,4 @@
-// CorpusWriter: writes an lmdbloader corpus (see README, "Corpus format").
+// CorpusWriter: writes an lmdbloader corpus (see docs/NOTES.md, "Corpus format").
 //
 // The corpus is written under a temporary name beside the target
 // (`<target>.tmp-<pid>`) and put in place by Finish(): an interrupted writer

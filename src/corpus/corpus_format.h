@@ -1,4 +1,4 @@
-// The corpus layout shared by the writer and the reader (see README, "Corpus
+// The corpus layout shared by the writer and the reader (see docs/NOTES.md, "Corpus
 // format"). Records sit in the main database under 8-byte big-endian record
 // numbers, so position i is record i. Metadata keys start with kMetaPrefix,
 // whose first byte ('_', 0x5f) sorts after every record key below 2^56, so

@@ -3,7 +3,7 @@
 //
 // One synchronous pread() per record leaves a device at queue depth 1: a
 // virtio disk that serves ~80k 4 KiB reads/s at queue depth 32 serves ~25k at
-// depth 1 (fio, README "Measured"). Submitting a batch's reads together
+// depth 1 (fio, docs/MEASURED.md). Submitting a batch's reads together
 // closes that gap. Engines: io_uring (liburing), a pool of pread() threads
 // for kernels or sandboxes without io_uring, and plain sequential pread().
 //

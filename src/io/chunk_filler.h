@@ -7,7 +7,7 @@
 // a read() that misses the cache at a random offset makes the kernel read
 // just the pages asked for, as 4 KiB folios (only a sequential stream ramps
 // readahead up to large folios); a filled chunk leaves the cache a
-// sequential read leaves (README, "Cold reads and the page cache": folio
+// sequential read leaves (docs/NOTES.md, "Cold reads and the page cache": folio
 // sizes from /proc/kpageflags). A fault in a mapping marked MADV_HUGEPAGE reads the
 // whole aligned 2 MiB as one folio, whatever the access pattern:
 // MADV_POPULATE_READ takes that fault for a chunk, MADV_DONTNEED unmaps it at
@@ -56,7 +56,7 @@ class ChunkFiller {
   // it and up to parallel - 1 threads started for the call fill the rest. Why:
   // MADV_POPULATE_READ waits for its chunk's read, so filling one chunk
   // after another keeps one 2 MiB request in flight (cold scans on a virtio
-  // disk: 1.00-1.10x on average, single runs up to 1.4x; README). A batch
+  // disk: 1.00-1.10x on average, single runs up to 1.4x; docs/MEASURED.md). A batch
   // whose chunks this process filled
   // starts no thread, nor does one whose chunks were cached by someone else.
   // Returns the number of threads it started.

@@ -16,7 +16,7 @@
 namespace lmdbloader {
 
 // Where a Reader looks for and saves the index of `location` (the one rule,
-// README "The record index"): `load` is tried in order, `save` receives a
+// docs/NOTES.md, "Caveats", the record index): `load` is tried in order, `save` receives a
 // built index. With options.index_dir
 //   ""      load: beside the data (written by `lmdbloader convert`), then the
 //           cache directory ($LMDBLOADER_INDEX_DIR, $XDG_CACHE_HOME/lmdbloader,

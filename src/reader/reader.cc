@@ -232,7 +232,7 @@ Status Reader::View(uint64_t index, RecordView* view) {
 }
 
 unsigned Reader::FillParallel() const {
-  // 4 at once: on a virtio disk, 8 were no faster than 4 (README, "Cold reads
+  // 4 at once: on a virtio disk, 8 were no faster than 4 (docs/NOTES.md, "Cold reads
   // and the page cache"). Each chunk being filled is mapped (2 MiB of RSS)
   // until its read ends: the budget keeps those to an eighth of itself.
   return budget_.ChunkFillsInFlight(ChunkFiller::kChunk, 4);

@@ -20,7 +20,7 @@ shape), argument checks, and errors after ``close()``, ``commit()`` and
 does for an environment opened with ``readonly=True``. Keywords that only tune
 LMDB itself (``readahead``, ``meminit``, ``map_size``, ...) are accepted and
 reported by ``flags()``/``info()``; unknown keywords raise ``TypeError``.
-Opening writes nothing into the dataset's directory (README, "The record index").
+Opening writes nothing into the dataset's directory (docs/NOTES.md, "Caveats", the record index).
 """
 
 # py-lmdb's module has these names too: code may reach them through it.

@@ -1,0 +1,34 @@
+"""The README's quick start runs as shown: every command of its first shell
+block (but the one-time setup, which the test run itself has done), in order."""
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def quick_start_commands():
+    text = open(os.path.join(ROOT, "README.md")).read()
+    block = re.search(r"## Quick start\n.*?```bash\n(.*?)```", text, re.S).group(1)
+    commands = [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+    return [c for c in commands if not c.startswith("bash scripts/setup.sh")]
+
+
+def test_the_quick_start_is_near_the_top_and_runs_as_shown():
+    text = open(os.path.join(ROOT, "README.md")).read()
+    assert text.index("## Quick start") < 1000, "the quick start must be on the README's first screen"
+    commands = quick_start_commands()
+    assert len(commands) >= 4
+    for path in ("/tmp/photos", "/tmp/photos.lmdb"):
+        shutil.rmtree(path, ignore_errors=True)
+    if shutil.which("lmdbloader") is None:
+        pytest.skip("the lmdbloader command is not on PATH")
+    for command in commands:
+        res = subprocess.run(command.replace("python3 ", f"{os.environ.get('PYTHON', 'python3')} ", 1),
+                             shell=True, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, f"{command}\n{res.stdout}\n{res.stderr}"
+    assert "epoch 1: 512 images" in res.stdout
