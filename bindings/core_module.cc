@@ -653,6 +653,7 @@ PYBIND11_MODULE(_core, m) {
       .def("__len__", &CorpusWriter::size);
 
   BindBatchRing(m);
+  m.attr("MAX_SHARDS") = kMaxShards;
   m.def("reader_options", [] {
     py::list out;
     const ReaderOptions defaults;
@@ -746,7 +747,7 @@ PYBIND11_MODULE(_core, m) {
         std::vector<ColumnChunk> chunks;
         ThrowIfError(r.Column(name, &chunks));
         py::list out;
-        for (const auto& c : chunks) out.append(py::make_tuple(c.data_path, c.offset, c.size));
+        for (const auto& c : chunks) out.append(py::make_tuple(c.data_path, c.offset, c.size, c.dtype));
         return out;
       })
       .def("read_column", [](Reader& r, const std::string& name) {

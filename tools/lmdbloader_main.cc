@@ -277,9 +277,9 @@ int RunScan(const OpenFlags& flags, int passes, const std::string& order, int ba
   // exact reads the batch's records together, as many in flight as it holds
   // (its prefetch, POSIX_FADV_WILLNEED, does not wait, and reading that in
   // slices measured slower); drop prefetches nothing.
-  const std::string policy = r->stats().cache_policy;
-  const bool prefetching = policy != "drop";
-  const uint64_t slice_bytes = policy == "fill" ? (1ull << 20) : batch_bytes;
+  const CachePolicy policy = r->cache_policy();
+  const bool prefetching = policy != CachePolicy::kDrop;
+  const uint64_t slice_bytes = policy == CachePolicy::kFill ? (1ull << 20) : batch_bytes;
   auto start = std::chrono::steady_clock::now();
   {
     NextBatchPrefetcher prefetcher(r.get());
@@ -294,7 +294,7 @@ int RunScan(const OpenFlags& flags, int passes, const std::string& order, int ba
         first = group_end(first, positions.size(), static_cast<size_t>(batch), batch_bytes, nullptr);
       }
       batch_starts.push_back(positions.size());
-      if (policy == "fill" && batch_starts.size() > 1) {  // the first batch's chunks, before its first slice
+      if (policy == CachePolicy::kFill && batch_starts.size() > 1) {  // the first batch's chunks, before its first slice
         prefetcher.Start(&positions[0], batch_starts[1]);
         prefetcher.Wait();
       }

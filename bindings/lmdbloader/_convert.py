@@ -18,10 +18,11 @@ def convert(source, output, *, kind, overwrite=False, order="sorted", seed=0, fr
     """
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {', '.join(_KINDS)}; got {kind!r}")
+    # What the core's integer types carry; the shard limit is the core's (MAX_SHARDS).
     limits = {"seed": (seed, 0, 2**64 - 1), "frame_step": (frame_step, 1, 2**31 - 1),
-              "num_shards": (num_shards, 1, 99999)}
+              "num_shards": (num_shards, 1, _core.MAX_SHARDS)}
     if shard_index is not None:
-        limits["shard_index"] = (shard_index, 0, 99998)
+        limits["shard_index"] = (shard_index, 0, _core.MAX_SHARDS - 1)
     for what, (value, low, high) in limits.items():
         if isinstance(value, bool) or not isinstance(value, int) and not hasattr(value, "__index__"):
             raise ConvertError(f"{what} must be an integer, got {type(value).__name__}")

@@ -14,35 +14,31 @@ runs CMD, samples its process tree, and writes PREFIX.csv and PREFIX.png
 
 import argparse
 import csv
+import errno
 import os
 import subprocess
 import sys
 import threading
 import time
 
-
-def _kb_fields(path, names):
-    out = dict.fromkeys(names, 0)
-    with open(path) as f:
-        for line in f:
-            key, _, rest = line.partition(":")
-            if key in out:
-                out[key] += int(rest.split()[0]) * 1024
-    return out
+from . import _core
 
 
 def process_memory(pid=None, match=None):
-    """dict(pid, name, rss, pss, uss, shared[, match_rss]) of one process, from
-    /proc/<pid>/smaps_rollup; ``match_rss`` sums the RSS of mappings whose path
-    contains ``match`` (for example "data.mdb")."""
+    """dict(pid, name, rss, pss, uss, shared, file_rss[, match_rss]) of one
+    process, as the core reads them (/proc/<pid>/smaps_rollup and status);
+    ``match_rss`` sums the RSS of mappings whose path contains ``match`` (for
+    example "data.mdb")."""
     pid = pid or os.getpid()
-    f = _kb_fields(f"/proc/{pid}/smaps_rollup",
-                   ("Rss", "Pss", "Private_Clean", "Private_Dirty", "Shared_Clean", "Shared_Dirty"))
+    try:
+        counts = _core.process_memory(pid)
+    except OSError as e:  # the process is gone (or not ours): as reading /proc would say
+        if e.errno == errno.EACCES:
+            raise PermissionError(e.errno, e.strerror) from None
+        raise ProcessLookupError(e.errno, e.strerror) from None
     with open(f"/proc/{pid}/comm") as c:
         name = c.read().strip()
-    out = {"pid": pid, "name": name, "rss": f["Rss"], "pss": f["Pss"],
-           "uss": f["Private_Clean"] + f["Private_Dirty"],
-           "shared": f["Shared_Clean"] + f["Shared_Dirty"]}
+    out = {"pid": pid, "name": name, **counts}
     if match:
         out["match_rss"] = _match_rss(pid, match)
     return out

@@ -241,9 +241,8 @@ class Reader:
         """
         arr = self._columns.get(name)
         if arr is None:
-            manifest = self.manifest or {}
-            dtype = np.dtype(manifest.get("columns", {}).get(name, {}).get("dtype", "<i8"))
-            # The core checked the dtype (<i8 or <f8) and the size (8 bytes a record).
+            # The core parsed and checked the dtype (<i8 or <f8) and the size (8 bytes a record).
+            dtype = np.dtype(self._c.column_chunks(name)[0][3])
             arr = np.frombuffer(self._c.read_column(name), dtype=dtype)
             self._columns[name] = arr
         return arr

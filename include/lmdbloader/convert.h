@@ -54,8 +54,9 @@ Status Convert(const ConvertOptions& options, ConvertSummary* summary);
 // checking that they form one complete set.
 Status WriteShardList(const std::string& folder, uint64_t* records);
 
-// "part-00003-of-00016"
+// "part-00003-of-00016": five digits, so at most kMaxShards shards.
 std::string ShardName(uint32_t index, uint32_t count);
+inline constexpr uint32_t kMaxShards = 99999;
 
 // Writes `bytes` to a temporary file beside `path`, syncs it and renames it
 // over `path`: readers see the old file or the whole new one. IOError naming

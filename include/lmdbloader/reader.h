@@ -78,6 +78,7 @@ struct ColumnChunk {
   std::string data_path;
   uint64_t offset = 0;  // byte offset of the column's values in data_path
   uint64_t size = 0;    // bytes
+  std::string dtype;    // numpy's name of the values: "<i8" or "<f8", from the manifest
 };
 
 class BatchIo;
@@ -106,6 +107,8 @@ class Reader {
   // What the budget lets each part of this reader hold (its index paid first).
   const MemoryBudget& budget() const { return budget_; }
   AccessMode mode() const { return mode_; }  // kPread or kMmap, never kAuto
+  // The cache policy in effect (kAuto resolved at open).
+  CachePolicy cache_policy() const { return cache_policy_; }
 
   // LMDB's flags of the database read (lmdb.h's MDB_DUPSORT, MDB_INTEGERKEY,
   // MDB_REVERSEKEY, MDB_DUPFIXED, MDB_INTEGERDUP, MDB_REVERSEDUP). With

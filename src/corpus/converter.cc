@@ -438,7 +438,9 @@ Status Convert(const ConvertOptions& o, ConvertSummary* summary) {
   if (o.order != "given" && o.order != "sorted" && o.order != "shuffle")
     return Status::InvalidArgument("order must be given, sorted or shuffle; got '" + o.order + "'");
   if (o.frame_step < 1) return Status::InvalidArgument("frame_step must be at least 1");
-  if (o.num_shards < 1) return Status::InvalidArgument("num_shards must be at least 1");
+  if (o.num_shards < 1 || o.num_shards > kMaxShards)
+    return Status::InvalidArgument("num_shards must be between 1 and " + std::to_string(kMaxShards) + ", got " +
+                                   std::to_string(o.num_shards));
   if (o.shard_index < -1)
     return Status::InvalidArgument("shard_index must be 0 or more (-1: every shard), got " +
                                    std::to_string(o.shard_index));

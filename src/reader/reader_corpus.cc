@@ -80,6 +80,7 @@ Status Reader::LoadCorpusMeta(Part& part, bool* corpus) {
   if (m.records != part.index.size())
     return damaged("the manifest says " + std::to_string(m.records) + " records, the database holds " +
                    std::to_string(part.index.size()));
+  part.column_dtypes = m.column_dtypes;
   for (const auto& [name, dtype] : m.column_dtypes) {
     auto c = meta.find(std::string(kColumnPrefix) + name);
     if (c == meta.end()) return damaged("column '" + name + "' is listed but absent");
@@ -158,7 +159,9 @@ Status Reader::Column(const std::string& name, std::vector<ColumnChunk>* chunks)
     auto it = part->index.meta().find(key);
     if (it == part->index.meta().end())
       return Status::NotFound("no column '" + name + "' in " + part->location.data_path);
-    chunks->push_back(ColumnChunk{part->location.data_path, it->second.offset, it->second.size});
+    auto dtype = part->column_dtypes.find(name);
+    chunks->push_back(ColumnChunk{part->location.data_path, it->second.offset, it->second.size,
+                                  dtype == part->column_dtypes.end() ? "<i8" : dtype->second});
   }
   return Status::OK();
 }

@@ -64,6 +64,7 @@ struct Reader::Part {
   std::string index_file;        // "loaded from PATH" when the index came from a saved file
   std::atomic<bool> names_checked{false};  // corpora: names and their offsets matched their checksums
   std::string manifest;          // corpora: the manifest's JSON, checked
+  std::map<std::string, std::string> column_dtypes;  // corpora: column name -> "<i8" or "<f8"
   std::vector<uint64_t> checksums;            // corpora: XXH3-64 of each record
   std::unique_ptr<VerifiedRecords> verified;  // ChecksumPolicy::kFirstRead: records already checked
   std::map<std::string, uint64_t> meta_sums;  // corpora: of each metadata value, by key
