@@ -49,8 +49,7 @@ Status ParseAccessMode(std::string_view text, AccessMode* mode) {
   else if (text == "pread") *mode = AccessMode::kPread;
   else if (text == "mmap") *mode = AccessMode::kMmap;
   else
-    return Status::InvalidArgument("invalid mode '" + std::string(text) +
-                                   "' (expected auto, pread or mmap)");
+    return Status::InvalidArgument("mode must be one of auto, pread, mmap; got '" + std::string(text) + "'");
   return Status::OK();
 }
 
@@ -69,8 +68,8 @@ Status ParseIoEngine(std::string_view text, IoEngine* engine) {
   else if (text == "threads") *engine = IoEngine::kThreads;
   else if (text == "sync") *engine = IoEngine::kSync;
   else
-    return Status::InvalidArgument("invalid io_engine '" + std::string(text) +
-                                   "' (expected auto, io_uring, threads or sync)");
+    return Status::InvalidArgument("io_engine must be one of auto, io_uring, threads, sync; got '" +
+                                   std::string(text) + "'");
   return Status::OK();
 }
 
@@ -90,8 +89,7 @@ Status ParseCachePolicy(std::string_view text, CachePolicy* policy) {
   else if (text == "exact") *policy = CachePolicy::kExact;
   else if (text == "drop") *policy = CachePolicy::kDrop;
   else
-    return Status::InvalidArgument("invalid cache policy '" + std::string(text) +
-                                   "' (expected auto, fill, exact or drop)");
+    return Status::InvalidArgument("cache must be one of auto, fill, exact, drop; got '" + std::string(text) + "'");
   return Status::OK();
 }
 
@@ -189,11 +187,7 @@ const std::vector<OptionEntry>& Entries() {
        [](std::string_view t, ReaderOptions* o) { return SetBytes("rss_budget", t, &o->rss_budget); },
        [](const ReaderOptions& o) { return std::to_string(o.rss_budget); }},
       {{"mode", "choice", "auto, pread or mmap", "how record bytes reach the caller"},
-       [](std::string_view t, ReaderOptions* o) {
-         Status s = ParseAccessMode(t, &o->mode);
-         return s.ok() ? s : Status::InvalidArgument("mode must be one of auto, pread, mmap; got '" +
-                                                     std::string(t) + "'");
-       },
+       [](std::string_view t, ReaderOptions* o) { return ParseAccessMode(t, &o->mode); },
        [](const ReaderOptions& o) { return std::string(AccessModeName(o.mode)); }},
       {{"lock", "bool", "true or false", "use LMDB's lock file and hold a read transaction"},
        [](std::string_view t, ReaderOptions* o) { return ParseBool("lock", t, &o->lock); },
@@ -217,11 +211,7 @@ const std::vector<OptionEntry>& Entries() {
        [](const ReaderOptions& o) { return std::string(ChecksumPolicyName(o.verify_checksums)); }},
       {{"io_engine", "choice", "auto, io_uring, threads or sync", "how batched reads reach the device "
         "(auto: io_uring, else threads)"},
-       [](std::string_view t, ReaderOptions* o) {
-         Status s = ParseIoEngine(t, &o->io_engine);
-         return s.ok() ? s : Status::InvalidArgument("io_engine must be one of auto, io_uring, threads, sync; got '" +
-                                                     std::string(t) + "'");
-       },
+       [](std::string_view t, ReaderOptions* o) { return ParseIoEngine(t, &o->io_engine); },
        [](const ReaderOptions& o) { return std::string(IoEngineName(o.io_engine)); }},
       {{"queue_depth", "int", "1 to 4096", "batched reads in flight at most"},
        [](std::string_view t, ReaderOptions* o) {
@@ -235,11 +225,7 @@ const std::vector<OptionEntry>& Entries() {
        },
        [](const ReaderOptions& o) { return std::to_string(o.queue_depth); }},
       {{"cache", "choice", "auto, fill, exact or drop", "what reads leave in the page cache"},
-       [](std::string_view t, ReaderOptions* o) {
-         Status s = ParseCachePolicy(t, &o->cache_policy);
-         return s.ok() ? s : Status::InvalidArgument("cache must be one of auto, fill, exact, drop; got '" +
-                                                     std::string(t) + "'");
-       },
+       [](std::string_view t, ReaderOptions* o) { return ParseCachePolicy(t, &o->cache_policy); },
        [](const ReaderOptions& o) { return std::string(CachePolicyName(o.cache_policy)); }},
       {{"mmap_window", "bytes", "a byte size of at least 64KiB",
         "mmap mode: the windows the governor releases"},
