@@ -189,11 +189,11 @@ def run(make, batch, epochs, workers):
         nonlocal shm_peak
         while not stop.is_set():
             shm_peak = max(shm_peak, dev_shm_used() - shm_base)
-            stop.wait(0.005)
+            stop.wait(0.02)
 
     watcher = threading.Thread(target=watch_shm, daemon=True)
     watcher.start()
-    sampler = Sampler(interval=0.05).start()
+    sampler = Sampler(interval=0.25).start()  # sparse: reading smaps_rollup costs CPU the job shares
     seconds = []
     n = 0
     for _ in range(epochs):
