@@ -1,7 +1,6 @@
 // The `lmdbloader` command: get, scan, stat, verify, convert.
 // Errors go to stderr with exit status 1 (2 for bad usage).
 #include <CLI/CLI.hpp>
-#include <msgpack.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -20,7 +19,6 @@
 #include "lmdbloader/inspect.h"
 #include "lmdbloader/memory.h"
 #include "lmdbloader/reader.h"
-#include "lmdbloader/msgpack_record.h"
 #include "tools/convert_command.h"
 
 namespace lmdbloader {
@@ -399,69 +397,23 @@ int RunStat(const OpenFlags& flags, bool as_json) {
   return 0;
 }
 
-int RunVerify(OpenFlags flags, bool as_json) {
-  flags.given.emplace_back("index_dir", "none");  // verify walks the file itself, never trusts a saved index
-  std::vector<std::string> problems;
-  auto problem = [&](std::string p) {
-    if (problems.size() < 100) problems.push_back(std::move(p));
-  };
-  // Every page, overflow headers included, before anything else reads the file.
-  Status s = CheckPages(flags.path, flags.db(), &problems);
+int RunVerify(const OpenFlags& flags, bool as_json) {
+  ReaderOptions options;
+  Status s = flags.Options(&options);
+  VerifyReport report;
+  if (s.ok()) s = VerifyDatabase(flags.path, options, &report);
   if (!s.ok()) return Fail(s);
-  std::unique_ptr<Reader> r;
-  s = flags.Open(&r);
-  if (!s.ok()) problem(s.ToString());
-  if (!r) {
-    for (auto& p : problems) std::fprintf(stderr, "%s: %s\n", flags.path.c_str(), p.c_str());
-    if (as_json)
-      std::cout << json{{"path", flags.path}, {"records", 0}, {"ok", false}, {"problems", problems}}.dump(
-                       2, ' ', false, json::error_handler_t::replace)
-                << std::endl;
-    return 1;
-  }
-  if (r->is_corpus()) {
-    // Open checked the manifest (JSON, format, record count, column dtypes
-    // and sizes); these are the values it does not read.
-    if (!(s = r->CheckMetadata()).ok()) problem(s.ToString());
-  }
-  std::string value;
-  for (uint64_t i = 0; i < r->size(); ++i) {
-    s = r->Read(i, &value);
-    if (!s.ok()) {
-      problem("record " + std::to_string(i) + ": " + s.ToString());
-      continue;
-    }
-    if (r->is_corpus()) {
-      msgpack::object_handle oh;
-      std::string error;
-      if (!UnpackRecord(value.data(), value.size(), &oh, &error))
-        problem("record " + std::to_string(i) + ": undecodable msgpack (" + error + ")");
-      else if (oh.get().type != msgpack::type::MAP)
-        problem("record " + std::to_string(i) + ": not a msgpack map");
-    }
-  }
-  if (r->is_corpus()) {
-    std::string name;
-    if (r->size() && !(s = r->Name(r->size() - 1, &name)).ok()) problem("names: " + s.ToString());
-    std::vector<ColumnChunk> chunks;
-    if (r->Column("label", &chunks).ok()) {
-      uint64_t bytes = 0;
-      for (auto& c : chunks) bytes += c.size;
-      if (bytes != r->size() * 8) problem("column label holds " + std::to_string(bytes) + " bytes for " +
-                                          std::to_string(r->size()) + " records");
-      std::string column;
-      if (!(s = r->ReadColumn("label", &column)).ok()) problem(s.ToString());
-    }
-  }
   if (as_json) {
-    std::cout << json{{"path", flags.path}, {"records", r->size()}, {"ok", problems.empty()}, {"problems", problems}}.dump(2, ' ', false, json::error_handler_t::replace)
+    std::cout << json{{"path", flags.path}, {"records", report.records}, {"ok", report.problems.empty()},
+                      {"problems", report.problems}}
+                     .dump(2, ' ', false, json::error_handler_t::replace)
               << std::endl;
-  } else if (problems.empty()) {
-    std::printf("%s: OK, %llu records read\n", flags.path.c_str(), (unsigned long long)r->size());
-  } else {
-    for (auto& p : problems) std::fprintf(stderr, "%s: %s\n", flags.path.c_str(), p.c_str());
+  } else if (report.problems.empty()) {
+    std::printf("%s: OK, %llu records read\n", flags.path.c_str(), (unsigned long long)report.records);
   }
-  return problems.empty() ? 0 : 1;
+  if (!as_json || !report.opened)
+    for (const auto& p : report.problems) std::fprintf(stderr, "%s: %s\n", flags.path.c_str(), p.c_str());
+  return report.problems.empty() ? 0 : 1;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "lmdbloader/options.h"
 #include "lmdbloader/status.h"
 
 namespace lmdbloader {
@@ -64,6 +65,22 @@ void LmdbVersion(int* major, int* minor, int* patch);
 // Appends one line per damaged place to `problems`; a non-OK status when a
 // file cannot be read at all.
 Status CheckPages(const std::string& path, const std::string& db_name, std::vector<std::string>* problems);
+
+// What `lmdbloader verify` finds: every page walked and checked, every
+// record read (a corpus's checksums checked, its records decoded as msgpack
+// maps), and for a corpus its names, its label column and every metadata
+// value against the manifest's checksums.
+struct VerifyReport {
+  bool opened = false;                // the database opened (records was read)
+  uint64_t records = 0;
+  std::vector<std::string> problems;  // what is wrong, at most kMaxProblems
+  static constexpr size_t kMaxProblems = 100;
+};
+
+// Verifies the database at `path` opened with `options` (the saved index is
+// never used: the walk is the check). A non-OK status means the file could
+// not be walked at all; what is wrong inside is in report->problems.
+Status VerifyDatabase(const std::string& path, ReaderOptions options, VerifyReport* report);
 
 }  // namespace lmdbloader
 

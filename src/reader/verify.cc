@@ -1,0 +1,62 @@
+// VerifyDatabase: the checks of `lmdbloader verify`, in the library so that
+// every front finds the same problems.
+#include <memory>
+#include <string>
+
+#include "lmdbloader/inspect.h"
+#include "lmdbloader/msgpack_record.h"
+#include "lmdbloader/reader.h"
+
+namespace lmdbloader {
+
+Status VerifyDatabase(const std::string& path, ReaderOptions options, VerifyReport* report) {
+  *report = VerifyReport();
+  auto problem = [&](std::string p) {
+    if (report->problems.size() < VerifyReport::kMaxProblems) report->problems.push_back(std::move(p));
+  };
+  // Every page, overflow headers included, before anything else reads the file.
+  LMDBLOADER_RETURN_IF_ERROR(CheckPages(path, options.db_name, &report->problems));
+  options.index_dir = "none";  // the walk is the check: never trust a saved index
+  std::unique_ptr<Reader> r;
+  Status s = Reader::Open(path, options, &r);
+  if (!s.ok()) {
+    problem(s.ToString());
+    return Status::OK();
+  }
+  report->opened = true;
+  report->records = r->size();
+  // Open checked the manifest (JSON, format, record count, column dtypes and
+  // sizes); these are the values it does not read.
+  if (r->is_corpus() && !(s = r->CheckMetadata()).ok()) problem(s.ToString());
+  std::string value;
+  for (uint64_t i = 0; i < r->size(); ++i) {
+    if (!(s = r->Read(i, &value)).ok()) {
+      problem("record " + std::to_string(i) + ": " + s.ToString());
+      continue;
+    }
+    if (!r->is_corpus()) continue;
+    msgpack::object_handle oh;
+    std::string error;
+    if (!UnpackRecord(value.data(), value.size(), &oh, &error))
+      problem("record " + std::to_string(i) + ": undecodable msgpack (" + error + ")");
+    else if (oh.get().type != msgpack::type::MAP)
+      problem("record " + std::to_string(i) + ": not a msgpack map");
+  }
+  if (r->is_corpus()) {
+    std::string name;
+    if (r->size() && !(s = r->Name(r->size() - 1, &name)).ok()) problem("names: " + s.ToString());
+    std::vector<ColumnChunk> chunks;
+    if (r->Column("label", &chunks).ok()) {
+      uint64_t bytes = 0;
+      for (const ColumnChunk& c : chunks) bytes += c.size;
+      if (bytes != r->size() * 8)
+        problem("column label holds " + std::to_string(bytes) + " bytes for " + std::to_string(r->size()) +
+                " records");
+      std::string column;
+      if (!(s = r->ReadColumn("label", &column)).ok()) problem(s.ToString());
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace lmdbloader
