@@ -127,4 +127,7 @@ class LmdbDataset(torch.utils.data.Dataset):
         return self.reader.manifest
 
     def stats(self):
-        return self.reader.stats()
+        """The reader's stats, and under "batch_rings" what this process received
+        through lmdbloader.collate's shared-memory rings (lmdbloader.ring_stats())."""
+        from .batches import ring_stats
+        return {**self.reader.stats(), "batch_rings": ring_stats()}

@@ -166,6 +166,8 @@ def test_dataloader_reads_records_into_the_ring(corpus):
     assert sorted(seen) == list(range(RECORDS))
     s = loader.ring_stats()
     assert s["in_ring"] == RECORDS // 8 and s["fallback_full"] == 0, s
+    rings = loader.dataset.stats()["batch_rings"]
+    assert rings["attached_ring_bytes"] > 0 and rings["in_ring"] >= s["in_ring"], rings
 
 
 def test_records_of_different_lengths_are_views_into_one_slot(ragged):
