@@ -312,6 +312,7 @@ RingBacking ParseBacking(const std::string& name) {
 
 void BindBatchRing(py::module_& m) {
   py::class_<BatchRing, std::shared_ptr<BatchRing>>(m, "BatchRing", py::buffer_protocol())
+      .def_property_readonly_static("MAX_SLOTS", [](const py::object&) { return BatchRing::kMaxSlots; })
       .def_static("create", [](uint32_t slots, uint64_t slot_bytes, const std::string& backing) {
         std::unique_ptr<BatchRing> ring;
         ThrowIfError(BatchRing::Create(slots, slot_bytes, ParseBacking(backing), &ring));

@@ -61,8 +61,9 @@ class Collate:
     """
 
     def __init__(self, *, slots=None, slot_bytes=None, max_ring_bytes=None, prefetch_factor=2, backing="auto"):
-        if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= 500):
-            raise ValueError(f"slots must be an integer from 1 to 500, got {slots!r}")
+        most = _core.BatchRing.MAX_SLOTS
+        if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= most):
+            raise ValueError(f"slots must be an integer from 1 to {most}, got {slots!r}")
         if isinstance(prefetch_factor, bool) or not isinstance(prefetch_factor, int) or prefetch_factor < 1:
             raise ValueError(f"prefetch_factor must be a positive integer, got {prefetch_factor!r}")
         if backing not in _BACKINGS:
@@ -131,8 +132,8 @@ class _WorkerRings:
     def __init__(self, config, info):
         self.config = config
         self.pid = os.getpid()
-        self.slots = config.slots or config.prefetch_factor * info.num_workers + 2
-        self.slots = min(self.slots, 500)
+        self.slots = min(config.slots or config.prefetch_factor * info.num_workers + 2, _core.BatchRing.MAX_SLOTS)
+        self.needed = 0  # the largest batch that did not fit its slot: later slots are at least this big
         self.segments = []
         self.cap = config.max_ring_bytes
         self.counts = {"batches": 0, "in_ring": 0, "fallback_full": 0, "fallback_oversize": 0,
@@ -291,11 +292,11 @@ class _BatchBuilder:
             return self._placed(dtype, shape, nbytes)
         if self.slot is not None:
             self.fell_back = "oversize"
-            self.rings.needed = max(getattr(self.rings, "needed", 0), self.used + nbytes)
+            self.rings.needed = max(self.rings.needed, self.used + nbytes)
         return made if made is not None else default()
 
     def _take(self, need):
-        got = self.rings.acquire(max(need, getattr(self.rings, "needed", 0)))
+        got = self.rings.acquire(max(need, self.rings.needed))
         if got is None:
             self.fell_back = "full"
             return
@@ -360,7 +361,7 @@ class _BatchBuilder:
             return out
         if self.slot is not None:
             self.fell_back = "oversize"
-            self.rings.needed = max(getattr(self.rings, "needed", 0), total)
+            self.rings.needed = max(self.rings.needed, total)
         return batch._collated()
 
     def abandon(self):

@@ -224,6 +224,27 @@ def test_a_ring_with_every_slot_held_falls_back_without_blocking(corpus):
     assert s["fallback_full"] > 0 and s["in_ring"] >= 2, s
 
 
+def test_batches_that_outgrow_their_slot_are_whole_and_the_ring_grows_for_them():
+    """And a batch whose later tensors do not fit takes the default path for those (counted)."""
+    # Batch k holds tensors of 4,000 x (k + 1) bytes: each outgrows the slots sized from the first.
+    samples = [torch.full((4000 * (i // 4 + 1),), i % 251, dtype=torch.uint8) for i in range(32)]
+    collate = lmdbloader.Collate(slots=2, max_ring_bytes="64MiB")
+    got = list(DataLoader(Samples(samples), batch_size=4, num_workers=1, collate_fn=collate))
+    expected = list(DataLoader(Samples(samples), batch_size=4, num_workers=0))
+    for k, (a, b) in enumerate(zip(got, expected)):
+        same(a, b, f"batch {k}")
+    pairs = [(torch.full((40,), i, dtype=torch.uint8), torch.full((4000 * (i // 4 + 1),), i % 251, dtype=torch.uint8))
+             for i in range(32)]
+    tight = lmdbloader.Collate(slots=6, max_ring_bytes=1)  # never grows
+    expected_pairs = list(DataLoader(Samples(pairs), batch_size=4, num_workers=0))
+    for k, batch in enumerate(DataLoader(Samples(pairs), batch_size=4, num_workers=1, collate_fn=tight)):
+        same(batch, expected_pairs[k], f"pair batch {k}")  # dropped after: its slot is free again
+    assert tight.stats()["fallback_oversize"] >= 1, tight.stats()
+    s = collate.stats()
+    # A batch's first tensor that does not fit any slot grows the ring before it is placed.
+    assert max(w["rings"] for w in s["workers"].values()) >= 2 and s["in_ring"] == len(got), s
+
+
 def test_no_slot_stays_held_after_an_epoch_whose_batches_were_dropped(corpus):
     loader = lmdbloader.DataLoader(lmdbloader.LmdbDataset(corpus, decode="tensor"), batch_size=8, num_workers=2,
                                    persistent_workers=True)
