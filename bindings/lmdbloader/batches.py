@@ -116,14 +116,18 @@ class _Segment:
     def __init__(self, ring):
         self.ring = ring
         self.key = secrets.token_hex(8)
-        self.carrier = None  # the descriptor, attached to the first batch that uses the ring
+        self.sent = False
 
-    def carrier_once(self):
-        if self.carrier is None:
-            from multiprocessing.reduction import DupFd
-            self.carrier = DupFd(self.ring.fd)
-            return self.carrier
-        return None
+    def carrier(self):
+        """The ring's descriptor for the first batch pickled with this ring
+        (batches of a worker are unpickled in the order they are pickled),
+        None for later ones. Made when pickled, not when a batch is built:
+        a batch that fails before it is sent takes nothing with it."""
+        if self.sent:
+            return None
+        from multiprocessing.reduction import DupFd
+        self.sent = True
+        return DupFd(self.ring.fd)
 
 
 class _WorkerRings:
@@ -216,17 +220,23 @@ class _RingTensor:
     (``pending``), placed into the new ring once the batch's size is known.
     """
 
-    __slots__ = ("segment", "slot", "generation", "offset", "dtype", "shape", "pending", "carrier")
+    __slots__ = ("segment", "slot", "generation", "offset", "dtype", "shape", "pending")
 
     def __init__(self, dtype, shape, pending=None):
         self.dtype, self.shape, self.pending = dtype, tuple(shape), pending
-        self.segment = self.slot = self.generation = self.offset = self.carrier = None
+        self.segment = self.slot = self.generation = self.offset = None
+
+    def locate(self, builder, offset):
+        """Placed in `builder`'s slot at `offset`."""
+        self.segment, self.slot, self.generation, self.offset = builder.segment, builder.slot, builder.generation, offset
+        self.pending = None
+        return self
 
     def __reduce__(self):
         if self.segment is None:  # never placed: torch's own path
             return (_same, (self.pending,))
-        return (_rebuild_tensor, (self.segment.key, self.carrier, os.getpid(), self.slot, self.generation,
-                                  self.offset, self.dtype, self.shape))
+        return (_rebuild_tensor, (self.segment.key, self.segment.carrier(), os.getpid(), self.slot,
+                                  self.generation, self.offset, self.dtype, self.shape))
 
 
 def _same(x):
@@ -239,7 +249,6 @@ class _BatchBuilder:
     def __init__(self, rings):
         self.rings = rings
         self.segment = self.slot = self.generation = None
-        self.carrier = None
         self.used = 0
         self.pending = []
         self.fell_back = None
@@ -271,7 +280,7 @@ class _BatchBuilder:
         """Fills a tensor of `shape` in the slot and returns its _RingTensor;
         before the first ring, a pending one; without room, the default path."""
         numel = math.prod(shape)
-        nbytes = numel * torch.empty((), dtype=dtype).element_size()
+        nbytes = numel * dtype.itemsize
         if nbytes == 0:
             out = made if made is not None else torch.empty(shape, dtype=dtype)
             if made is None:
@@ -301,16 +310,13 @@ class _BatchBuilder:
             self.fell_back = "full"
             return
         self.segment, self.slot, self.generation = got
-        self.carrier = self.segment.carrier_once()
 
     def _slot_tensor(self, dtype, numel, shape):
         start = self.slot * self.segment.ring.slot_bytes + self.used
         return torch.frombuffer(self.segment.ring, dtype=dtype, count=numel, offset=start).view(shape)
 
     def _placed(self, dtype, shape, nbytes):
-        ph = _RingTensor(dtype, shape)
-        ph.segment, ph.slot, ph.generation, ph.offset = self.segment, self.slot, self.generation, self.used
-        ph.carrier = self.carrier
+        ph = _RingTensor(dtype, shape).locate(self, self.used)
         self.used += _aligned(nbytes)
         return ph
 
@@ -327,9 +333,7 @@ class _BatchBuilder:
                 continue  # stays pending: torch's own path
             dst = self._slot_tensor(ph.dtype, ph.pending.numel(), ph.shape)
             dst.copy_(ph.pending)
-            ph.segment, ph.slot, ph.generation, ph.offset = self.segment, self.slot, self.generation, self.used
-            ph.carrier = self.carrier
-            ph.pending = None
+            ph.locate(self, self.used)
             self.used += _aligned(dst.nbytes)
 
     def records(self, batch):
@@ -344,25 +348,16 @@ class _BatchBuilder:
         if not self.rings.segments and total:
             self.rings.first_segment(total)
         if total:
-            self._take(total)
-        if self.slot is not None and total <= self.segment.ring.slot_bytes:
-            base = self.slot * self.segment.ring.slot_bytes
-            batch._reader._c.read_batch_into(batch._indices, self.segment.ring, [base + o for o in offsets])
-            if same:
-                return self._placed(torch.uint8, (len(sizes), sizes[0] if sizes else 0), total)
-            out = []
-            start = self.used
-            for o, s in zip(offsets, sizes):
-                ph = _RingTensor(torch.uint8, (s,))
-                ph.segment, ph.slot, ph.generation, ph.offset = self.segment, self.slot, self.generation, start + o
-                ph.carrier = self.carrier
-                out.append(ph)
-            self.used += total
-            return out
-        if self.slot is not None:
-            self.fell_back = "oversize"
-            self.rings.needed = max(self.rings.needed, total)
-        return batch._collated()
+            self._take(total)  # a slot it gives holds `total` (the ring grows for it)
+        if self.slot is None:
+            return batch._collated()
+        base = self.slot * self.segment.ring.slot_bytes
+        batch._reader._c.read_batch_into(batch._indices, self.segment.ring, [base + o for o in offsets])
+        if same:
+            return self._placed(torch.uint8, (len(sizes), sizes[0] if sizes else 0), total)
+        out = [_RingTensor(torch.uint8, (s,)).locate(self, o) for o, s in zip(offsets, sizes)]
+        self.used = total
+        return out
 
     def abandon(self):
         if self.slot is not None:

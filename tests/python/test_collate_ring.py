@@ -245,6 +245,22 @@ def test_batches_that_outgrow_their_slot_are_whole_and_the_ring_grows_for_them()
     assert max(w["rings"] for w in s["workers"].values()) >= 2 and s["in_ring"] == len(got), s
 
 
+def test_a_batch_that_fails_in_a_new_ring_does_not_lose_the_rings_descriptor():
+    # Batch 0 is kept (its slot held), so batch 1 grows a new ring; batch 1
+    # fails after its first tensor is placed there. Batch 2 uses that ring and
+    # must still reach the main process with its descriptor.
+    good = [{"x": torch.full((1000,), i), "y": torch.zeros(3)} for i in range(2)]
+    bad = [{"x": torch.full((1000,), 9), "y": torch.zeros(3)}, {"x": torch.full((1000,), 9), "y": torch.zeros(4)}]
+    samples = good + bad + good
+    loader = DataLoader(Samples(samples), batch_size=2, num_workers=1, collate_fn=lmdbloader.Collate(slots=1))
+    it = iter(loader)
+    kept = next(it)
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
+        next(it)
+    same(next(it), default_collate(good))
+    same(kept, default_collate(good))
+
+
 def test_no_slot_stays_held_after_an_epoch_whose_batches_were_dropped(corpus):
     loader = lmdbloader.DataLoader(lmdbloader.LmdbDataset(corpus, decode="tensor"), batch_size=8, num_workers=2,
                                    persistent_workers=True)
