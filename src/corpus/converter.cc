@@ -59,16 +59,6 @@ std::vector<fs::path> SortedEntries(const fs::path& dir, bool want_dirs) {
 
 // Record and class names are msgpack strings and JSON in the manifest: they
 // must be UTF-8, which file names need not be.
-bool IsUtf8(const std::string& s) {
-  json j = s;
-  try {
-    (void)j.dump();
-  } catch (const json::exception&) {
-    return false;
-  }
-  return true;
-}
-
 Status CheckName(const fs::path& path) {
   if (IsUtf8(path.filename().string())) return Status::OK();
   return Status::InvalidArgument(path.string() + ": the name is not valid UTF-8 (record and class names must be)");
@@ -133,11 +123,12 @@ bool ResolveInside(const fs::path& root, const std::string& relative, std::strin
 }
 
 Status ListJsonl(const ConvertOptions& o, Listing* listing) {
-  // std::ifstream opens a directory and then reads nothing ("no records").
-  std::error_code dir_ec;
-  if (fs::is_directory(o.source, dir_ec))
-    return Status::IOError("open " + o.source + ": Is a directory (jsonl takes a manifest file, one JSON object a line)",
-                           EISDIR);
+  // A regular file only, as for every file a corpus is made of: std::ifstream
+  // opens a directory and reads nothing ("no records"), and waits forever on
+  // a FIFO.
+  int fd = -1;
+  LMDBLOADER_RETURN_IF_ERROR(OpenReadOnly(o.source, &fd));
+  ::close(fd);
   std::ifstream in(o.source);
   if (!in) return Status::FromErrno(errno ? errno : ENOENT, "open", o.source);
   std::error_code ec;

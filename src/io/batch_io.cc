@@ -219,15 +219,19 @@ class ThreadPoolBatchIo final : public BatchIo {
 //
 // After fork() the child finds the parent's rings in its copy of the pool:
 // it closes its copies (the parent still holds the rings, so they are not
-// released) and sets up its own. Fork handlers keep the pool's lock usable
-// in the child.
+// released) and sets up its own. The fork handlers keep the pool's lock
+// usable in the child and mark what it holds as the parent's; rings that
+// other threads held at the fork are not in the pool, and never come back.
 class RingPool {
  public:
   static RingPool& Get() {
     static RingPool* pool = [] {
       auto* p = new RingPool();  // never deleted: see above
       ::pthread_atfork([] { Get().mu_.lock(); }, [] { Get().mu_.unlock(); },
-                       [] { Get().mu_.unlock(); });
+                       [] {
+                         Get().inherited_ = true;
+                         Get().mu_.unlock();
+                       });
       return p;
     }();
     return *pool;
@@ -258,26 +262,22 @@ class RingPool {
 
   void Give(uint32_t entries, std::unique_ptr<io_uring> ring) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (owner_ != ::getpid()) {  // taken before a fork: this process never used it
-      io_uring_queue_exit(ring.get());
-      return;
-    }
     free_[entries].push_back(std::move(ring));
   }
 
  private:
-  RingPool() : owner_(::getpid()) {}
+  RingPool() = default;
 
   void ForgetParentsRings() {
-    if (owner_ == ::getpid()) return;
+    if (!inherited_) return;
     for (auto& [entries, rings] : free_)
       for (auto& ring : rings) io_uring_queue_exit(ring.get());  // this process's copy only
     free_.clear();
-    owner_ = ::getpid();
+    inherited_ = false;
   }
 
   std::mutex mu_;
-  pid_t owner_;
+  bool inherited_ = false;  // the rings in free_ are the parent's (set in a forked child)
   std::map<uint32_t, std::vector<std::unique_ptr<io_uring>>> free_;
 };
 
