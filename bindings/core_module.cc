@@ -734,15 +734,7 @@ PYBIND11_MODULE(_core, m) {
         const uint64_t pos = Position(r, i);
         std::string n;
         ThrowIfError(r.Name(pos, &n));
-        // Names are UTF-8 text in a corpus; bytes that are not break that
-        // format (they passed the checksum: the writer put them there).
-        PyObject* text = PyUnicode_DecodeUTF8(n.data(), static_cast<Py_ssize_t>(n.size()), "strict");
-        if (!text) {
-          PyErr_Clear();
-          ThrowIfError(Status::Corruption("corpus " + r.path() + ": the name of record " + std::to_string(pos) +
-                                          " is not UTF-8 text"));
-        }
-        return py::reinterpret_steal<py::str>(text);
+        return n;  // UTF-8, checked by the core
       })
       .def("column_chunks", [](Reader& r, const std::string& name) {
         std::vector<ColumnChunk> chunks;

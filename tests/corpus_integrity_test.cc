@@ -2,12 +2,16 @@
 // manifests, saved indexes and shard lists reported (or rebuilt), never
 // trusted; a plain LMDB is never mistaken for a corpus.
 #include <fcntl.h>
+#include <lmdb.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
+#include "corpus/checksum.h"
 #include "corpus/corpus_format.h"
 #include "reader/index_file.h"
 #include "lmdbloader/reader.h"
@@ -231,6 +235,54 @@ TEST(CorpusIntegrityTest, ForgedSavedIndexSwappingRecordsIsCorruptionNamingTheIn
   ASSERT_EQ(s.code(), Status::Code::kCorruption) << s.ToString();
   EXPECT_NE(s.message().find("its location was loaded from " + dir.Sub("c/lmdbloader.idx")), std::string::npos)
       << s.message();
+}
+
+// A names value that is not UTF-8 under a checksum that matches it: what
+// another writer could produce (CorpusWriter refuses such names).
+TEST(CorpusIntegrityTest, ANameThatIsNotUtf8IsCorruptionNamingTheRecordAndTheFile) {
+  TempDir dir;
+  std::unique_ptr<CorpusWriter> w;
+  ASSERT_OK(CorpusWriter::Create(dir.Sub("c"), WriterOptions(), &w));
+  EXPECT_EQ(w->Add("bad\xff", "x", {}).code(), Status::Code::kInvalidArgument) << "the writer refuses it";
+  ASSERT_OK(w->Add("ok", "x", {}));
+  ASSERT_OK(w->Add("bad!", "y", {}));
+  ASSERT_OK(w->Finish("{}"));
+  w.reset();
+  MDB_env* env;
+  ASSERT_EQ(mdb_env_create(&env), 0);
+  ASSERT_EQ(mdb_env_open(env, dir.Sub("c").c_str(), MDB_NOLOCK, 0644), 0);
+  MDB_txn* txn;
+  ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+  MDB_dbi dbi;
+  ASSERT_EQ(mdb_dbi_open(txn, nullptr, 0, &dbi), 0);
+  auto get = [&](std::string_view key) {
+    MDB_val k{key.size(), const_cast<char*>(key.data())}, v;
+    EXPECT_EQ(mdb_get(txn, dbi, &k, &v), 0);
+    return std::string(static_cast<char*>(v.mv_data), v.mv_size);
+  };
+  auto put = [&](std::string_view key, const std::string& value) {
+    MDB_val k{key.size(), const_cast<char*>(key.data())}, v{value.size(), const_cast<char*>(value.data())};
+    EXPECT_EQ(mdb_put(txn, dbi, &k, &v, 0), 0);
+  };
+  std::string names = get(kNamesBlobKey);
+  names[names.find('!')] = '\xff';
+  put(kNamesBlobKey, names);
+  nlohmann::json manifest = nlohmann::json::parse(get(kManifestKey));
+  manifest["checksums"]["meta"]["names"] = ChecksumHex(Checksum(names));
+  const std::string text = manifest.dump();
+  put(kManifestKey, text);
+  const uint64_t sum = Checksum(text);
+  put(kManifestChecksumKey, std::string(reinterpret_cast<const char*>(&sum), 8));
+  ASSERT_EQ(mdb_txn_commit(txn), 0);
+  mdb_env_close(env);
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(OpenWith(dir.Sub("c"), &r));
+  std::string name;
+  ASSERT_OK(r->Name(0, &name));
+  EXPECT_EQ(name, "ok");
+  Status s = r->Name(1, &name);
+  EXPECT_EQ(s.code(), Status::Code::kCorruption) << s.ToString();
+  EXPECT_NE(s.message().find("c/data.mdb: the name of record 1 is not UTF-8 text"), std::string::npos) << s.message();
 }
 
 TEST(CorpusIntegrityTest, PlainLmdbWithAMetadataLikeKeyKeepsThatRecord) {

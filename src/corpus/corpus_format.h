@@ -35,6 +35,9 @@ std::string RecordKey(uint64_t index);
 // True and the number when `key` is exactly 8 bytes.
 bool ParseRecordKey(std::string_view key, uint64_t* index);
 bool IsMetaKey(std::string_view key);
+// Names, strings in records and the manifest are UTF-8 (no overlong forms,
+// surrogates or code points past U+10FFFF).
+bool IsUtf8(std::string_view text);
 
 }  // namespace lmdbloader
 

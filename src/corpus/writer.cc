@@ -174,6 +174,9 @@ Status CorpusWriter::Add(std::string_view name, std::string_view record,
     return Status::InvalidArgument("record '" + std::string(name) + "' is " + std::to_string(record.size()) +
                                    " bytes; a record holds at most " + std::to_string(kMaxRecordBytes) +
                                    " bytes (LMDB's largest value)");
+  // A corpus's names are UTF-8 text (its readers hand them out as str).
+  if (!IsUtf8(name))
+    return Status::InvalidArgument("record " + std::to_string(count_) + ": its name is not UTF-8 text");
   if (auto seen = name_seen_.find(std::string(name)); seen != name_seen_.end())
     return Status::InvalidArgument("duplicate name '" + std::string(name) + "' (records " +
                                    std::to_string(seen->second) + " and " + std::to_string(count_) + ")");

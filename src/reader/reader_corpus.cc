@@ -149,7 +149,13 @@ Status Reader::Name(uint64_t index, std::string* name) {
   if (range[1] < range[0] || range[1] > blob->second.size)
     return Status::Corruption("read " + part->location.data_path + ": bad name offsets");
   name->resize(range[1] - range[0]);
-  return PreadAt(*part, blob->second.offset + range[0], range[1] - range[0], name->data());
+  LMDBLOADER_RETURN_IF_ERROR(PreadAt(*part, blob->second.offset + range[0], range[1] - range[0], name->data()));
+  // Names are UTF-8 text in a corpus (the writer refuses others): bytes that
+  // are not, under a matching checksum, came from another writer.
+  if (!IsUtf8(*name))
+    return Status::Corruption("corpus " + part->location.data_path + ": the name of record " + std::to_string(index) +
+                              " is not UTF-8 text");
+  return Status::OK();
 }
 
 Status Reader::Column(const std::string& name, std::vector<ColumnChunk>* chunks) const {
