@@ -33,8 +33,8 @@ def reader_option_texts(options, owner="Reader"):
 
 
 def _text(name, kind, value):
-    if kind == "bytes":
-        return str(byte_size(value, name))
+    if kind == "bytes":  # a string goes to the core's parser as it is
+        return value.strip() if isinstance(value, str) else str(byte_size(value, name))
     if kind == "bool":
         return "true" if value else "false"
     if kind == "checksums":

@@ -100,11 +100,11 @@ struct LmdbFile::WalkState {
   const LmdbMeta& meta;
   const Visitor& visit;
   uint64_t max_pgno = 0;  // pages above this do not exist: the meta's last page, or the file's end
-  // Why page `pgno` cannot be read: past the file's end, or outside the pages the meta page counts.
+  // Why page `pgno` cannot be read: past the file's end (max_pgno is then
+  // the file's last page), or outside the pages the meta page counts.
   std::string Outside(uint64_t pgno) const {
-    const uint64_t file_pages = max_pgno + 1;
     if (pgno > max_pgno && pgno <= meta.last_pgno)
-      return "past the end of the file (truncated? it holds " + std::to_string(file_pages) + " pages of " +
+      return "past the end of the file (truncated? it holds " + std::to_string(max_pgno + 1) + " pages of " +
              std::to_string(meta.page_size) + " bytes)";
     return "outside pages 2.." + std::to_string(meta.last_pgno);
   }

@@ -257,11 +257,17 @@ def test_a_bad_option_is_the_same_error_from_python_and_the_command(corpus, name
         lmdbloader.Reader(corpus, budget="1GiB")
 
 
-def test_the_command_takes_the_budget_from_the_environment(corpus):
-    import subprocess
-    env = dict(os.environ, LMDBLOADER_RSS_BUDGET="24MiB")
-    res = subprocess.run(["lmdbloader", "scan", corpus, "--json"], capture_output=True, text=True, env=env)
-    assert res.returncode == 0, res.stderr
+def test_the_budget_defaults_to_the_environment_in_python_and_the_command(corpus, monkeypatch):
     import json
+    import subprocess
+    monkeypatch.delenv("LMDBLOADER_RSS_BUDGET", raising=False)
+    assert lmdbloader.Reader(corpus).rss_budget == 0
+    monkeypatch.setenv("LMDBLOADER_RSS_BUDGET", "24MiB")
+    assert lmdbloader.Reader(corpus).rss_budget == 24 << 20
+    assert lmdbloader.Reader(corpus, rss_budget="8MiB").rss_budget == 8 << 20  # the keyword wins
+    res = subprocess.run(["lmdbloader", "scan", corpus, "--json"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["rss_budget_bytes"] == 24 << 20
-    assert lmdbloader.Reader(corpus).rss_budget == 0 or os.environ.get("LMDBLOADER_RSS_BUDGET")
+    monkeypatch.setenv("LMDBLOADER_RSS_BUDGET", "plenty")
+    with pytest.raises(ValueError, match="LMDBLOADER_RSS_BUDGET: invalid byte size 'plenty'"):
+        lmdbloader.Reader(corpus)
