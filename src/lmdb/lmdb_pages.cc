@@ -53,14 +53,20 @@ int CompareReversed(std::string_view a, std::string_view b) {
 }
 
 // MDB_INTEGERKEY / MDB_INTEGERDUP keys are native (little-endian) unsigned
-// integers; liblmdb compares them from the most significant end (mdb.c's
-// mdb_cmp_cint), which for two keys of one size is the numeric order. lmdb.h
-// requires one size per database (unsigned int or size_t); keys of two sizes
-// have no order liblmdb keeps (it reads the shorter past its end), so they are
-// reported as that rule broken (Unsupported), not as damage.
-// -1/0/1, or 2 when the sizes differ.
+// integers, and lmdb.h wants them all of one size, unsigned int or size_t.
+// liblmdb (and py-lmdb) write keys of any size and of several sizes anyway,
+// and then order them by bytes past the key: on branch pages mdb.c compares
+// 4 or 8 bytes whatever the keys' size (mdb_cmp_int, mdb_cmp_long), in leaves
+// it reads from the first key's end. Once one key breaks the rule, even keys
+// of a proper size can sit out of numeric order. So an integer tree's order
+// is not checked: it is read in page order, as liblmdb's cursor reads it, and
+// cycles are still caught by the bound on pages visited and the trees' entry
+// counts.
+constexpr int kNoOrder = 2;
+
+// -1/0/1, or kNoOrder for integer keys.
 int Compare(std::string_view a, std::string_view b, bool integer, bool reversed) {
-  if (integer) return a.size() == b.size() ? CompareReversed(a, b) : 2;
+  if (integer) return kNoOrder;
   return reversed ? CompareReversed(a, b) : CompareBytes(a, b);
 }
 
@@ -134,15 +140,6 @@ Status LmdbFile::Open(const std::string& data_path) {
 
 Status LmdbFile::Damaged(uint64_t pgno, const std::string& what) const {
   return Status::Corruption("walk " + path_ + ": damaged LMDB page " + std::to_string(pgno) + ": " + what);
-}
-
-Status LmdbFile::MixedIntegerSizes(uint64_t pgno, bool duplicates, size_t a, size_t b) const {
-  const char* what = duplicates ? "duplicates (MDB_INTEGERDUP)" : "keys (MDB_INTEGERKEY)";
-  return Status::Unsupported("walk " + path_ + ": page " + std::to_string(pgno) + " holds integer " + what + " of " +
-                             std::to_string(a) + " and " + std::to_string(b) +
-                             " bytes; lmdb.h requires one size for all of a database's integer " +
-                             (duplicates ? "duplicates" : "keys") +
-                             " (unsigned int or size_t), and liblmdb has no order for mixed sizes");
 }
 
 Status LmdbFile::ReadPages(uint64_t first, uint64_t count, uint32_t page_size) {
@@ -401,9 +398,8 @@ Status LmdbFile::VisitLeaf(WalkState& st, const char* page, uint64_t pgno) {
   }
   auto ordered = [&](std::string_view key, uint64_t i) -> Status {
     if (st.have_prev) {
-      int c = Compare(st.prev, key, integer, reversed);
-      if (c == 2) return MixedIntegerSizes(pgno, st.dup_tree, st.prev.size(), key.size());
-      if (c >= 0) return Damaged(pgno, "node " + std::to_string(i) + "'s key is out of order (duplicate, cycle or damage)");
+      const int c = Compare(st.prev, key, integer, reversed);
+      if (c != kNoOrder && c >= 0) return Damaged(pgno, "node " + std::to_string(i) + "'s key is out of order (duplicate, cycle or damage)");
     }
     st.prev.assign(key.data(), key.size());
     st.have_prev = true;
@@ -559,9 +555,8 @@ Status LmdbFile::VisitDuplicates(WalkState& st, std::string_view key, const char
         dup = std::string_view(data + at, ksize);
       }
       if (i > 0) {
-        int c = Compare(prev, dup, integer, reversed);
-        if (c == 2) return MixedIntegerSizes(pgno, true, prev.size(), dup.size());
-        if (c != -1) return Damaged(pgno, "duplicates out of order in a sub-page");
+        const int c = Compare(prev, dup, integer, reversed);
+        if (c != kNoOrder && c != -1) return Damaged(pgno, "duplicates out of order in a sub-page");
       }
       prev.assign(dup.data(), dup.size());
       LmdbItem item;

@@ -144,7 +144,6 @@ class LmdbFile {
   Status VisitDuplicates(WalkState& st, std::string_view key, const char* node_data, uint64_t data_size,
                          uint64_t data_offset, bool subtree, uint64_t pgno);
   Status Damaged(uint64_t pgno, const std::string& what) const;
-  Status MixedIntegerSizes(uint64_t pgno, bool duplicates, size_t a, size_t b) const;
 
   std::string path_;
   int fd_ = -1;
