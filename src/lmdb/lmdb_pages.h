@@ -14,7 +14,8 @@
 //   each node's key and inline value lie inside the page;
 // - values on overflow pages lie within the file and the last page;
 // - keys come in strictly increasing order under the database's comparator
-//   (which also catches cycles and pages reached twice), the walk visits no
+//   (which also catches cycles and pages reached twice; not in integer-key
+//   trees, whose order liblmdb takes from bytes past short keys), the walk visits no
 //   more pages than the file has, the tree is no deeper than it says (and
 //   than liblmdb's 32 levels), and the number of entries found equals the
 //   tree's own count.
