@@ -6,19 +6,17 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <mutex>
 #include <random>
-#include <thread>
 
 #include "lmdbloader/convert.h"
 #include "lmdbloader/inspect.h"
 #include "lmdbloader/memory.h"
 #include "lmdbloader/reader.h"
+#include "lmdbloader/scan.h"
 #include "tools/convert_command.h"
 
 namespace lmdbloader {
@@ -171,60 +169,6 @@ int RunGet(const OpenFlags& flags, bool by_index, const std::string& index, cons
   return s.ok() ? 0 : Fail(s);
 }
 
-// Prefetches the scan's next batch on its own thread while the current one
-// is read: the reads of a batch end before its copies and checks, so without
-// it the device idles while the CPU works (1 MiB records: about a fifth of a
-// cold scan's time).
-class NextBatchPrefetcher {
- public:
-  explicit NextBatchPrefetcher(Reader* reader) : reader_(reader), thread_([this] { Run(); }) {}
-  ~NextBatchPrefetcher() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  // Starts prefetching `count` positions (which must stay unchanged until
-  // Wait returns).
-  void Start(const uint64_t* positions, size_t count) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      positions_ = positions;
-      count_ = count;
-      busy_ = true;
-    }
-    cv_.notify_all();
-  }
-  void Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return !busy_; });
-  }
-
- private:
-  void Run() {
-    std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-      cv_.wait(lock, [this] { return busy_ || stop_; });
-      if (stop_) return;
-      lock.unlock();
-      reader_->Prefetch(positions_, count_);
-      lock.lock();
-      busy_ = false;
-      cv_.notify_all();
-    }
-  }
-  Reader* reader_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  const uint64_t* positions_ = nullptr;
-  size_t count_ = 0;
-  bool busy_ = false;
-  bool stop_ = false;
-  std::thread thread_;  // last: started once the rest is set up
-};
-
 int RunScan(const OpenFlags& flags, int passes, const std::string& order, int batch, bool as_json) {
   if (order != "random" && order != "key") return Usage("scan", "--order must be random or key, got '" + order + "'");
   if (passes < 1) return Usage("scan", "--passes must be at least 1, got " + std::to_string(passes));
@@ -241,82 +185,21 @@ int RunScan(const OpenFlags& flags, int passes, const std::string& order, int ba
   std::vector<uint64_t> positions(r->size());
   for (uint64_t i = 0; i < positions.size(); ++i) positions[i] = i;
   std::mt19937_64 rng(12345);
-  const uint64_t batch_bytes = r->budget().ScanBatchBytes();
-  std::string buf;
-  // Record sizes come from the index as needed: a table of them would be
-  // another 8 bytes a record of this process's RSS, beside the order's 8.
-  auto size_of = [&](uint64_t position) {
-    uint64_t size = 0;
-    if (!r->ValueSize(position, &size).ok()) size = 0;  // every position is below size(): never taken
-    return size;
-  };
-  std::vector<char*> dsts;
   uint64_t peak = baseline, bytes = 0;
-  // End of the group of records from `first`: up to `most` records and
-  // `most_bytes`, at least one record, not past `limit`.
-  // `sizes` (when given) gets the group's record sizes.
-  auto group_end = [&](size_t first, size_t limit, size_t most, uint64_t most_bytes, std::vector<uint64_t>* sizes) {
-    uint64_t total = 0;
-    size_t end = first;
-    if (sizes) sizes->clear();
-    for (; end < limit && end - first < most; ++end) {
-      const uint64_t size = size_of(positions[end]);
-      if (end > first && total + size > most_bytes) break;
-      total += size;
-      if (sizes) sizes->push_back(size);
-    }
-    return end;
+  auto count_bytes = [&](const ScanSlice& slice) {
+    bytes += slice.bytes;
+    return Status::OK();
   };
-  // A batch is prefetched whole (the next one while this one is read). With
-  // cache policy fill the prefetch reads its chunks whole, so the batch is
-  // then copied out a slice at a time, whose buffer stays in the CPU's cache
-  // while its records are copied and checked (warm scans of 100 KiB records
-  // 1.8x faster in 1 MiB slices than in 32 MiB ones, cold ones 1.2-1.4x).
-  // exact reads the batch's records together, as many in flight as it holds
-  // (its prefetch, POSIX_FADV_WILLNEED, does not wait, and reading that in
-  // slices measured slower); drop prefetches nothing.
-  const CachePolicy policy = r->cache_policy();
-  const bool prefetching = policy != CachePolicy::kDrop;
-  const uint64_t slice_bytes = policy == CachePolicy::kFill ? (1ull << 20) : batch_bytes;
+  auto sample_rss = [&] {  // half a microsecond: sample every batch
+    LMDBLOADER_RETURN_IF_ERROR(statm.Read(&rss, &file_rss));
+    peak = std::max(peak, rss);
+    return Status::OK();
+  };
   auto start = std::chrono::steady_clock::now();
-  {
-    NextBatchPrefetcher prefetcher(r.get());
-    std::vector<size_t> batch_starts;
-    std::vector<uint64_t> slice_sizes;
-    for (int pass = 0; pass < passes; ++pass) {
-      if (order == "random") std::shuffle(positions.begin(), positions.end(), rng);
-      // Batches cut up front, so that the next is known.
-      batch_starts.clear();
-      for (size_t first = 0; first < positions.size();) {
-        batch_starts.push_back(first);
-        first = group_end(first, positions.size(), static_cast<size_t>(batch), batch_bytes, nullptr);
-      }
-      batch_starts.push_back(positions.size());
-      if (policy == CachePolicy::kFill && batch_starts.size() > 1) {  // the first batch's chunks, before its first slice
-        prefetcher.Start(&positions[0], batch_starts[1]);
-        prefetcher.Wait();
-      }
-      for (size_t b = 0; b + 1 < batch_starts.size(); ++b) {
-        const size_t end = batch_starts[b + 1];
-        if (prefetching && b + 2 < batch_starts.size()) prefetcher.Start(&positions[end], batch_starts[b + 2] - end);
-        for (size_t first = batch_starts[b]; first < end && s.ok();) {
-          const size_t slice_end = group_end(first, end, positions.size(), slice_bytes, &slice_sizes);
-          uint64_t total = 0;
-          for (uint64_t size : slice_sizes) total += size;
-          if (buf.size() < total) buf.resize(total);
-          dsts.clear();
-          for (size_t k = 0, at = 0; k < slice_sizes.size(); at += slice_sizes[k], ++k) dsts.push_back(buf.data() + at);
-          s = r->ReadBatch(&positions[first], slice_end - first, dsts.data());
-          bytes += total;
-          first = slice_end;
-        }
-        prefetcher.Wait();
-        if (!s.ok()) return Fail(s);
-        s = statm.Read(&rss, &file_rss);  // half a microsecond: sample every batch
-        if (!s.ok()) return Fail(s);
-        peak = std::max(peak, rss);
-      }
-    }
+  for (int pass = 0; pass < passes; ++pass) {
+    if (order == "random") std::shuffle(positions.begin(), positions.end(), rng);
+    s = ScanRecords(*r, positions.data(), positions.size(), static_cast<size_t>(batch), count_bytes, sample_rss);
+    if (!s.ok()) return Fail(s);
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ReaderStats st = r->stats();

@@ -252,13 +252,18 @@ class _BatchBuilder:
         self.used = 0
         self.pending = []
         self.fell_back = None
+
+    @property
+    def fn_map(self):
+        """default_collate's map with every tensor it makes placed in the slot
+        (made only for samples that go through collate, not for RecordBatch)."""
         fn_map = dict(default_collate_fn_map)
         fn_map[torch.Tensor] = self._tensor
         for kind, fn in list(fn_map.items()):  # numbers, numpy scalars: small tensors, into the slot too
             if kind is not torch.Tensor and fn is not default_collate_fn_map.get(str) and \
                     fn is not default_collate_fn_map.get(bytes):
                 fn_map[kind] = self._wrap(fn)
-        self.fn_map = fn_map
+        return fn_map
 
     def _wrap(self, fn):
         def small(batch, *, collate_fn_map=None):
