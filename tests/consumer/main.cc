@@ -1,9 +1,13 @@
-// Opens a database with the installed library and prints its records' sizes:
-// proof that the installed headers and the exported target link and run.
+// Opens a database with the installed library and prints its records' sizes,
+// read one by one and again by a scan: proof that the installed headers and
+// the exported target link and run.
 #include <cstdio>
 #include <memory>
+#include <numeric>
+#include <vector>
 
 #include "lmdbloader/reader.h"
+#include "lmdbloader/scan.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -25,6 +29,17 @@ int main(int argc, char** argv) {
       return 1;
     }
     total += value.size();
+  }
+  std::vector<uint64_t> order(reader->size());
+  std::iota(order.begin(), order.end(), 0);
+  uint64_t scanned = 0;
+  s = lmdbloader::ScanRecords(*reader, order.data(), order.size(), 64, [&](const lmdbloader::ScanSlice& slice) {
+    scanned += slice.bytes;
+    return lmdbloader::Status::OK();
+  });
+  if (!s.ok() || scanned != total) {
+    std::fprintf(stderr, "scan: %s, %llu bytes\n", s.ToString().c_str(), static_cast<unsigned long long>(scanned));
+    return 1;
   }
   std::printf("%llu records, %llu bytes\n", static_cast<unsigned long long>(reader->size()),
               static_cast<unsigned long long>(total));
