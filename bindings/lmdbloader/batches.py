@@ -20,6 +20,7 @@ and values. Outside a worker (``num_workers=0``) this is ``default_collate``.
 """
 
 import collections.abc
+import inspect
 import math
 import os
 import secrets
@@ -499,6 +500,9 @@ class RecordBatch(collections.abc.Sequence):
         return (list, (self._materialized(),))
 
 
+_LOADER_SIGNATURE = inspect.signature(torch.utils.data.DataLoader.__init__)
+
+
 class DataLoader(torch.utils.data.DataLoader):
     """``torch.utils.data.DataLoader`` with ``collate_fn`` preset to a
     :class:`Collate` (sized by this loader's ``prefetch_factor``); every
@@ -507,17 +511,19 @@ class DataLoader(torch.utils.data.DataLoader):
     tensor when they have one length, else a list of 1-D uint8 tensors."""
 
     def __init__(self, dataset, *args, **kwargs):
-        if len(args) >= 6:
-            if args[5] is None:
-                args = args[:5] + (Collate(prefetch_factor=kwargs.get("prefetch_factor") or 2),) + args[6:]
-        elif kwargs.get("collate_fn") is None:
-            kwargs["collate_fn"] = Collate(prefetch_factor=kwargs.get("prefetch_factor") or 2)
-        collate_fn = args[5] if len(args) >= 6 else kwargs["collate_fn"]
+        bound = _LOADER_SIGNATURE.bind(self, dataset, *args, **kwargs)
+        given = bound.arguments
+        # Without automatic batching (batch_size=None and no batch_sampler)
+        # torch applies collate_fn to each sample, and its default there is
+        # default_convert, not a collate: keep torch's default then.
+        batching = given.get("batch_size", 1) is not None or given.get("batch_sampler") is not None
+        if given.get("collate_fn") is None and batching:
+            given["collate_fn"] = Collate(prefetch_factor=given.get("prefetch_factor") or 2)
         from .dataset import LmdbDataset
-        if isinstance(dataset, LmdbDataset) and dataset.decode == "tensor" and dataset.transform is None and \
-                isinstance(collate_fn, Collate):
-            dataset = dataset._deferring()  # batches read straight into a ring slot
-        super().__init__(dataset, *args, **kwargs)
+        if batching and isinstance(dataset, LmdbDataset) and dataset.decode == "tensor" and \
+                dataset.transform is None and isinstance(given.get("collate_fn"), Collate):
+            given["dataset"] = dataset._deferring()  # batches read straight into a ring slot
+        super().__init__(*bound.args[1:], **bound.kwargs)
 
     def ring_stats(self):
         """The collate's ring statistics in this process (Collate.stats); {} for another collate_fn."""

@@ -190,6 +190,29 @@ def test_decode_tensor_under_default_collate_and_with_a_transform(corpus):
     same(got, default_collate([pairs[i] for i in range(4)]))
 
 
+def test_dataloader_batches_as_torchs_with_every_way_of_giving_its_arguments(corpus):
+    """The same batches as torch's DataLoader: without automatic batching
+    (batch_size=None: each sample as torch's default_convert leaves it), with a
+    batch_sampler, with arguments given by position, with drop_last."""
+    samples = Numbered(7, rows=2, cols=3)
+    records = lmdbloader.LmdbDataset(corpus, decode="tensor")
+    sampler = torch.utils.data.BatchSampler(torch.utils.data.SequentialSampler(range(7)), 3, drop_last=False)
+    for ds in (samples, records):
+        for workers in (0, 2):
+            for args, kwargs in [((), {"batch_size": None}),
+                                 ((), {"batch_sampler": sampler}),
+                                 ((4, False, None, None, workers), {}),
+                                 ((), {"batch_size": 2, "drop_last": True})]:
+                kw = dict(kwargs) if args else dict(kwargs, num_workers=workers)
+                want = list(DataLoader(ds, *args, **kw))
+                got = list(lmdbloader.DataLoader(ds, *args, **kw))
+                assert len(got) == len(want), (args, kwargs)
+                for k, (a, b) in enumerate(zip(got, want)):
+                    same(a, b, f"{type(ds).__name__} {args} {kwargs} workers={workers} batch {k}")
+    with pytest.raises(TypeError, match="no_such"):
+        lmdbloader.DataLoader(samples, no_such=1)
+
+
 # ------------------------------------------------------- lifetime
 
 def test_kept_batches_stay_intact_across_epochs_aliases_and_processes(corpus):
