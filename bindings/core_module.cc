@@ -3,6 +3,7 @@
 // (ThrowIfError and the translator below), reads release the GIL.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <unistd.h>
 
 #include <map>
 #include <memory>
@@ -295,12 +296,17 @@ void ReadBatchInto(Reader& r, const py::iterable& indices, const py::object& buf
 // exports the slot's bytes (tensors are built over it with torch.frombuffer,
 // each holding a reference), and frees the slot when the last reference goes,
 // so the slot is reused only after every tensor, view and alias of its batch
-// is gone.
+// is gone. Only the process that took the lease releases it: a child forked
+// while the batch is held inherits the lease, and its release would free the
+// slot under the parent's batch.
 struct RingLease {
   std::shared_ptr<BatchRing> ring;
   uint32_t slot = 0;
   uint64_t generation = 0;
-  ~RingLease() { ring->Release(slot, generation); }
+  pid_t holder = ::getpid();
+  ~RingLease() {
+    if (::getpid() == holder) ring->Release(slot, generation);
+  }
 };
 
 RingBacking ParseBacking(const std::string& name) {

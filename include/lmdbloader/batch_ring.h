@@ -28,8 +28,10 @@
 //
 // Thread-safety: Acquire is for one producer thread; Release and the
 // accessors may be called from any thread of any process mapping the ring.
-// Not fork-aware: a forked child inherits the mapping and may release, but
-// should not Acquire on its parent's ring.
+// Not fork-aware: a forked child inherits the mapping and the slots its
+// parent holds; it must not release those (that would free them under the
+// parent) nor Acquire on its parent's ring. Python's RingLease releases
+// only in the process that took it.
 #ifndef LMDBLOADER_BATCH_RING_H_
 #define LMDBLOADER_BATCH_RING_H_
 

@@ -237,6 +237,33 @@ def test_kept_batches_stay_intact_across_epochs_aliases_and_processes(corpus):
     assert s["fallback_full"] > 0 or s["worker_ring_bytes"] > 0, s
 
 
+def test_a_forked_child_dropping_inherited_batches_frees_nothing_of_its_parents(corpus):
+    """A child forked while the parent holds ring batches inherits their
+    leases: when it drops them, the parent's slots must stay held, or the
+    worker would refill them under the parent's batch. (The child leaves with
+    os._exit: finalizing a fork of a process with live DataLoader iterators
+    stops the parent's workers, torch's behaviour.)"""
+    loader = lmdbloader.DataLoader(lmdbloader.LmdbDataset(corpus, decode="tensor"), batch_size=8, num_workers=1,
+                                   persistent_workers=True, collate_fn=lmdbloader.Collate(slots=2))
+    for _ in range(2):
+        it = iter(loader)
+        kept = [next(it), next(it)]
+        saved = [b.clone() for b in kept]
+        pid = os.fork()
+        if pid == 0:  # the child drops what it inherited
+            try:
+                kept.clear()
+                gc.collect()
+            finally:
+                os._exit(0)
+        assert os.waitpid(pid, 0)[1] == 0
+        for _ in it:  # more batches: freed slots would be refilled now
+            pass
+        assert all(torch.equal(a, b) for a, b in zip(kept, saved)), "a child's release freed the parent's slot"
+        del kept
+        gc.collect()
+
+
 def test_a_ring_with_every_slot_held_falls_back_without_blocking(corpus):
     collate = lmdbloader.Collate(slots=1, max_ring_bytes=1)  # never grows
     loader = lmdbloader.DataLoader(lmdbloader.LmdbDataset(corpus, decode="tensor"), batch_size=8, num_workers=2,
