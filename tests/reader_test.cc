@@ -2,11 +2,14 @@
 
 #include <fcntl.h>
 #include <lmdb.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -491,6 +494,54 @@ TEST(ReaderErrorsTest, SigbusOutsideGuardedMappingsStillEndsTheProcess) {
   // Killed by SIGBUS (or, under a sanitizer, its report and exit status 1).
   EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the fault was swallowed";
   EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 3);
+}
+
+// A caller's own SIGBUS handler, installed before the guard, still gets the
+// faults the guard does not own, with their address; guarded mappings still
+// read past a truncation as an error. In a child: the handlers are the
+// process's.
+sigjmp_buf g_caller_jump;
+volatile uintptr_t g_caller_fault = 0;
+void CallerSigbusHandler(int, siginfo_t* info, void*) {
+  g_caller_fault = reinterpret_cast<uintptr_t>(info->si_addr);
+  siglongjmp(g_caller_jump, 1);
+}
+
+TEST(ReaderErrorsTest, ACallersSigbusHandlerStillGetsFaultsThatAreNotTheGuards) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 100, 5000);
+  const std::string other = dir.Sub("other");
+  std::ofstream(other) << std::string(1 << 16, 'x');
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = CallerSigbusHandler;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    if (::sigaction(SIGBUS, &sa, nullptr) != 0) ::_exit(10);
+    ReaderOptions options = NoSavedIndex();
+    options.mode = AccessMode::kMmap;
+    std::unique_ptr<Reader> r;
+    if (!Reader::Open(dir.Sub("db"), options, &r).ok()) ::_exit(11);  // installs the guard in front
+    int fd = ::open(other.c_str(), O_RDWR);
+    auto* p = static_cast<volatile char*>(::mmap(nullptr, 1 << 16, PROT_READ, MAP_SHARED, fd, 0));
+    if (::ftruncate(fd, 0) != 0) ::_exit(12);
+    if (sigsetjmp(g_caller_jump, 1) == 0) {
+      char c = p[1 << 15];  // SIGBUS: not a guarded mapping
+      ::_exit(c == 0 ? 13 : 14);  // swallowed
+    }
+    if (g_caller_fault != reinterpret_cast<uintptr_t>(p + (1 << 15))) ::_exit(15);
+    // The guard still owns its own mappings' faults.
+    if (::truncate((dir.Sub("db") + "/data.mdb").c_str(), 8192) != 0) ::_exit(16);
+    std::string value;
+    Status s = r->Read(99, &value);
+    ::_exit(s.ok() ? 17 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace

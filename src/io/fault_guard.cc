@@ -37,23 +37,54 @@ Slot* SlotOf(int handle) {
 std::mutex g_mu;                 // guards installation and slot claims
 struct sigaction g_previous;     // the SIGBUS disposition the guard replaced
 
-void CallPrevious(int sig, siginfo_t* info, void* context) {
-  struct sigaction prev = g_previous;
-  if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction != nullptr) {
-    prev.sa_sigaction(sig, info, context);
-    return;
-  }
-  if (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
-    prev.sa_handler(sig);
-    return;
-  }
-  // The default action: restore it and return; the access faults again and
-  // the kernel applies it (a SIGBUS from a fault cannot be ignored).
+void RestoreDefault() {
   struct sigaction dfl;
   std::memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   sigaction(SIGBUS, &dfl, nullptr);
+}
+
+// The fault address last handed to the handler the guard replaced.
+std::atomic<uintptr_t> g_last_handed_on{0};
+
+void CallPrevious(int sig, siginfo_t* info, void* context) {
+  const struct sigaction prev = g_previous;
+  const bool is_function = (prev.sa_flags & SA_SIGINFO) ? prev.sa_sigaction != nullptr
+                                                         : prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN;
+  if (!is_function) {
+    // The default action: restore it and return; the access faults again and
+    // the kernel applies it (a SIGBUS from a fault cannot be ignored).
+    RestoreDefault();
+    return;
+  }
+  // A fault (si_code > 0) repeats when the handlers return. If the same
+  // address comes back after the previous handler had it, that handler
+  // returned without resolving it, and may have handed it back here: Python's
+  // faulthandler, installed after the guard and replaced by it again at a
+  // fork, restores the guard as "its previous" and returns, which would
+  // bounce the fault between the two forever. The default action ends that.
+  if (info != nullptr && info->si_code > 0) {
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(info->si_addr);
+    if (g_last_handed_on.exchange(addr) == addr) {
+      RestoreDefault();
+      return;
+    }
+  }
+  // As the kernel would run it: its mask added while it runs.
+  sigset_t before;
+  pthread_sigmask(SIG_BLOCK, &prev.sa_mask, &before);
+  if (prev.sa_flags & SA_SIGINFO) {
+    prev.sa_sigaction(sig, info, context);
+  } else {
+    prev.sa_handler(sig);
+  }
+  // A handler that raises SIGBUS again (faulthandler after its dump, torch's
+  // worker handler) hands it to the handler before it, which may be this
+  // one: that SIGBUS is pending now, and gets the default action.
+  sigset_t pending;
+  if (sigpending(&pending) == 0 && sigismember(&pending, SIGBUS) == 1) RestoreDefault();
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
 }
 
 void OnSigbus(int sig, siginfo_t* info, void* context) {

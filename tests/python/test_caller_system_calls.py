@@ -12,7 +12,11 @@ must return everything.
 
 import gc
 import os
+import signal
 import socket
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -124,3 +128,71 @@ def test_many_readers_opened_and_closed_reuse_the_same_rings(database):
     for _ in range(50):
         _read_batches(database, "auto").close()
     assert fds() <= before, f"descriptors grew from {before} to {fds()} over 50 readers"
+
+
+# The caller's SIGBUS handlers: lmdbloader's guard (which turns a fault in a
+# mapping of its own truncated file into an error) sits in front of them and
+# must hand them every other fault, once, and never hang. Each case touches a
+# truncated mapping of a file that is not lmdbloader's, in a fresh process.
+FOREIGN_SIGBUS = r'''
+import faulthandler, mmap, os, signal, sys, tempfile
+import lmdbloader
+case, path = sys.argv[1], sys.argv[2]
+signal.alarm(60)  # a hang ends by SIGALRM, not never
+r = lmdbloader.Reader(path, mode="mmap", index_dir="none")
+r[0]  # the guard is installed
+
+def fault():
+    fd, name = tempfile.mkstemp()
+    os.write(fd, b"x" * 65536)
+    m = mmap.mmap(fd, 65536)
+    os.ftruncate(fd, 0)
+    return m[40000]
+
+if case == "faulthandler":
+    faulthandler.enable()  # installed after the guard
+    fault()
+elif case == "faulthandler, forked child":
+    faulthandler.enable()
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(60)  # alarms are not inherited
+        r[1]  # the first use in the child puts the guard back in front of faulthandler
+        fault()
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    os._exit(200 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else 1)
+elif case == "dataloader worker":
+    import torch.utils.data as tud
+    class Faulting(tud.Dataset):
+        def __len__(self):
+            return 2
+        def __getitem__(self, i):
+            r[1]  # the first use in the worker puts the guard in front of torch's handler
+            return fault()
+    try:
+        list(tud.DataLoader(Faulting(), batch_size=2, num_workers=1))
+    except RuntimeError as e:
+        print("DataLoader:", e)
+        os._exit(100)
+else:
+    fault()
+os._exit(0)  # the fault was swallowed
+'''
+
+
+@pytest.mark.parametrize("case", ["default action", "faulthandler", "faulthandler, forked child", "dataloader worker"])
+def test_a_sigbus_that_is_not_lmdbloaders_reaches_the_callers_handlers_once(database, case):
+    try:
+        res = subprocess.run([sys.executable, "-c", FOREIGN_SIGBUS, case, database], capture_output=True,
+                             text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{case}: the process hung after a SIGBUS lmdbloader does not own")
+    if case == "faulthandler, forked child":
+        assert res.returncode == 200 + signal.SIGBUS, (res.returncode, res.stderr[-2000:])
+    elif case == "dataloader worker":
+        assert res.returncode == 100 and "DataLoader worker" in res.stdout, (res.returncode, res.stdout, res.stderr)
+    else:
+        assert res.returncode == -signal.SIGBUS, (res.returncode, res.stderr[-2000:])
+    if case.startswith("faulthandler"):
+        assert res.stderr.count("Fatal Python error: Bus error") == 1, res.stderr[-3000:]
