@@ -2,6 +2,7 @@
 
 #include <liburing.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -222,6 +223,23 @@ class ThreadPoolBatchIo final : public BatchIo {
 // released) and sets up its own. The fork handlers keep the pool's lock
 // usable in the child and mark what it holds as the parent's; rings that
 // other threads held at the fork are not in the pool, and never come back.
+//
+// A caller may close descriptors it does not own (closerange before a
+// daemon's work) and open its own files under the same numbers. A ring
+// whose descriptor is no longer an io_uring is therefore left alone, never
+// closed or used: still mapped, so the kernel does not release it (and
+// notify) while the process runs.
+struct PooledRing {
+  io_uring ring;
+  dev_t dev = 0;
+  ino_t ino = 0;
+
+  bool StillOurs() const {
+    struct stat st;
+    return ::fstat(ring.ring_fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+  }
+};
+
 class RingPool {
  public:
   static RingPool& Get() {
@@ -238,29 +256,38 @@ class RingPool {
   }
 
   // A ring of `entries` entries, for one thread's use until Give.
-  Status Take(uint32_t entries, std::unique_ptr<io_uring>* out) {
+  Status Take(uint32_t entries, std::unique_ptr<PooledRing>* out) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ForgetParentsRings();
       auto& free = free_[entries];
-      if (!free.empty()) {
-        *out = std::move(free.back());
+      while (!free.empty()) {
+        std::unique_ptr<PooledRing> ring = std::move(free.back());
         free.pop_back();
-        return Status::OK();
+        if (ring->StillOurs()) {
+          *out = std::move(ring);
+          return Status::OK();
+        }
+        ring.release();  // see above: left mapped, never used again
       }
     }
-    auto ring = std::make_unique<io_uring>();
+    auto ring = std::make_unique<PooledRing>();
     // COOP_TASKRUN (Linux 5.19) saves an interrupt per completion; older
     // kernels refuse the flag, and get a plain ring. (DEFER_TASKRUN and
     // SINGLE_ISSUER would tie a ring to one thread; readers share rings.)
-    int rc = io_uring_queue_init(entries, ring.get(), IORING_SETUP_COOP_TASKRUN);
-    if (rc == -EINVAL) rc = io_uring_queue_init(entries, ring.get(), 0);
+    int rc = io_uring_queue_init(entries, &ring->ring, IORING_SETUP_COOP_TASKRUN);
+    if (rc == -EINVAL) rc = io_uring_queue_init(entries, &ring->ring, 0);
     if (rc < 0) return Status::FromErrno(-rc, "io_uring_queue_init", "io_uring");
+    struct stat st;
+    if (::fstat(ring->ring.ring_fd, &st) == 0) {
+      ring->dev = st.st_dev;
+      ring->ino = st.st_ino;
+    }
     *out = std::move(ring);
     return Status::OK();
   }
 
-  void Give(uint32_t entries, std::unique_ptr<io_uring> ring) {
+  void Give(uint32_t entries, std::unique_ptr<PooledRing> ring) {
     std::lock_guard<std::mutex> lock(mu_);
     free_[entries].push_back(std::move(ring));
   }
@@ -271,14 +298,20 @@ class RingPool {
   void ForgetParentsRings() {
     if (!inherited_) return;
     for (auto& [entries, rings] : free_)
-      for (auto& ring : rings) io_uring_queue_exit(ring.get());  // this process's copy only
+      for (auto& ring : rings) {
+        if (ring->StillOurs()) {
+          io_uring_queue_exit(&ring->ring);  // this process's copy only
+        } else {
+          ring.release();  // the number is the caller's now: left alone
+        }
+      }
     free_.clear();
     inherited_ = false;
   }
 
   std::mutex mu_;
   bool inherited_ = false;  // the rings in free_ are the parent's (set in a forked child)
-  std::map<uint32_t, std::vector<std::unique_ptr<io_uring>>> free_;
+  std::map<uint32_t, std::vector<std::unique_ptr<PooledRing>>> free_;
 };
 
 // Reads through rings of the process-wide pool: a ring serves one thread at
@@ -289,7 +322,7 @@ class UringBatchIo final : public BatchIo {
 
   // Takes one ring, which also tells whether the kernel allows io_uring.
   Status Probe() {
-    std::unique_ptr<io_uring> ring;
+    std::unique_ptr<PooledRing> ring;
     LMDBLOADER_RETURN_IF_ERROR(RingPool::Get().Take(queue_depth_, &ring));
     RingPool::Get().Give(queue_depth_, std::move(ring));
     return Status::OK();
@@ -299,9 +332,9 @@ class UringBatchIo final : public BatchIo {
 
   Status ReadAll(const ReadRequest* requests, size_t count) override {
     if (count == 1) return PreadFully(requests[0]);
-    std::unique_ptr<io_uring> ring;
+    std::unique_ptr<PooledRing> ring;
     LMDBLOADER_RETURN_IF_ERROR(RingPool::Get().Take(queue_depth_, &ring));
-    Status s = Run(ring.get(), requests, count);
+    Status s = Run(&ring->ring, requests, count);
     RingPool::Get().Give(queue_depth_, std::move(ring));
     return s;
   }

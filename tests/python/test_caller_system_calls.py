@@ -196,3 +196,50 @@ def test_a_sigbus_that_is_not_lmdbloaders_reaches_the_callers_handlers_once(data
         assert res.returncode == -signal.SIGBUS, (res.returncode, res.stderr[-2000:])
     if case.startswith("faulthandler"):
         assert res.stderr.count("Fatal Python error: Bus error") == 1, res.stderr[-3000:]
+
+
+def test_a_forked_child_never_closes_a_descriptor_the_caller_reused(database, tmp_path):
+    """A forked child lets go of its copies of the parent's io_uring rings.
+    A caller may have closed a ring's descriptor (a closerange before a
+    daemon's work, say) and opened a file of its own under that number: the
+    child must leave that file open, and the parent must neither use nor
+    close it."""
+    script = textwrap.dedent(r'''
+        import os, sys
+        import lmdbloader
+        path, mine = sys.argv[1], sys.argv[2]
+        r = lmdbloader.Reader(path, io_engine="io_uring", index_dir="none")
+        r.get_batch(list(range(0, 100)))  # a ring is in the pool now
+        def target(fd):
+            try:
+                return os.readlink(f"/proc/self/fd/{fd}")
+            except FileNotFoundError:  # the listing's own descriptor, closed by now
+                return None
+        rings = [int(fd) for fd in os.listdir("/proc/self/fd") if target(fd) == "anon_inode:[io_uring]"]
+        assert rings, "no io_uring descriptor"
+        for fd in rings:  # the caller closes descriptors it does not own, and reuses the numbers
+            os.close(fd)
+            f = os.open(mine, os.O_RDONLY)
+            if f != fd:
+                os.dup2(f, fd)
+                os.close(f)
+        pid = os.fork()
+        if pid == 0:
+            lmdbloader.Reader(path, io_engine="io_uring", index_dir="none").get_batch(list(range(0, 100)))
+            ok = all(os.path.samefile(f"/proc/self/fd/{fd}", mine) for fd in rings)
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        # The parent reads on, through a new ring, and the caller's files stay as they are.
+        assert r.get_batch(list(range(0, 100))) == [r[i] for i in range(0, 100)]
+        assert all(os.path.samefile(f"/proc/self/fd/{fd}", mine) for fd in rings)
+        sys.exit(os.waitstatus_to_exitcode(status))
+    ''')
+    try:
+        lmdbloader.Reader(database, io_engine="io_uring", index_dir="none").close()
+    except OSError as e:
+        pytest.skip(f"io_uring not available here: {e}")
+    mine = tmp_path / "callers-file"
+    mine.write_bytes(b"the caller's")
+    res = subprocess.run([sys.executable, "-c", script, database, str(mine)], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, ("the child closed the caller's file", res.returncode, res.stderr[-2000:])
