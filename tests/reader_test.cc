@@ -496,6 +496,40 @@ TEST(ReaderErrorsTest, SigbusOutsideGuardedMappingsStillEndsTheProcess) {
   EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 3);
 }
 
+// After fork the Reader opens its data file again and closes the inherited
+// copy, but only while that number is still the data file: a caller that
+// closed descriptors it does not own may have opened a file of its own there.
+TEST(ReaderForkTest, AChildNeverClosesADescriptorTheCallerReused) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 50, 1000);
+  auto r = OpenOrDie(dir.Sub("db"), NoSavedIndex());
+  const std::string data = std::filesystem::canonical(dir.Sub("db") + "/data.mdb").string();
+  int reader_fd = -1;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (std::filesystem::read_symlink(entry.path(), ec).string() == data)
+      reader_fd = std::stoi(entry.path().filename().string());
+  }
+  ASSERT_GE(reader_fd, 0);
+  const std::string mine = dir.Sub("mine");
+  std::ofstream(mine) << "the caller's";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int f = ::open(mine.c_str(), O_RDONLY);
+    if (f < 0 || ::dup2(f, reader_fd) != reader_fd) ::_exit(10);  // the number is the caller's now
+    ::close(f);
+    std::string value;
+    if (!r->Read(3, &value).ok() || value != testing::RecordBytes(3, 1000)) ::_exit(11);  // reopens
+    struct stat got, want;
+    if (::fstat(reader_fd, &got) != 0 || ::stat(mine.c_str(), &want) != 0) ::_exit(12);  // closed
+    ::_exit(got.st_ino == want.st_ino ? 0 : 13);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
 // A caller's own SIGBUS handler, installed before the guard, still gets the
 // faults the guard does not own, with their address; guarded mappings still
 // read past a truncation as an error. In a child: the handlers are the

@@ -253,7 +253,12 @@ Status Reader::ReopenHandles() {
     // The filler's mapping stays valid in the child; it needs no handle.
     int fd = -1;
     LMDBLOADER_RETURN_IF_ERROR(OpenDataFile(p.location.data_path, p.index.identity, &fd));
-    ::close(p.fd);
+    // The inherited copy is closed only while it is still the data file: a
+    // caller that closed descriptors it does not own may have reused the number.
+    struct stat st;
+    if (::fstat(p.fd, &st) == 0 && static_cast<uint64_t>(st.st_dev) == p.index.identity.device &&
+        static_cast<uint64_t>(st.st_ino) == p.index.identity.inode)
+      ::close(p.fd);
     p.fd = fd;
     if (mode_ == AccessMode::kMmap) {
       std::shared_ptr<Mapping> map;
