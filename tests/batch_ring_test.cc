@@ -79,6 +79,27 @@ TEST(BatchRingTest, BadSizesAndForeignSegmentsAreClearErrors) {
   ASSERT_EQ(::ftruncate(fd, 8192), 0);
   Status s = BatchRing::Attach(fd, &ring);
   EXPECT_EQ(s.code(), Status::Code::kCorruption) << s.ToString();
+  // A header whose slots times slot size wraps around to the segment's size.
+  fd = ::memfd_create("forged-ring", MFD_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, 8192), 0);
+  const uint64_t magic = 0x474e49524c444d4cull;
+  const uint32_t slots = 256;
+  const uint64_t slot_bytes = (uint64_t{1} << 56) + 16;  // 256 x this = 2^64 + 4096: wraps to 4096
+  ASSERT_EQ(::pwrite(fd, &magic, 8, 0), 8);
+  ASSERT_EQ(::pwrite(fd, &slots, 4, 8), 4);
+  ASSERT_EQ(::pwrite(fd, &slot_bytes, 8, 16), 8);
+  s = BatchRing::Attach(fd, &ring);
+  EXPECT_EQ(s.code(), Status::Code::kCorruption) << s.ToString();
+}
+
+TEST(BatchRingTest, AMemfdRingCannotBeResizedUnderItsMappings) {
+  std::unique_ptr<BatchRing> ring;
+  ASSERT_OK(BatchRing::Create(2, 8192, RingBacking::kMemfd, &ring));
+  EXPECT_NE(::ftruncate(ring->fd(), 4096), 0);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_NE(::ftruncate(ring->fd(), 1 << 20), 0);
+  std::memset(ring->slot_data(1), 7, 8192);  // every slot still there
 }
 
 TEST(BatchRingTest, MemoryTheBackingCannotHoldFailsAtCreationNamingIt) {

@@ -23,7 +23,7 @@ uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 // A segment nobody can open by name: memfd, or a POSIX shm file unlinked at once.
 Status NewSegment(RingBacking backing, int* fd, const char** name) {
   if (backing != RingBacking::kShm) {
-    *fd = ::memfd_create("lmdbloader-batch-ring", MFD_CLOEXEC);
+    *fd = ::memfd_create("lmdbloader-batch-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     *name = "memfd";
     if (*fd >= 0) return Status::OK();
     if (backing == RingBacking::kMemfd || (errno != ENOSYS && errno != EPERM && errno != EACCES))
@@ -73,6 +73,10 @@ Status BatchRing::Create(uint32_t slots, uint64_t slot_bytes, RingBacking backin
                                " bytes) for the batch ring in " + r->backing_ + ": " + std::strerror(err) +
                                FreeBytes(r->backing_),
                            err);
+  // A memfd's size is then sealed: no process it reaches can shrink it under
+  // another's mapping (which would turn reads of a slot into SIGBUS).
+  if (std::strcmp(r->backing_, "memfd") == 0)
+    (void)::fcntl(r->fd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
   void* p = ::mmap(nullptr, r->map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd_, 0);
   if (p == MAP_FAILED) return Status::FromErrno(errno, "mmap", std::string("the batch ring in ") + r->backing_);
   r->map_ = static_cast<char*>(p);
@@ -101,8 +105,9 @@ Status BatchRing::Attach(int fd, std::unique_ptr<BatchRing>* out) {
   std::memcpy(&magic, r->map_, 8);
   std::memcpy(&r->slots_, r->map_ + 8, 4);
   std::memcpy(&r->slot_bytes_, r->map_ + 16, 8);
+  // slot_bytes no larger than the segment first: the product below cannot wrap.
   if (magic != kMagic || r->slots_ == 0 || r->slots_ > kMaxSlots || r->slot_bytes_ == 0 ||
-      r->slot_bytes_ % kPage != 0 || kPage + uint64_t{r->slots_} * r->slot_bytes_ != size)
+      r->slot_bytes_ > size || r->slot_bytes_ % kPage != 0 || kPage + uint64_t{r->slots_} * r->slot_bytes_ != size)
     return Status::Corruption("a received batch ring has a damaged header");
   r->data_ = r->map_ + kPage;
   ::close(r->fd_);  // the mapping keeps the segment
