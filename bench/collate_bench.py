@@ -11,7 +11,8 @@ a copy to a device does). Three shapes:
   [3, 224, 224] uint8 tensors, batch 32 (decoding dominates there).
 Variants per shape: py-lmdb + default_collate; LmdbDataset + default_collate;
 LmdbDataset + lmdbloader.collate (a plain DataLoader); lmdbloader.DataLoader;
-LitData where installed. Variants alternate, ``--repeats`` rounds; the figures
+LitData's StreamingDataset + StreamingDataLoader where LitData is installed
+(the same records, written by litdata.optimize in 64 MB chunks). Variants alternate, ``--repeats`` rounds; the figures
 are medians of epochs 2-3 (page cache warm), with ratios to py-lmdb taken
 within each round. Also reported: each process's peak RSS and PSS, and the
 peak of /dev/shm in use.
@@ -151,11 +152,52 @@ def variants(shape, path):
             lmdbloader.LmdbDataset(path, decode="raw", transform=jpeg_tensor), {"collate_fn": lmdbloader.collate})
         out["lmdbloader.DataLoader"] = lambda: (lmdbloader.LmdbDataset(path, decode="raw", transform=jpeg_tensor),
                                                 {"loader": True})
-    try:
-        import litdata  # noqa: F401
-    except ImportError:
-        pass
+    lit = os.path.join(os.path.dirname(path), shape + ".litdata")
+    if os.path.isdir(lit):  # written by write_litdata where LitData is installed
+        transform = {"256k": None, "2k": None, "jpeg": jpeg_tensor}[shape]
+        out["LitData StreamingDataLoader"] = lambda: (litdata_dataset(lit, transform), {"loader": "litdata"})
     return out
+
+
+# ------------------------------------------------------------ LitData, where installed
+
+_litdata_source = {}
+
+
+def litdata_record(i, path, shape):
+    """LitData's item i: what each lmdbloader variant's dataset returns (the
+    JPEG's bytes for the jpeg shape, decoded by the dataset's transform)."""
+    r = _litdata_source.get(path)
+    if r is None:
+        r = _litdata_source[path] = lmdbloader.Reader(path)
+    b = r[i]
+    if shape == "2k":
+        return raw_tensor(b, i), i % 1000
+    return b if shape == "jpeg" else raw_tensor(b, i)
+
+
+def write_litdata(shape, path):
+    """The corpus again in LitData's format (litdata.optimize, 64 MB chunks);
+    False where LitData is not installed."""
+    try:
+        import functools
+        import litdata
+    except ImportError:
+        return False
+    import multiprocessing
+    out = os.path.join(os.path.dirname(path), shape + ".litdata")
+    n = len(lmdbloader.Reader(path))
+    method = multiprocessing.get_start_method(allow_none=True)
+    litdata.optimize(fn=functools.partial(litdata_record, path=path, shape=shape), inputs=list(range(n)),
+                     output_dir=out, chunk_bytes="64MB", num_workers=2)
+    # optimize sets the process's start method to spawn: every loader here forks, as by default.
+    multiprocessing.set_start_method(method, force=True)
+    return True
+
+
+def litdata_dataset(lit, transform):
+    import litdata
+    return litdata.StreamingDataset(lit, shuffle=True, transform=transform)
 
 
 # ------------------------------------------------------------ measuring
@@ -179,9 +221,14 @@ def dev_shm_used():
 
 def run(make, batch, epochs, workers):
     dataset, opts = make()
-    loader_cls = lmdbloader.DataLoader if opts.pop("loader", False) else DataLoader
-    loader = loader_cls(dataset, batch_size=batch, shuffle=True, num_workers=workers, persistent_workers=True,
-                        **opts)
+    kind = opts.pop("loader", None)
+    if kind == "litdata":  # shuffled by its dataset
+        import litdata
+        loader = litdata.StreamingDataLoader(dataset, batch_size=batch, num_workers=workers, persistent_workers=True)
+    else:
+        loader_cls = lmdbloader.DataLoader if kind else DataLoader
+        loader = loader_cls(dataset, batch_size=batch, shuffle=True, num_workers=workers, persistent_workers=True,
+                            **opts)
     shm_base, shm_peak = dev_shm_used(), 0
     stop = threading.Event()
 
@@ -239,6 +286,7 @@ def main():
         for shape in args.shapes.split(","):
             spec = SHAPES[shape]
             path = write_corpus(shape, tmp)
+            write_litdata(shape, path)
             runs = {name: [] for name in variants(shape, path)}
             for _ in range(args.repeats):
                 for name, make in variants(shape, path).items():
