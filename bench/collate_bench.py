@@ -21,6 +21,7 @@ peak of /dev/shm in use.
 """
 
 import argparse
+import gc
 import io
 import json
 import os
@@ -219,6 +220,26 @@ def dev_shm_used():
     return (st.f_blocks - st.f_bfree) * st.f_frsize
 
 
+def stop_workers(timeout=30):
+    """Collects the loader (a cycle may hold its iterator, and a later fork
+    would inherit it) and waits for its workers to leave, so that no run's
+    workers are sampled in the next."""
+    import psutil
+    gc.collect()
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        left = []
+        for c in psutil.Process().children():
+            try:  # multiprocessing's resource tracker stays for the process's life
+                if c.status() != psutil.STATUS_ZOMBIE and "resource_tracker" not in " ".join(c.cmdline()):
+                    left.append(c)
+            except psutil.NoSuchProcess:
+                pass
+        if not left:
+            return
+        time.sleep(0.05)
+
+
 def run(make, batch, epochs, workers):
     dataset, opts = make()
     kind = opts.pop("loader", None)
@@ -255,6 +276,7 @@ def run(make, batch, epochs, workers):
     ring = loader.ring_stats() if isinstance(loader, lmdbloader.DataLoader) else (
         lmdbloader.collate.stats() if opts.get("collate_fn") is lmdbloader.collate else {})
     del loader
+    stop_workers()
     per_epoch = len(dataset) // batch * batch
     steady = per_epoch * (epochs - 1) / sum(seconds[1:])
     peaks = {}
