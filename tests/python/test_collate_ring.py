@@ -420,6 +420,41 @@ def test_pin_memory_copies_and_then_frees_the_slot(corpus):
         assert all(b.is_pinned() for b in got)
 
 
+def test_the_pin_threads_copy_is_made_before_the_slot_is_freed(corpus, monkeypatch):
+    """With an accelerator, the DataLoader's pin thread unpickles each batch
+    (building its tensors over the slot), copies it to pinned memory and drops
+    it: the slot must stay held until that copy is made, be free after it,
+    and the copies must be the records. CPU torch cannot pin, so the
+    accelerator's calls are stood in for and "pinning" copies into fresh
+    memory, in the pin thread, as Tensor.pin_memory does."""
+    import threading
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
+    monkeypatch.setattr(torch.accelerator, "current_accelerator", lambda *a, **k: torch.device("cuda"))
+    monkeypatch.setattr(torch.accelerator, "current_device_index", lambda: 0)
+    monkeypatch.setattr(torch.accelerator, "set_device_index", lambda i: None)
+    copies = []
+
+    def pin(self, *args, **kwargs):
+        lease = self.untyped_storage()  # the slot's bytes, still leased while the copy is made
+        held = sum(r.held() for _, r in ring_batches._attached.values())
+        copies.append((threading.current_thread().name, held))
+        return self.clone() if lease is not None else None
+
+    monkeypatch.setattr(torch.Tensor, "pin_memory", pin)
+    loader = lmdbloader.DataLoader(lmdbloader.LmdbDataset(corpus, decode="tensor"), batch_size=8, num_workers=2,
+                                   pin_memory=True, persistent_workers=True)
+    for _ in range(2):
+        got = list(loader)
+        assert len(got) == RECORDS // 8 and all(intact(b) for b in got)
+        assert sorted(r for b in got for r in rows(b)) == list(range(RECORDS))
+        gc.collect()
+        held = [r.held() for _, r in ring_batches._attached.values()]
+        assert sum(held) == 0, f"slots held after the pinned copies: {held}"
+    assert copies and all(name != threading.main_thread().name for name, _ in copies), copies[:3]
+    assert all(held >= 1 for _, held in copies), "a slot was free while its batch was being copied"
+    assert loader.ring_stats()["in_ring"] >= RECORDS // 8
+
+
 class _nothing:
     def __enter__(self):
         return self
