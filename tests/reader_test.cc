@@ -578,5 +578,40 @@ TEST(ReaderErrorsTest, ACallersSigbusHandlerStillGetsFaultsThatAreNotTheGuards) 
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+// A caller's handler that returns without resolving the fault: the access
+// faults again at once, and the guard then applies the default action
+// instead of handing the same fault on forever (a hang).
+void ReturningSigbusHandler(int, siginfo_t*, void*) {}
+
+TEST(ReaderErrorsTest, AFaultTheCallersHandlerLeavesUnresolvedEndsTheProcessNotAHang) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 100, 5000);
+  const std::string other = dir.Sub("other");
+  std::ofstream(other) << std::string(1 << 16, 'x');
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::alarm(20);  // a hang ends by SIGALRM, and fails the test
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = ReturningSigbusHandler;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    if (::sigaction(SIGBUS, &sa, nullptr) != 0) ::_exit(10);
+    ReaderOptions options = NoSavedIndex();
+    options.mode = AccessMode::kMmap;
+    std::unique_ptr<Reader> r;
+    if (!Reader::Open(dir.Sub("db"), options, &r).ok()) ::_exit(11);
+    int fd = ::open(other.c_str(), O_RDWR);
+    auto* p = static_cast<volatile char*>(::mmap(nullptr, 1 << 16, PROT_READ, MAP_SHARED, fd, 0));
+    if (::ftruncate(fd, 0) != 0) ::_exit(12);
+    char c = p[1 << 15];
+    ::_exit(c == 0 ? 13 : 14);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit status " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGBUS);
+}
+
 }  // namespace
 }  // namespace lmdbloader

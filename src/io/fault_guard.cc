@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -45,8 +46,16 @@ void RestoreDefault() {
   sigaction(SIGBUS, &dfl, nullptr);
 }
 
-// The fault address last handed to the handler the guard replaced.
+// The fault last handed to the handler the guard replaced: its address and
+// when (CLOCK_MONOTONIC, ns).
 std::atomic<uintptr_t> g_last_handed_on{0};
+std::atomic<int64_t> g_last_handed_at{0};
+
+int64_t MonotonicNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // async-signal-safe
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
 
 void CallPrevious(int sig, siginfo_t* info, void* context) {
   const struct sigaction prev = g_previous;
@@ -59,14 +68,19 @@ void CallPrevious(int sig, siginfo_t* info, void* context) {
     return;
   }
   // A fault (si_code > 0) repeats when the handlers return. If the same
-  // address comes back after the previous handler had it, that handler
-  // returned without resolving it, and may have handed it back here: Python's
-  // faulthandler, installed after the guard and replaced by it again at a
-  // fork, restores the guard as "its previous" and returns, which would
-  // bounce the fault between the two forever. The default action ends that.
+  // address comes back at once (within a second) after the previous handler
+  // had it, that handler returned without resolving it, and may have handed
+  // it back here: Python's faulthandler, installed after the guard and
+  // replaced by it again at a fork, restores the guard as "its previous" and
+  // returns, which would bounce the fault between the two forever. The
+  // default action ends that. (A handler that resolved a fault may see the
+  // same address fault again later: that is handed on again.)
   if (info != nullptr && info->si_code > 0) {
     const uintptr_t addr = reinterpret_cast<uintptr_t>(info->si_addr);
-    if (g_last_handed_on.exchange(addr) == addr) {
+    const int64_t now = MonotonicNs();
+    const bool again = g_last_handed_on.exchange(addr) == addr && now - g_last_handed_at.load() < 1000000000;
+    g_last_handed_at.store(now);
+    if (again) {
       RestoreDefault();
       return;
     }
