@@ -249,3 +249,67 @@ def test_integer_keys_and_duplicates_of_any_size_read_as_pylmdb_reads_them(tmp_p
     check_compat(path, b"ints", flags, *expected, moves_by_key=not dups or set(sizes) <= {4, 8})
     for mode in ("pread", "mmap"):
         check_reader(path, b"ints", expected[0], mode)
+
+
+# LMDB's page size is the writer's OS page size: 4 KiB here, 16 KiB on some
+# arm64 kernels, 64 KiB on others (liblmdb caps it at 32 KiB). Files written
+# there must read here. py-lmdb writes them under a shim that makes sysconf
+# report another page size (LD_PRELOAD, built with the system's C compiler).
+PAGE_SIZE_SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <unistd.h>
+long sysconf(int name) {
+  static long (*real)(int);
+  if (!real) real = (long (*)(int))dlsym(RTLD_NEXT, "sysconf");
+  const char* size = getenv("SHIM_PAGE_SIZE");
+  return name == _SC_PAGESIZE && size ? atol(size) : real(name);
+}
+"""
+
+WRITE_UNDER_SHIM = r"""
+import lmdb, random, sys
+path, named, dupsort = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
+rng = random.Random(7)
+env = lmdb.open(path, max_dbs=4, map_size=1 << 27)
+db = env.open_db(b"data", dupsort=dupsort) if named else env.open_db(None)
+with env.begin(write=True, db=db) as txn:
+    for i in range(1500):
+        for j in range(3 if dupsort else 1):
+            size = rng.choice([0, 5, 300, 3000, 40000]) if not dupsort else rng.randrange(1, 200)
+            txn.put(b"k%05d" % i, bytes([j]) + rng.randbytes(size), db=db)
+print(env.stat()["psize"])
+env.close()
+"""
+
+
+@pytest.fixture(scope="module")
+def page_size_shim(tmp_path_factory):
+    import subprocess
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to build the page-size shim")
+    d = tmp_path_factory.mktemp("shim")
+    (d / "shim.c").write_text(PAGE_SIZE_SHIM)
+    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", str(d / "shim.so"), str(d / "shim.c"), "-ldl"], check=True)
+    return str(d / "shim.so")
+
+
+@pytest.mark.parametrize("page_size", [8192, 16384, 32768, 65536])
+@pytest.mark.parametrize("named,dupsort", [(False, False), (True, False), (True, True)])
+def test_files_written_with_other_page_sizes_read_as_pylmdb_reads_them(tmp_path, page_size_shim, page_size,
+                                                                       named, dupsort):
+    import subprocess
+    import sys
+    path = str(tmp_path / "db")
+    env = dict(os.environ, LD_PRELOAD=page_size_shim, SHIM_PAGE_SIZE=str(page_size))
+    res = subprocess.run([sys.executable, "-c", WRITE_UNDER_SHIM, path, str(int(named)), str(int(dupsort))],
+                         env=env, capture_output=True, text=True, check=True)
+    assert int(res.stdout.split()[-1]) == min(page_size, 32768), res.stdout  # liblmdb's own cap
+    name = b"data" if named else None
+    flags = {"dupsort": True} if dupsort else {}
+    expected = expected_items(path, name, flags)
+    check_compat(path, name, flags, *expected)
+    for mode in ("pread", "mmap"):
+        check_reader(path, name, expected[0], mode)
