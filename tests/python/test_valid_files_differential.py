@@ -66,7 +66,7 @@ def database_specs(draw):
     commits = draw(st.integers(1, 3))
     seed = draw(st.integers(0, 2**32 - 1))
     # Read as written, or as env.copy() writes it (mdb_env_copy), plain or
-    # compacted (pages renumbered, no free pages). py-lmdb 3.0's liblmdb
+    # compacted (pages renumbered, no free pages). py-lmdb 3.0's liblmdb (0.9.36)
     # crashes (SIGSEGV) compacting some dupfixed databases with duplicate
     # trees, so those are copied plain only.
     copy = draw(st.sampled_from([None, "plain"] if flags.get("dupfixed") else [None, "plain", "compact"]))
