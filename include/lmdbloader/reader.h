@@ -218,6 +218,9 @@ class Reader {
   Status ReadMeta(Part& part, const std::string& key, std::string* bytes);
   // ReadMeta, then the value's checksum from the manifest (when it has one).
   Status ReadCheckedMeta(Part& part, const std::string& key, std::string* bytes);
+  // The value's checksum from the manifest (when it has one), read a piece
+  // at a time: for values too large to hold.
+  Status CheckMeta(Part& part, const std::string& key);
   // Checks and loads a corpus's manifest, columns and record checksums;
   // `corpus` false for a plain LMDB.
   Status LoadCorpusMeta(Part& part, bool* corpus);

@@ -17,6 +17,16 @@ uint64_t Checksum(const void* data, size_t size) {
   return XXH3_64bits(data, size);
 }
 
+ChecksumStream::ChecksumStream() : state_(XXH3_createState()) { XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_)); }
+
+ChecksumStream::~ChecksumStream() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+
+void ChecksumStream::Add(const void* data, size_t size) {
+  XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), data, size);
+}
+
+uint64_t ChecksumStream::Value() const { return XXH3_64bits_digest(static_cast<const XXH3_state_t*>(state_)); }
+
 std::string ChecksumHex(uint64_t value) {
   static const char* digits = "0123456789abcdef";
   std::string out(16, '0');

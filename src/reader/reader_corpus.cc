@@ -113,6 +113,28 @@ Status Reader::ReadCheckedMeta(Part& part, const std::string& key, std::string* 
   return Status::OK();
 }
 
+Status Reader::CheckMeta(Part& part, const std::string& key) {
+  auto it = part.index.meta().find(key);
+  if (it == part.index.meta().end()) return Status::NotFound(key + " not in " + part.location.data_path);
+  auto sum = part.meta_sums.find(key);
+  if (sum == part.meta_sums.end()) return Status::OK();
+  if (it->second.offset > part.index.identity.size || it->second.size > part.index.identity.size - it->second.offset)
+    return Status::Corruption("read " + part.location.data_path + ": " + key + " lies past the end of the file");
+  constexpr uint64_t kPiece = 1 << 20;
+  std::string piece(std::min(kPiece, it->second.size), '\0');
+  ChecksumStream checksum;
+  for (uint64_t done = 0; done < it->second.size;) {
+    const uint64_t n = std::min(kPiece, it->second.size - done);
+    LMDBLOADER_RETURN_IF_ERROR(PreadAt(part, it->second.offset + done, n, piece.data()));
+    checksum.Add(piece.data(), n);
+    done += n;
+  }
+  if (checksum.Value() != sum->second)
+    return Status::Corruption("corpus " + part.location.data_path + ": " + key.substr(kMetaPrefix.size()) +
+                              " is damaged (checksum mismatch)");
+  return Status::OK();
+}
+
 Status Reader::ReadMeta(Part& part, const std::string& key, std::string* bytes) {
   auto it = part.index.meta().find(key);
   if (it == part.index.meta().end()) return Status::NotFound(key + " not in " + part.location.data_path);
@@ -134,11 +156,11 @@ Status Reader::Name(uint64_t index, std::string* name) {
     return Status::NotFound(path_ + " has no record names (not an lmdbloader corpus)");
   if (!part->names_checked.load(std::memory_order_acquire)) {
     // Names are checked against the manifest's checksums the first time one
-    // is read in this part (both values read whole once, then dropped), as
-    // `verify` checks them: a changed byte is an error, never another name.
-    std::string bytes;
-    LMDBLOADER_RETURN_IF_ERROR(ReadCheckedMeta(*part, offsets->first, &bytes));
-    LMDBLOADER_RETURN_IF_ERROR(ReadCheckedMeta(*part, blob->first, &bytes));
+    // is read in this part, as `verify` checks them: a changed byte is an
+    // error, never another name. Read a piece at a time: the names of a
+    // large corpus are hundreds of MB this process must not hold.
+    LMDBLOADER_RETURN_IF_ERROR(CheckMeta(*part, offsets->first));
+    LMDBLOADER_RETURN_IF_ERROR(CheckMeta(*part, blob->first));
     part->names_checked.store(true, std::memory_order_release);
   }
   if (offsets->second.size < (local + 2) * 8)

@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
 
 import lmdb
@@ -37,6 +38,34 @@ def test_a_changed_byte_of_the_names_is_corruption_not_another_name(tmp_path):
         r.name(0)  # any name: the whole value is wrong
     res = subprocess.run(["lmdbloader", "verify", path], capture_output=True, text=True)
     assert res.returncode == 1 and "names" in res.stderr
+
+
+def test_checking_the_names_holds_a_piece_of_them_not_all(tmp_path):
+    """The first name() checks the names' checksums: reading the values a
+    piece at a time, not whole (60 MB of names held at once before), by the
+    kernel's peak RSS of this process (VmHWM, reset just before)."""
+    path = str(tmp_path / "c")
+    # Written in another process: the writer's freed buffers would stay in this one's heap.
+    subprocess.run([sys.executable, "-c", "import lmdbloader, sys\n"
+                    "with lmdbloader.CorpusWriter(sys.argv[1]) as w:\n"
+                    "    for i in range(300_000):\n"
+                    "        w.add(f'{i:08d}-' + 'n' * 190, b'x')\n", path],  # 59 MB of names
+                   check=True)
+    r = lmdbloader.Reader(path, index_dir="none")
+    r[0]
+
+    def status(key):
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith(key))
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # resets VmHWM to the current RSS
+    except OSError:
+        pytest.skip("cannot reset the peak RSS here")
+    before = status("VmRSS:")
+    assert r.name(123_456) == "00123456-" + "n" * 190
+    grew = status("VmHWM:") - before
+    assert grew < 16 << 20, f"the first name() grew the peak RSS by {grew / 2**20:.1f} MiB"
 
 
 def test_a_name_that_is_not_utf8_is_refused_when_written(tmp_path):
