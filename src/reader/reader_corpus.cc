@@ -224,8 +224,7 @@ Status Reader::CheckMetadata() {
       if (part->index.meta().find(key) == part->index.meta().end())
         return Status::Corruption("corpus " + part->location.data_path + ": " + key.substr(kMetaPrefix.size()) +
                                   " is listed in the manifest but absent");
-      std::string bytes;
-      LMDBLOADER_RETURN_IF_ERROR(ReadCheckedMeta(*part, key, &bytes));
+      LMDBLOADER_RETURN_IF_ERROR(CheckMeta(*part, key));
     }
   }
   return Status::OK();
