@@ -231,12 +231,14 @@ class ThreadPoolBatchIo final : public BatchIo {
 // notify) while the process runs.
 struct PooledRing {
   io_uring ring;
+  bool identified = false;  // dev and ino were read at creation
   dev_t dev = 0;
   ino_t ino = 0;
 
   bool StillOurs() const {
     struct stat st;
-    return ::fstat(ring.ring_fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+    if (::fstat(ring.ring_fd, &st) != 0) return false;
+    return !identified || (st.st_dev == dev && st.st_ino == ino);
   }
 };
 
@@ -280,6 +282,7 @@ class RingPool {
     if (rc < 0) return Status::FromErrno(-rc, "io_uring_queue_init", "io_uring");
     struct stat st;
     if (::fstat(ring->ring.ring_fd, &st) == 0) {
+      ring->identified = true;
       ring->dev = st.st_dev;
       ring->ino = st.st_ino;
     }
