@@ -624,6 +624,7 @@ PYBIND11_MODULE(_core, m) {
     d["uss"] = mem.uss;
     d["shared"] = mem.shared;
     d["file_rss"] = mem.file_rss;
+    d["shmem_rss"] = mem.shmem_rss;
     return d;
   }, py::arg("pid") = 0);
 

@@ -25,8 +25,9 @@ from . import _core
 
 
 def process_memory(pid=None, match=None):
-    """dict(pid, name, rss, pss, uss, shared, file_rss[, match_rss]) of one
-    process, as the core reads them (/proc/<pid>/smaps_rollup and status);
+    """dict(pid, name, rss, pss, uss, shared, file_rss, shmem_rss[, match_rss])
+    of one process, as the core reads them (/proc/<pid>/smaps_rollup and
+    status; shmem_rss is resident shared memory: batch rings, /dev/shm);
     ``match_rss`` sums the RSS of mappings whose path contains ``match`` (for
     example "data.mdb")."""
     pid = pid or os.getpid()
@@ -129,7 +130,7 @@ class Sampler:
         self.stop()
 
     def write_csv(self, path):
-        keys = ["time", "pid", "name", "rss", "pss", "uss", "shared"] + (["match_rss"] if self.match else [])
+        keys = ["time", "pid", "name", "rss", "pss", "uss", "shared", "shmem_rss"] + (["match_rss"] if self.match else [])
         with open(path, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
             w.writeheader()

@@ -29,6 +29,8 @@ struct ProcessMemory {
   uint64_t uss = 0;     // Private_Clean + Private_Dirty
   uint64_t shared = 0;  // Shared_Clean + Shared_Dirty
   uint64_t file_rss = 0;  // resident file-backed pages (from /proc/<pid>/status RssFile)
+  // Resident shared memory: memfd, /dev/shm, batch rings (status RssShmem).
+  uint64_t shmem_rss = 0;
 };
 
 // pid 0 means the calling process.

@@ -42,6 +42,7 @@ Status ReadProcessMemory(pid_t pid, ProcessMemory* memory) {
   std::ifstream status(ProcPath(pid, "status"));
   while (std::getline(status, line)) {
     if (KbField(line, "RssFile", &v)) m.file_rss = v;
+    else if (KbField(line, "RssShmem", &v)) m.shmem_rss = v;
   }
   *memory = m;
   return Status::OK();

@@ -522,6 +522,18 @@ def test_a_workers_shared_memory_stays_within_the_rings_cap_by_the_kernels_count
         assert torch.equal(batch, torch.stack(samples[8 * k:8 * k + 8]))
 
 
+def test_lmdbloader_memory_reports_a_rings_pages_as_shared_memory():
+    from lmdbloader.memory import process_memory
+    before = process_memory()["shmem_rss"]
+    ring = lmdbloader._core.BatchRing.create(2, 4 << 20)
+    view = memoryview(ring).cast("B")
+    for at in range(0, len(view), 4096):  # touch every page of both slots
+        view[at] = 1
+    grew = process_memory()["shmem_rss"] - before
+    assert grew >= 8 << 20, f"shmem_rss grew {grew} bytes for 8 MiB of touched ring"
+    del view, ring
+
+
 def test_worker_file_memory_stays_under_the_budget_by_the_kernels_count(corpus):
     budget = 4 << 20
     loader = lmdbloader.DataLoader(lmdbloader.LmdbDataset(corpus, decode="tensor", rss_budget=budget),
