@@ -226,9 +226,11 @@ class ThreadPoolBatchIo final : public BatchIo {
 //
 // A caller may close descriptors it does not own (closerange before a
 // daemon's work) and open its own files under the same numbers. A ring
-// whose descriptor is no longer an io_uring is therefore left alone, never
-// closed or used: still mapped, so the kernel does not release it (and
-// notify) while the process runs.
+// whose descriptor no longer has the device and inode it had (each ring has
+// its own inode on recent kernels; older ones share one among all io_uring
+// files, where the check is "still an io_uring") is therefore left alone,
+// never closed or used: still mapped, so the kernel does not release it
+// (and notify) while the process runs.
 struct PooledRing {
   io_uring ring;
   bool identified = false;  // dev and ino were read at creation
