@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "io/quiet_thread.h"
+
 namespace lmdbloader {
 
 namespace {
@@ -171,7 +173,7 @@ class ThreadPoolBatchIo final : public BatchIo {
   }
 
   void StartThreadsLocked() {
-    while (threads_.size() < helpers_wanted_) threads_.emplace_back([this] { Loop(); });
+    while (threads_.size() < helpers_wanted_) threads_.push_back(StartQuietThread([this] { Loop(); }));
   }
 
   void Loop() {

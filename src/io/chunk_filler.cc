@@ -11,6 +11,8 @@
 #include <thread>
 #include <utility>
 
+#include "io/quiet_thread.h"
+
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22  // Linux 5.14; older headers lack the name
 #endif
@@ -115,7 +117,7 @@ size_t ChunkFiller::FillTogether(const std::vector<Range>& ranges, unsigned para
   const size_t wanted = std::min<size_t>(parallel, todo.size() - consumed);
   for (size_t t = 1; t < wanted; ++t) {
     try {
-      helpers.emplace_back(work);
+      helpers.push_back(StartQuietThread(work));
     } catch (const std::system_error&) {
       break;  // no thread to be had: the caller fills the rest itself
     }

@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "io/quiet_thread.h"
+
 namespace lmdbloader {
 namespace {
 
@@ -16,7 +18,7 @@ namespace {
 // cold scan's time).
 class NextBatchPrefetcher {
  public:
-  explicit NextBatchPrefetcher(Reader* reader) : reader_(reader), thread_([this] { Run(); }) {}
+  explicit NextBatchPrefetcher(Reader* reader) : reader_(reader), thread_(StartQuietThread([this] { Run(); })) {}
   ~NextBatchPrefetcher() {
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -259,3 +259,47 @@ def test_a_forked_child_never_closes_a_descriptor_the_caller_reused(database, tm
     res = subprocess.run([sys.executable, "-c", script, database, str(mine)], capture_output=True, text=True,
                          timeout=120)
     assert res.returncode == 0, ("the child closed the caller's file", res.returncode, res.stderr[-2000:])
+
+
+# A signal sent to the process goes to a thread that does not block it. A
+# caller that blocks one to take it with sigwait (or a signalfd) must get it:
+# lmdbloader's own threads (the threads engine's pool, chunk fills, a scan's
+# prefetcher) block every signal a fault does not raise, so none lands there
+# (SIGUSR1's default action would end the process).
+BLOCKED_SIGNAL = r'''
+import os, signal, sys
+import lmdbloader
+path, engine = sys.argv[1], sys.argv[2]
+r = lmdbloader.Reader(path, io_engine=engine, cache=sys.argv[3], index_dir="none")
+def evict():
+    fd = os.open(os.path.join(path, "data.mdb"), os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+evict()
+r.get_batch(list(range(len(r))))  # reads that wait on the device: the engine's threads start
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+for _ in range(20):
+    evict()
+    r.get_batch(list(range(len(r))))
+    os.kill(os.getpid(), signal.SIGUSR1)
+    got = signal.sigtimedwait({signal.SIGUSR1}, 10)
+    if got is None or got.si_signo != signal.SIGUSR1:
+        sys.exit(3)
+print("ok")
+'''
+
+
+@pytest.mark.parametrize("engine,cache", [("threads", "exact"), ("threads", "fill"), ("io_uring", "fill")])
+def test_a_signal_the_caller_blocks_to_wait_for_reaches_it(database, engine, cache):
+    if engine == "io_uring":
+        try:
+            lmdbloader.Reader(database, io_engine="io_uring", index_dir="none").close()
+        except OSError as e:
+            pytest.skip(f"io_uring not available here: {e}")
+    # OpenBLAS's threads (numpy's) would take the signal too: none here, so only lmdbloader's could.
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    res = subprocess.run([sys.executable, "-c", BLOCKED_SIGNAL, database, engine, cache], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert res.returncode == 0 and "ok" in res.stdout, (
+        f"exit status {res.returncode} (-{signal.SIGUSR1} is SIGUSR1 delivered to a thread of lmdbloader's)",
+        res.stderr[-2000:])
