@@ -530,6 +530,34 @@ TEST(ReaderForkTest, AChildNeverClosesADescriptorTheCallerReused) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+// In a forked child: installs `handler` as the process's SIGBUS handler, then
+// opens `path` in mmap mode, which puts the guard in front of it (exits 10
+// or 11 when either fails).
+std::unique_ptr<Reader> GuardInFrontOf(void (*handler)(int, siginfo_t*, void*), const std::string& path) {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = handler;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  if (::sigaction(SIGBUS, &sa, nullptr) != 0) ::_exit(10);
+  ReaderOptions options = NoSavedIndex();
+  options.mode = AccessMode::kMmap;
+  std::unique_ptr<Reader> r;
+  if (!Reader::Open(path, options, &r).ok()) ::_exit(11);
+  return r;
+}
+
+// A mapping of 64 KiB of `path`, a file the guard knows nothing of, whose
+// file is then truncated: touching its second half raises SIGBUS (exits 12
+// when it cannot be set up).
+volatile char* ForeignTruncatedMapping(const std::string& path) {
+  std::ofstream(path) << std::string(1 << 16, 'x');
+  int fd = ::open(path.c_str(), O_RDWR);
+  void* p = ::mmap(nullptr, 1 << 16, PROT_READ, MAP_SHARED, fd, 0);
+  if (fd < 0 || p == MAP_FAILED || ::ftruncate(fd, 0) != 0) ::_exit(12);
+  return static_cast<volatile char*>(p);
+}
+
 // A caller's own SIGBUS handler, installed before the guard, still gets the
 // faults the guard does not own, with their address; guarded mappings still
 // read past a truncation as an error. In a child: the handlers are the
@@ -545,22 +573,10 @@ TEST(ReaderErrorsTest, ACallersSigbusHandlerStillGetsFaultsThatAreNotTheGuards) 
   TempDir dir;
   testing::WriteNumberedLmdb(dir.Sub("db"), 100, 5000);
   const std::string other = dir.Sub("other");
-  std::ofstream(other) << std::string(1 << 16, 'x');
   pid_t pid = ::fork();
   if (pid == 0) {
-    struct sigaction sa;
-    std::memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = CallerSigbusHandler;
-    sa.sa_flags = SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    if (::sigaction(SIGBUS, &sa, nullptr) != 0) ::_exit(10);
-    ReaderOptions options = NoSavedIndex();
-    options.mode = AccessMode::kMmap;
-    std::unique_ptr<Reader> r;
-    if (!Reader::Open(dir.Sub("db"), options, &r).ok()) ::_exit(11);  // installs the guard in front
-    int fd = ::open(other.c_str(), O_RDWR);
-    auto* p = static_cast<volatile char*>(::mmap(nullptr, 1 << 16, PROT_READ, MAP_SHARED, fd, 0));
-    if (::ftruncate(fd, 0) != 0) ::_exit(12);
+    std::unique_ptr<Reader> r = GuardInFrontOf(CallerSigbusHandler, dir.Sub("db"));
+    volatile char* p = ForeignTruncatedMapping(other);
     if (sigsetjmp(g_caller_jump, 1) == 0) {
       char c = p[1 << 15];  // SIGBUS: not a guarded mapping
       ::_exit(c == 0 ? 13 : 14);  // swallowed
@@ -587,23 +603,11 @@ TEST(ReaderErrorsTest, AFaultTheCallersHandlerLeavesUnresolvedEndsTheProcessNotA
   TempDir dir;
   testing::WriteNumberedLmdb(dir.Sub("db"), 100, 5000);
   const std::string other = dir.Sub("other");
-  std::ofstream(other) << std::string(1 << 16, 'x');
   pid_t pid = ::fork();
   if (pid == 0) {
     ::alarm(20);  // a hang ends by SIGALRM, and fails the test
-    struct sigaction sa;
-    std::memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = ReturningSigbusHandler;
-    sa.sa_flags = SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    if (::sigaction(SIGBUS, &sa, nullptr) != 0) ::_exit(10);
-    ReaderOptions options = NoSavedIndex();
-    options.mode = AccessMode::kMmap;
-    std::unique_ptr<Reader> r;
-    if (!Reader::Open(dir.Sub("db"), options, &r).ok()) ::_exit(11);
-    int fd = ::open(other.c_str(), O_RDWR);
-    auto* p = static_cast<volatile char*>(::mmap(nullptr, 1 << 16, PROT_READ, MAP_SHARED, fd, 0));
-    if (::ftruncate(fd, 0) != 0) ::_exit(12);
+    std::unique_ptr<Reader> r = GuardInFrontOf(ReturningSigbusHandler, dir.Sub("db"));
+    volatile char* p = ForeignTruncatedMapping(other);
     char c = p[1 << 15];
     ::_exit(c == 0 ? 13 : 14);
   }

@@ -38,6 +38,15 @@ def database(tmp_path_factory):
     return path
 
 
+def _skip_without(engine, database):
+    """Skips where the kernel refuses io_uring (the other engines always work)."""
+    if engine == "io_uring":
+        try:
+            lmdbloader.Reader(database, io_engine="io_uring", index_dir="none").close()
+        except OSError as e:
+            pytest.skip(f"io_uring not available here: {e}")
+
+
 def _read_batches(path, engine):
     r = lmdbloader.Reader(path, io_engine=engine, index_dir="none")
     for start in range(0, len(r), 50):
@@ -109,11 +118,7 @@ EXEC_WRITER = f"import os, sys; n = os.write(int(sys.argv[1]), b'x' * {PAYLOAD})
 @pytest.mark.parametrize("engine", ["io_uring", "threads", "sync"])
 @pytest.mark.parametrize("event", ["close", "gc", "fork", "thread", "none"])
 def test_blocking_write_after_reads_is_never_cut_short(database, engine, event):
-    if engine == "io_uring":
-        try:
-            lmdbloader.Reader(database, io_engine="io_uring", index_dir="none").close()
-        except OSError as e:
-            pytest.skip(f"io_uring not available here: {e}")
+    _skip_without(engine, database)
     runs = RUNS  # every event, every engine: at least 20 runs
     short = [r for r in (_one_run(database, engine, event, "pipe") for _ in range(runs)) if r != (0, PAYLOAD)]
     assert not short, f"{len(short)} of {runs} writes were cut short or failed (exit status, bytes): {short[:5]}"
@@ -250,10 +255,7 @@ def test_a_forked_child_never_closes_a_descriptor_the_caller_reused(database, tm
         assert all(os.path.samefile(f"/proc/self/fd/{fd}", mine) for fd in rings)
         sys.exit(os.waitstatus_to_exitcode(status))
     ''')
-    try:
-        lmdbloader.Reader(database, io_engine="io_uring", index_dir="none").close()
-    except OSError as e:
-        pytest.skip(f"io_uring not available here: {e}")
+    _skip_without("io_uring", database)
     mine = tmp_path / "callers-file"
     mine.write_bytes(b"the caller's")
     res = subprocess.run([sys.executable, "-c", script, database, str(mine)], capture_output=True, text=True,
@@ -291,11 +293,7 @@ print("ok")
 
 @pytest.mark.parametrize("engine,cache", [("threads", "exact"), ("threads", "fill"), ("io_uring", "fill")])
 def test_a_signal_the_caller_blocks_to_wait_for_reaches_it(database, engine, cache):
-    if engine == "io_uring":
-        try:
-            lmdbloader.Reader(database, io_engine="io_uring", index_dir="none").close()
-        except OSError as e:
-            pytest.skip(f"io_uring not available here: {e}")
+    _skip_without(engine, database)
     # OpenBLAS's threads (numpy's) would take the signal too: none here, so only lmdbloader's could.
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     res = subprocess.run([sys.executable, "-c", BLOCKED_SIGNAL, database, engine, cache], capture_output=True,
