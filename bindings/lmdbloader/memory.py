@@ -130,7 +130,8 @@ class Sampler:
         self.stop()
 
     def write_csv(self, path):
-        keys = ["time", "pid", "name", "rss", "pss", "uss", "shared", "shmem_rss"] + (["match_rss"] if self.match else [])
+        keys = ["time", "pid", "name", "rss", "pss", "uss", "shared", "shmem_rss"]
+        keys += ["match_rss"] if self.match else []
         with open(path, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
             w.writeheader()
