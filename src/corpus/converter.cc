@@ -246,13 +246,8 @@ Status ListLmdb(const ConvertOptions& o, Reader& source, Listing* listing) {
 Status ReadFile(const std::string& path, std::string* out) {
   // A regular file only: a FIFO named in a manifest would wait for a writer.
   int fd = -1;
-  LMDBLOADER_RETURN_IF_ERROR(OpenReadOnly(path, &fd));
   struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return Status::FromErrno(err, "fstat", path);
-  }
+  LMDBLOADER_RETURN_IF_ERROR(OpenReadOnly(path, &fd, &st));
   if (static_cast<uint64_t>(st.st_size) > kMaxRecordBytes) {
     ::close(fd);
     return Status::InvalidArgument(path + ": " + std::to_string(st.st_size) + " bytes; a record holds at most " +

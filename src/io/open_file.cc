@@ -27,9 +27,10 @@ bool RaiseDescriptorLimit() {
 
 // Refuses anything but a regular file, then drops O_NONBLOCK: io_uring
 // honours it on regular files too, answering EAGAIN where a read would wait.
-Status KeepRegularFile(const std::string& path, int f) {
+Status KeepRegularFile(const std::string& path, int f, struct stat* out) {
   struct stat st;
   if (::fstat(f, &st) != 0) return Status::FromErrno(errno, "fstat", path);
+  if (out) *out = st;
   if (!S_ISREG(st.st_mode)) {
     const char* kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
                      : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : S_ISSOCK(st.st_mode) ? "a socket"
@@ -41,7 +42,7 @@ Status KeepRegularFile(const std::string& path, int f) {
   return Status::OK();
 }
 
-Status OpenReadOnly(const std::string& path, int* fd) {
+Status OpenReadOnly(const std::string& path, int* fd, struct stat* st) {
   // O_NONBLOCK so that opening a FIFO returns at once (and is then refused).
   const int mode = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
   int f = ::open(path.c_str(), mode);
@@ -51,7 +52,7 @@ Status OpenReadOnly(const std::string& path, int* fd) {
     err = f < 0 ? errno : 0;
   }
   if (f >= 0) {
-    Status regular = KeepRegularFile(path, f);
+    Status regular = KeepRegularFile(path, f, st);
     if (!regular.ok()) {
       ::close(f);
       return regular;

@@ -9,6 +9,8 @@
 #ifndef LMDBLOADER_SRC_OPEN_FILE_H_
 #define LMDBLOADER_SRC_OPEN_FILE_H_
 
+#include <sys/stat.h>
+
 #include <string>
 
 #include "lmdbloader/status.h"
@@ -18,8 +20,9 @@ namespace lmdbloader {
 // open(path, O_RDONLY | O_CLOEXEC) into *fd; IOError naming the file.
 // Only a regular file opens: a FIFO, device or socket under a data or index
 // file's name is InvalidArgument naming it (opening a FIFO would wait for a
-// writer forever; a device is no database).
-Status OpenReadOnly(const std::string& path, int* fd);
+// writer forever; a device is no database). `st` (when given) gets the
+// open file's fstat, which the check took anyway.
+Status OpenReadOnly(const std::string& path, int* fd, struct stat* st = nullptr);
 
 // The whole of the regular file at `path` (opened as OpenReadOnly does).
 Status ReadWholeFile(const std::string& path, std::string* out);

@@ -54,13 +54,8 @@ void RegisterForkHandler() {
 
 Status OpenDataFile(const std::string& path, const FileIdentity& identity, int* fd) {
   int f = -1;
-  LMDBLOADER_RETURN_IF_ERROR(OpenReadOnly(path, &f));
   struct stat st;
-  if (::fstat(f, &st) != 0) {
-    int err = errno;
-    ::close(f);
-    return Status::FromErrno(err, "fstat", path);
-  }
+  LMDBLOADER_RETURN_IF_ERROR(OpenReadOnly(path, &f, &st));
   if (st.st_dev != identity.device || st.st_ino != identity.inode ||
       static_cast<uint64_t>(st.st_size) < identity.size) {
     ::close(f);
