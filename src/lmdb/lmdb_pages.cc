@@ -381,6 +381,26 @@ Status LmdbFile::WalkPage(WalkState& st, uint64_t pgno, int level) {
   return Status::OK();
 }
 
+namespace {
+
+// A duplicate of `outer_key` whose bytes sit in a page: a page of a tree of
+// duplicates (dup_leaf_pgno is that page), or a sub-page inside the key's
+// node (dup_leaf_pgno 0).
+LmdbItem Duplicate(std::string_view outer_key, uint64_t leaf_pgno, uint64_t dup_leaf_pgno, uint64_t dup_index,
+                   std::string_view value, uint64_t value_offset) {
+  LmdbItem item;
+  item.key = outer_key;
+  item.value = value;
+  item.value_offset = value_offset;
+  item.value_size = value.size();
+  item.leaf_pgno = leaf_pgno;
+  item.dup_leaf_pgno = dup_leaf_pgno;
+  item.dup_index = dup_index;
+  return item;
+}
+
+}  // namespace
+
 Status LmdbFile::VisitLeaf(WalkState& st, const char* page, uint64_t pgno) {
   const uint32_t psize = st.meta.page_size;
   const uint64_t page_offset = pgno * psize;
@@ -413,16 +433,8 @@ Status LmdbFile::VisitLeaf(WalkState& st, const char* page, uint64_t pgno) {
     for (uint64_t i = 0; i < n; ++i) {
       std::string_view dup(page + kHeaderSize + i * ks, ks);
       LMDBLOADER_RETURN_IF_ERROR(ordered(dup, i));
-      LmdbItem item;
-      item.key = st.outer_key;
-      item.value = dup;
-      item.value_offset = page_offset + kHeaderSize + i * ks;
-      item.value_size = ks;
-      item.leaf_pgno = st.outer_pgno;
-      item.dup_leaf_pgno = pgno;
-      item.dup_index = st.items;
-      ++st.items;
-      LMDBLOADER_RETURN_IF_ERROR(st.visit(item));
+      LMDBLOADER_RETURN_IF_ERROR(
+          st.visit(Duplicate(st.outer_key, st.outer_pgno, pgno, st.items++, dup, page_offset + kHeaderSize + i * ks)));
     }
     return Status::OK();
   }
@@ -441,8 +453,12 @@ Status LmdbFile::VisitLeaf(WalkState& st, const char* page, uint64_t pgno) {
     LMDBLOADER_RETURN_IF_ERROR(ordered(key, i));
     if (flags & ~(kNodeBig | kNodeSubData | kNodeDupData))
       return Damaged(pgno, "node " + std::to_string(i) + " has unknown flags " + std::to_string(flags));
-    if (st.dup_tree && (flags != 0 || dsize != 0))
-      return Damaged(pgno, "a duplicate in node " + std::to_string(i) + " carries data");
+    if (st.dup_tree) {  // a duplicate: the node's key is the value, and it carries no data
+      if (flags != 0 || dsize != 0) return Damaged(pgno, "a duplicate in node " + std::to_string(i) + " carries data");
+      LMDBLOADER_RETURN_IF_ERROR(
+          st.visit(Duplicate(st.outer_key, st.outer_pgno, pgno, st.items++, key, page_offset + ptr + kNodeSize)));
+      continue;
+    }
 
     if (flags & kNodeDupData) {
       if (!dupsort) return Damaged(pgno, "node " + std::to_string(i) + " claims duplicates in a database without MDB_DUPSORT");
@@ -472,7 +488,7 @@ Status LmdbFile::VisitLeaf(WalkState& st, const char* page, uint64_t pgno) {
       item.on_overflow_pages = true;
     } else {
       if (data_pos + dsize > psize) return Damaged(pgno, "the value of node " + std::to_string(i) + " runs past the page");
-      if ((flags & kNodeSubData) && (st.dup_tree || dsize != LmdbTree::kDiskSize))
+      if ((flags & kNodeSubData) && dsize != LmdbTree::kDiskSize)
         return Damaged(pgno, "node " + std::to_string(i) + " claims a named database but holds " +
                                  std::to_string(dsize) + " bytes");
       item.value_offset = page_offset + data_pos;
@@ -480,15 +496,6 @@ Status LmdbFile::VisitLeaf(WalkState& st, const char* page, uint64_t pgno) {
       item.named_database = flags & kNodeSubData;
     }
     item.leaf_pgno = pgno;
-    if (st.dup_tree) {
-      item.value = key;
-      item.value_offset = page_offset + ptr + kNodeSize;
-      item.value_size = ksize;
-      item.key = st.outer_key;
-      item.leaf_pgno = st.outer_pgno;
-      item.dup_leaf_pgno = pgno;
-      item.dup_index = st.items;
-    }
     ++st.items;
     LMDBLOADER_RETURN_IF_ERROR(st.visit(item));
   }
@@ -559,15 +566,8 @@ Status LmdbFile::VisitDuplicates(WalkState& st, std::string_view key, const char
         if (c != kNoOrder && c != -1) return Damaged(pgno, "duplicates out of order in a sub-page");
       }
       prev.assign(dup.data(), dup.size());
-      LmdbItem item;
-      item.key = outer;
-      item.value = dup;
-      item.value_offset = data_offset + at;
-      item.value_size = dup.size();
-      item.leaf_pgno = pgno;
-      item.dup_index = i;
       ++st.items;
-      s = st.visit(item);
+      s = st.visit(Duplicate(outer, pgno, 0, i, dup, data_offset + at));
     }
   }
   const uint64_t found = st.items;
