@@ -638,14 +638,15 @@ PYBIND11_MODULE(_core, m) {
       .def("__len__", &RecordView::size);
 
   py::class_<CorpusWriter>(m, "CorpusWriter")
-      .def(py::init([](const std::string& target, bool overwrite) {
+      .def(py::init([](const std::string& target, bool overwrite, bool keyed_by_names) {
              WriterOptions o;
              o.overwrite = overwrite;
+             o.keys = keyed_by_names ? CorpusKeys::kNames : CorpusKeys::kRecordNumbers;
              std::unique_ptr<CorpusWriter> w;
              ThrowIfError(CorpusWriter::Create(target, o, &w));
              return w;
            }),
-           py::arg("target"), py::arg("overwrite") = false)
+           py::arg("target"), py::arg("overwrite") = false, py::arg("keyed_by_names") = false)
       .def("add", [](CorpusWriter& w, const std::string& name, const py::bytes& record,
                      const std::map<std::string, double>& columns) {
         ThrowIfError(w.Add(name, std::string_view(record), columns));
@@ -741,8 +742,11 @@ PYBIND11_MODULE(_core, m) {
         const uint64_t pos = Position(r, i);
         std::string n;
         ThrowIfError(r.Name(pos, &n));
-        return n;  // UTF-8, checked by the core
+        // Names that are keys are bytes (an LMDB's keys); others UTF-8 text, checked by the core.
+        if (r.corpus_keys() == CorpusKeys::kNames) return py::object(py::bytes(n));
+        return py::object(py::str(n));
       })
+      .def_property_readonly("keyed_by_names", [](const Reader& r) { return r.corpus_keys() == CorpusKeys::kNames; })
       .def("column_chunks", [](Reader& r, const std::string& name) {
         std::vector<ColumnChunk> chunks;
         ThrowIfError(r.Column(name, &chunks));

@@ -223,7 +223,15 @@ class Reader:
             raise CorruptedError(f"corpus {self._path}: the manifest is not valid JSON ({e})") from None
 
     def name(self, index):
+        """Name of record ``index``: str, or bytes in a corpus keyed by names
+        (converted from an LMDB: the record's original key)."""
         return self._c.name(index)
+
+    @property
+    def keyed_by_names(self):
+        """True for a corpus whose keys are its names (``convert --from lmdb``):
+        ``get(original_key)`` finds the record."""
+        return self._c.keyed_by_names
 
     def record_positions(self):
         """Where each record lies in its file(s), as a numpy uint64 array: nearby

@@ -15,10 +15,17 @@ class CorpusWriter:
     ``add(name, record, **columns)``: ``record`` is bytes stored as given, or
     a dict packed with msgpack; numeric keyword arguments become columns
     (``label=3``), read back with ``Reader.column("label")``.
+
+    ``keys``: "numbers" (default: ``Reader.get`` takes record numbers, names
+    are text) or "names" (names are bytes, any bytes, and ``Reader.get(name)``
+    and compat's ``txn.get(name)`` find the record: what ``convert --from
+    lmdb`` writes, keeping an LMDB's keys).
     """
 
-    def __init__(self, path, *, overwrite=False, manifest=None):
-        self._w = _core.CorpusWriter(os.fspath(path), bool(overwrite))
+    def __init__(self, path, *, overwrite=False, manifest=None, keys="numbers"):
+        if keys not in ("numbers", "names"):
+            raise ValueError(f"keys must be 'numbers' or 'names'; got {keys!r}")
+        self._w = _core.CorpusWriter(os.fspath(path), bool(overwrite), keys == "names")
         self._manifest = dict(manifest or {})
 
     def add(self, name, record, **columns):

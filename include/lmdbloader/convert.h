@@ -7,7 +7,12 @@
 //   jsonl         one JSON object a line: name, path or paths (relative to the
 //                 manifest's folder, never outside it), label, other scalars
 //                 (numbers become columns)      -> {image | frames, label, name, ...}
-//   lmdb          any LMDB: values stored as they are, keys kept as names.
+//   lmdb          any LMDB: values stored as they are, keys kept exactly (any
+//                 bytes) as the names of a corpus keyed by names
+//                 (corpus_keys.h), so Get(original key) finds each value;
+//                 a corpus converts to an equal corpus (names, keys,
+//                 columns, schema and label names carry over). A DUPSORT
+//                 database is refused (one record a name).
 // Files are stored as they are: no decoding, no re-encoding.
 #ifndef LMDBLOADER_CONVERT_H_
 #define LMDBLOADER_CONVERT_H_

@@ -45,6 +45,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lmdbloader/corpus_keys.h"
 #include "lmdbloader/memory_budget.h"
 #include "lmdbloader/options.h"
 #include "lmdbloader/record_view.h"
@@ -154,11 +155,17 @@ class Reader {
   // CheckSnapshot).
   Status CheckMappings() const;
 
+  // Keys: a plain LMDB's keys; a corpus's record numbers (8 bytes big-endian)
+  // or, in a corpus keyed by names (corpus_keys() == kNames, what `convert
+  // --from lmdb` writes), its names: the keys of the LMDB it came from.
+  CorpusKeys corpus_keys() const;
   // Key of record `index`.
   Status Key(uint64_t index, std::string* key) const;
   // Position of `key`: NotFound when absent (an expected outcome).
   Status Find(std::string_view key, uint64_t* index) const;
-  // First position whose key is >= `key`; size() when none.
+  // First position whose key is >= `key`; size() when none. A corpus keyed
+  // by names that are not in byte order (converted with --order shuffle):
+  // the position of the smallest name >= `key`.
   uint64_t LowerBound(std::string_view key) const;
   // Find, then Read. NotFound when absent.
   Status Get(std::string_view key, std::string* value);

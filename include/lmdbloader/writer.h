@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lmdbloader/corpus_keys.h"
 #include "lmdbloader/status.h"
 
 namespace lmdbloader {
@@ -29,6 +30,10 @@ struct WriterOptions {
   // Save the record index beside the data, so readers skip the walk.
   // Default: true.
   bool save_index = true;
+  // What readers look records up by (corpus_keys.h). kRecordNumbers: names
+  // are UTF-8 text (InvalidArgument otherwise). kNames: names are any bytes
+  // (an LMDB's keys), and Get(name) finds the record. Default: kRecordNumbers.
+  CorpusKeys keys = CorpusKeys::kRecordNumbers;
 };
 
 class CorpusWriter {
@@ -43,7 +48,8 @@ class CorpusWriter {
   CorpusWriter& operator=(const CorpusWriter&) = delete;
 
   // Appends record number size(): `record` is stored as given. `name` must be
-  // unique (InvalidArgument otherwise). `columns` holds this record's numeric
+  // unique, and UTF-8 text unless options.keys is kNames (InvalidArgument
+  // otherwise). `columns` holds this record's numeric
   // column values; every record must give the same column names.
   Status Add(std::string_view name, std::string_view record,
              const std::map<std::string, double>& columns = {});

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -16,6 +17,7 @@
 
 #include "corpus/corpus_format.h"
 #include "lmdb/lmdb_pages.h"
+#include "io/atomic_write.h"
 #include "io/open_file.h"
 #include "lmdbloader/convert.h"
 #include "lmdbloader/reader.h"
@@ -44,6 +46,11 @@ struct Listing {
   std::vector<Item> items;
   std::vector<std::string> label_names;
   std::vector<std::string> skipped;
+  // lmdb source: what the corpus is keyed by, its schema (null: records as
+  // they were), and its columns by record position (from a corpus source).
+  CorpusKeys keys = CorpusKeys::kRecordNumbers;
+  json schema;
+  std::map<std::string, std::vector<double>> columns;
 };
 
 std::vector<fs::path> SortedEntries(const fs::path& dir, bool want_dirs) {
@@ -228,17 +235,46 @@ Status ListJsonl(const ConvertOptions& o, Listing* listing) {
 }
 
 Status ListLmdb(const ConvertOptions& o, Reader& source, Listing* listing) {
+  const std::string where = o.source + (o.db_name.empty() ? "" : " (database '" + o.db_name + "')");
   // A corpus names each record by its source key, one value a name.
   if (source.db_flags() & kLmdbDupSort)
-    return Status::InvalidArgument(o.source + (o.db_name.empty() ? "" : " (database '" + o.db_name + "')") +
-                                   ": holds sorted duplicates (MDB_DUPSORT: several values under one key); a "
+    return Status::InvalidArgument(where + ": holds sorted duplicates (MDB_DUPSORT: several values under one key); a "
                                    "corpus keeps one record a name, so it cannot be converted as it is");
+  // An LMDB's keys are bytes of any kind (packed integers, hashes): they
+  // become the names of a corpus keyed by names, so that get(key) still
+  // finds each value. A corpus converts to an equal corpus: its names, keys,
+  // columns, schema and label names carry over.
+  const bool corpus = source.is_corpus();
+  listing->keys = corpus ? source.corpus_keys() : CorpusKeys::kNames;
   for (uint64_t i = 0; i < source.size(); ++i) {
     Item it;
-    LMDBLOADER_RETURN_IF_ERROR(source.Key(i, &it.name));
+    LMDBLOADER_RETURN_IF_ERROR(corpus ? source.Name(i, &it.name) : source.Key(i, &it.name));
     it.position = i;
-    it.origin = o.source + " record " + std::to_string(i);
+    it.origin = where + " record " + std::to_string(i);
     listing->items.push_back(std::move(it));
+  }
+  if (!corpus) return Status::OK();
+  const json manifest = json::parse(source.manifest(), nullptr, /*allow_exceptions=*/false);
+  if (manifest.is_object() && manifest.contains("schema")) listing->schema = manifest["schema"];
+  if (manifest.is_object() && manifest.contains("label_names") && manifest["label_names"].is_array())
+    for (const json& label : manifest["label_names"])
+      if (label.is_string()) listing->label_names.push_back(label.get<std::string>());
+  if (!manifest.is_object() || !manifest.contains("columns") || !manifest["columns"].is_object()) return Status::OK();
+  for (const auto& [column, type] : manifest["columns"].items()) {
+    std::string bytes;
+    LMDBLOADER_RETURN_IF_ERROR(source.ReadColumn(column, &bytes));
+    const bool integral = type.is_object() && type.contains("dtype") && type["dtype"] == "<i8";
+    std::vector<double>& values = listing->columns[column];
+    values.resize(bytes.size() / 8);
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (integral) {
+        int64_t v = 0;
+        std::memcpy(&v, bytes.data() + i * 8, 8);
+        values[i] = static_cast<double>(v);
+      } else {
+        std::memcpy(&values[i], bytes.data() + i * 8, 8);
+      }
+    }
   }
   return Status::OK();
 }
@@ -335,6 +371,7 @@ Status WriteOne(const ConvertOptions& o, const Listing& listing, size_t begin, s
                 const std::string& target, ConvertSummary* summary) {
   WriterOptions wo;
   wo.overwrite = o.overwrite;
+  wo.keys = listing.keys;
   std::unique_ptr<CorpusWriter> writer;
   LMDBLOADER_RETURN_IF_ERROR(CorpusWriter::Create(target, wo, &writer));
   Progress progress(o.progress, end - begin);
@@ -346,7 +383,9 @@ Status WriteOne(const ConvertOptions& o, const Listing& listing, size_t begin, s
     std::map<std::string, double> columns;
     if (lmdb_source) {
       LMDBLOADER_RETURN_IF_ERROR(lmdb_source->Read(it.position, &value));
-      LMDBLOADER_RETURN_IF_ERROR(writer->Add(it.name, value));
+      for (const auto& [column, values] : listing.columns) columns[column] = values[it.position];
+      Status added = writer->Add(it.name, value, columns);
+      if (!added.ok()) return Status::InvalidArgument(it.origin + ": " + added.message());
     } else {
       contents.resize(it.files.size());
       Status s;
@@ -366,7 +405,7 @@ Status WriteOne(const ConvertOptions& o, const Listing& listing, size_t begin, s
     progress.Update(i + 1 - begin, writer->bytes());
   }
   json manifest = {{"source", {{"kind", o.source_kind}, {"path", o.source}}},
-                   {"schema", lmdb_source ? json{{"encoding", "as-is"}}
+                   {"schema", lmdb_source ? (listing.schema.is_null() ? json{{"encoding", "as-is"}} : listing.schema)
                                           : json{{"encoding", "msgpack"},
                                                  {"fields", o.source_kind == "video_folder"
                                                                 ? json::array({"frames", "label", "name"})
@@ -381,36 +420,6 @@ Status WriteOne(const ConvertOptions& o, const Listing& listing, size_t begin, s
 }
 
 }  // namespace
-
-Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::FromErrno(errno, "open", tmp);
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = n < 0 ? errno : EIO;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Status::FromErrno(err, "write", tmp);
-    }
-    done += static_cast<size_t>(n);
-  }
-  // Space is really claimed by fsync on some file systems: fail here, not later.
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return Status::FromErrno(err, "write", tmp);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return Status::FromErrno(err, "rename " + tmp + " to", path);
-  }
-  return Status::OK();
-}
 
 std::string ShardName(uint32_t index, uint32_t count) {
   char buf[64];

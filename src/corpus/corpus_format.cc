@@ -51,4 +51,20 @@ bool IsUtf8(std::string_view text) {
   return true;
 }
 
+std::string PrintableName(std::string_view name) {
+  constexpr size_t kShown = 64;
+  const std::string_view shown = name.substr(0, kShown);
+  const char* more = name.size() > kShown ? "..." : "";
+  bool printable = IsUtf8(name);
+  for (unsigned char c : shown) printable = printable && c >= 0x20 && c != 0x7f;
+  if (printable) return "'" + std::string(shown) + "'" + more;
+  static const char kDigits[] = "0123456789abcdef";
+  std::string hex = "0x";
+  for (unsigned char c : shown) {
+    hex += kDigits[c >> 4];
+    hex += kDigits[c & 15];
+  }
+  return hex + more;
+}
+
 }  // namespace lmdbloader

@@ -24,6 +24,9 @@ inline constexpr std::string_view kColumnPrefix = "__lmdbloader__/column/";
 inline constexpr const char* kShardListFile = "shards.json";
 inline constexpr const char* kCorpusFormatName = "lmdbloader-corpus";
 inline constexpr int kCorpusFormatVersion = 1;
+// The manifest's "keys" (lmdbloader/corpus_keys.h); absent means numbers.
+inline constexpr const char* kCorpusKeysNumbers = "numbers";
+inline constexpr const char* kCorpusKeysNames = "names";
 // The largest record a corpus holds: LMDB's largest value (MAXDATASIZE in
 // mdb.c; a node stores its data size in 32 bits), which is also the largest
 // msgpack bin. Checked before anything is packed or read: a bigger one would
@@ -38,6 +41,9 @@ bool IsMetaKey(std::string_view key);
 // Names, strings in records and the manifest are UTF-8 (no overlong forms,
 // surrogates or code points past U+10FFFF).
 bool IsUtf8(std::string_view text);
+// A name for messages: 'text' when it is printable UTF-8, else its bytes in
+// hex (0x00ff...), cut after 64 bytes.
+std::string PrintableName(std::string_view name);
 
 }  // namespace lmdbloader
 

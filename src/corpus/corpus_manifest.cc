@@ -32,6 +32,14 @@ Status ParseCorpusManifest(const std::string& text, const std::string& where, Co
   if (!m.contains("records") || !m["records"].is_number_unsigned())
     return damaged("the manifest's 'records' is not a non-negative integer");
   out->records = m["records"].get<uint64_t>();
+  if (m.contains("keys")) {
+    if (!m["keys"].is_string()) return damaged("the manifest's 'keys' is not a string");
+    const std::string& keys = m["keys"].get_ref<const std::string&>();
+    if (keys == kCorpusKeysNames) out->keys = CorpusKeys::kNames;
+    else if (keys != kCorpusKeysNumbers)
+      return Status::Unsupported("corpus " + where + ": records keyed by '" + keys + "' (this reader knows '" +
+                                 kCorpusKeysNumbers + "' and '" + kCorpusKeysNames + "')");
+  }
   if (m.contains("columns")) {
     if (!m["columns"].is_object()) return damaged("the manifest's 'columns' is not an object");
     for (const auto& [name, column] : m["columns"].items()) {

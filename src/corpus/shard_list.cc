@@ -30,9 +30,10 @@ bool InsideFolder(const std::string& name) {
 }  // namespace
 
 Status ParseShardList(const std::string& text, const std::string& dir, const std::string& list_path,
-                      std::vector<ShardEntry>* parts) {
+                      std::vector<ShardEntry>* parts, int64_t* total) {
   auto bad = [&](const std::string& what) { return Status::Corruption("read " + list_path + ": " + what); };
   parts->clear();
+  if (total) *total = -1;
   nlohmann::json list = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (list.is_discarded() || !list.is_object() || !list.contains("shards") || !list["shards"].is_array())
     return bad("not a valid shard list");
@@ -64,22 +65,24 @@ Status ParseShardList(const std::string& text, const std::string& dir, const std
       if (e.records < 0) all_counted = false;
       else sum += static_cast<uint64_t>(e.records);
     }
-    const uint64_t total = list["records"].get<uint64_t>();
-    if (all_counted && total != sum)
-      return bad("it says " + std::to_string(total) + " records in all, its parts add up to " + std::to_string(sum));
+    const uint64_t all = list["records"].get<uint64_t>();
+    if (all_counted && all != sum)
+      return bad("it says " + std::to_string(all) + " records in all, its parts add up to " + std::to_string(sum));
+    if (total) *total = static_cast<int64_t>(all);
   }
   return Status::OK();
 }
 
-Status ReadShardList(const std::string& dir, bool* is_set, std::vector<ShardEntry>* parts) {
+Status ReadShardList(const std::string& dir, bool* is_set, std::vector<ShardEntry>* parts, int64_t* total) {
   parts->clear();
+  if (total) *total = -1;
   const std::string list_path = dir + "/" + kShardListFile;
   struct stat st;
   *is_set = ::stat(list_path.c_str(), &st) == 0;
   if (!*is_set) return Status::OK();
   std::string text;
   LMDBLOADER_RETURN_IF_ERROR(ReadWholeFile(list_path, &text));
-  return ParseShardList(text, dir, list_path, parts);
+  return ParseShardList(text, dir, list_path, parts, total);
 }
 
 }  // namespace lmdbloader

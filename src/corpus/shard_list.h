@@ -20,13 +20,17 @@ struct ShardEntry {
 };
 
 // Parses the text of `list_path`, the shard list of folder `dir`.
-// Corruption naming `list_path` and the problem.
+// Corruption naming `list_path` and the problem. `total` (when given) gets
+// the list's count of all records, -1 when it gives none: where some parts
+// give no count of their own, only the parts themselves can check it (the
+// reader does, at open).
 Status ParseShardList(const std::string& text, const std::string& dir, const std::string& list_path,
-                      std::vector<ShardEntry>* parts);
+                      std::vector<ShardEntry>* parts, int64_t* total = nullptr);
 
 // When `dir` holds a shard list, reads and parses it and sets `*is_set`;
 // otherwise `*is_set` is false and `parts` is empty.
-Status ReadShardList(const std::string& dir, bool* is_set, std::vector<ShardEntry>* parts);
+Status ReadShardList(const std::string& dir, bool* is_set, std::vector<ShardEntry>* parts,
+                     int64_t* total = nullptr);
 
 }  // namespace lmdbloader
 

@@ -171,22 +171,25 @@ Status CorpusWriter::Add(std::string_view name, std::string_view record,
   // Everything is checked before anything changes: a refused record leaves
   // the writer as it was, so a caller may skip it and go on.
   if (record.size() > kMaxRecordBytes)
-    return Status::InvalidArgument("record '" + std::string(name) + "' is " + std::to_string(record.size()) +
+    return Status::InvalidArgument("record " + PrintableName(name) + " is " + std::to_string(record.size()) +
                                    " bytes; a record holds at most " + std::to_string(kMaxRecordBytes) +
                                    " bytes (LMDB's largest value)");
-  // A corpus's names are UTF-8 text (its readers hand them out as str).
-  if (!IsUtf8(name))
-    return Status::InvalidArgument("record " + std::to_string(count_) + ": its name is not UTF-8 text");
+  // Names of a corpus keyed by record numbers are UTF-8 text (its readers
+  // hand them out as str); a corpus keyed by names keeps any bytes.
+  if (options_.keys == CorpusKeys::kRecordNumbers && !IsUtf8(name))
+    return Status::InvalidArgument("record " + std::to_string(count_) + ": its name " + PrintableName(name) +
+                                   " is not UTF-8 text (names of a corpus keyed by record numbers are text; "
+                                   "one keyed by names keeps bytes)");
   if (auto seen = name_seen_.find(std::string(name)); seen != name_seen_.end())
-    return Status::InvalidArgument("duplicate name '" + std::string(name) + "' (records " +
+    return Status::InvalidArgument("duplicate name " + PrintableName(name) + " (records " +
                                    std::to_string(seen->second) + " and " + std::to_string(count_) + ")");
   if (count_ > 0 && columns.size() != columns_.size())
-    return Status::InvalidArgument("record '" + std::string(name) + "' has " + std::to_string(columns.size()) +
+    return Status::InvalidArgument("record " + PrintableName(name) + " has " + std::to_string(columns.size()) +
                                    " columns, earlier records " + std::to_string(columns_.size()));
   if (count_ > 0) {
     for (const auto& [column, value] : columns)
       if (columns_.find(column) == columns_.end())
-        return Status::InvalidArgument("record '" + std::string(name) + "' has column '" + column +
+        return Status::InvalidArgument("record " + PrintableName(name) + " has column '" + column +
                                        "' that earlier records lack");
   }
   LMDBLOADER_RETURN_IF_ERROR(Put(RecordKey(count_), record, /*append=*/true));
@@ -208,6 +211,7 @@ Status CorpusWriter::Finish(const std::string& manifest_json) {
   manifest["format"] = kCorpusFormatName;
   manifest["version"] = kCorpusFormatVersion;
   manifest["records"] = count_;
+  if (options_.keys == CorpusKeys::kNames) manifest["keys"] = kCorpusKeysNames;
   // Every metadata value's checksum goes into the manifest, and the
   // manifest's own into kManifestChecksumKey: a reader checks each before use.
   nlohmann::json sums = nlohmann::json::object();

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "corpus/checksum.h"
+#include "io/atomic_write.h"
 #include "io/open_file.h"
 
 namespace lmdbloader {
@@ -203,29 +204,7 @@ Status IndexFileCodec::Decode(const std::string& bytes, const std::string& path,
 
 Status SaveIndex(const std::string& path, const RecordIndex& index) {
   LMDBLOADER_RETURN_IF_ERROR(MakeDirs(DirName(path)));
-  std::string bytes = IndexFileCodec::Encode(index);
-  std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::FromErrno(errno, "open", tmp);
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Status::FromErrno(err, "write", tmp);
-    }
-    done += static_cast<size_t>(w);
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return Status::FromErrno(err, "rename", path);
-  }
-  return Status::OK();
+  return WriteFileAtomically(path, IndexFileCodec::Encode(index));
 }
 
 Status LoadIndex(const std::string& path, const FileIdentity& expected, const std::string& db_name,

@@ -307,6 +307,11 @@ Status Reader::Remap() {
 
 Status Reader::Key(uint64_t index, std::string* key) const {
   if (index >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, index, size_));
+  if (parts_.front()->name_keys) {
+    const size_t p = static_cast<size_t>(std::upper_bound(part_ends_.begin(), part_ends_.end(), index) - part_ends_.begin());
+    *key = std::string(parts_[p]->name_keys->Name(index - (p == 0 ? 0 : part_ends_[p - 1])));
+    return Status::OK();
+  }
   if (parts_.size() == 1) {
     *key = parts_[0]->index.Key(index);
     return Status::OK();
@@ -314,6 +319,10 @@ Status Reader::Key(uint64_t index, std::string* key) const {
   // Shard sets are corpora: keys are global record numbers.
   *key = RecordKey(index);
   return Status::OK();
+}
+
+CorpusKeys Reader::corpus_keys() const {
+  return parts_.front()->name_keys ? CorpusKeys::kNames : CorpusKeys::kRecordNumbers;
 }
 
 void Reader::RecordPositions(std::vector<uint64_t>* positions) const {
@@ -327,8 +336,16 @@ void Reader::RecordPositions(std::vector<uint64_t>* positions) const {
 }
 
 Status Reader::Find(std::string_view key, uint64_t* index) const {
-  bool found = parts_.size() == 1 ? parts_[0]->index.Find(key, index)
-                                  : (ParseRecordKey(key, index) && *index < size_);
+  bool found = false;
+  if (parts_.front()->name_keys) {
+    // Names are unique within a part, and a shard set's parts hold distinct records.
+    for (size_t p = 0; p < parts_.size() && !found; ++p) {
+      found = parts_[p]->name_keys->Find(key, index);
+      if (found && p > 0) *index += part_ends_[p - 1];
+    }
+  } else {
+    found = parts_.size() == 1 ? parts_[0]->index.Find(key, index) : (ParseRecordKey(key, index) && *index < size_);
+  }
   // An expected outcome for most callers (compat's misses): no key in the
   // message, whose hex form would cost more than the lookup.
   if (!found) return Status::NotFound("key not found in " + path_);
@@ -336,6 +353,21 @@ Status Reader::Find(std::string_view key, uint64_t* index) const {
 }
 
 uint64_t Reader::LowerBound(std::string_view key) const {
+  if (parts_.front()->name_keys) {
+    // The smallest name >= key over every part.
+    uint64_t best = size_;
+    std::string_view best_name;
+    for (size_t p = 0; p < parts_.size(); ++p) {
+      const NameKeys& names = *parts_[p]->name_keys;
+      const uint64_t at = names.LowerBound(key);
+      if (at >= names.size()) continue;
+      if (best == size_ || names.Name(at) < best_name) {
+        best = at + (p == 0 ? 0 : part_ends_[p - 1]);
+        best_name = names.Name(at);
+      }
+    }
+    return best;
+  }
   if (parts_.size() == 1) return parts_[0]->index.LowerBound(key);
   uint64_t lo = 0, hi = size_;
   while (lo < hi) {

@@ -100,6 +100,16 @@ Status Reader::LoadCorpusMeta(Part& part, bool* corpus) {
     if (options_.verify_checksums == ChecksumPolicy::kFirstRead)
       LMDBLOADER_RETURN_IF_ERROR(VerifiedRecords::Create(part.index.size(), &part.verified));
   }
+  if (m.keys == CorpusKeys::kNames) {
+    // The names are this corpus's keys: held like a plain LMDB's keys, and
+    // checked once here (their checksums) instead of at the first name().
+    std::string names, offsets;
+    LMDBLOADER_RETURN_IF_ERROR(ReadCheckedMeta(part, std::string(kNamesBlobKey), &names));
+    LMDBLOADER_RETURN_IF_ERROR(ReadCheckedMeta(part, std::string(kNamesOffsetsKey), &offsets));
+    part.name_keys = std::make_unique<NameKeys>();
+    LMDBLOADER_RETURN_IF_ERROR(NameKeys::Build(std::move(names), offsets, part.index.size(), where, part.name_keys.get()));
+    part.names_checked.store(true, std::memory_order_release);
+  }
   part.manifest = std::move(bytes);
   return Status::OK();
 }
@@ -152,6 +162,10 @@ Status Reader::Name(uint64_t index, std::string* name) {
   const auto& meta = part->index.meta();
   auto offsets = meta.find(std::string(kNamesOffsetsKey));
   auto blob = meta.find(std::string(kNamesBlobKey));
+  if (part->name_keys) {
+    *name = std::string(part->name_keys->Name(local));
+    return Status::OK();
+  }
   if (offsets == meta.end() || blob == meta.end())
     return Status::NotFound(path_ + " has no record names (not an lmdbloader corpus)");
   if (!part->names_checked.load(std::memory_order_acquire)) {

@@ -151,7 +151,8 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
   // A shard set is a directory with a shard list; anything else is one LMDB.
   bool shard_set = false;
   std::vector<ShardEntry> part_paths;
-  LMDBLOADER_RETURN_IF_ERROR(ReadShardList(path, &shard_set, &part_paths));
+  int64_t listed_total = -1;
+  LMDBLOADER_RETURN_IF_ERROR(ReadShardList(path, &shard_set, &part_paths, &listed_total));
   const std::string shard_list = path + "/" + kShardListFile;
   if (!shard_set) part_paths.push_back({path, -1});
 
@@ -169,13 +170,22 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
         return Status::Corruption("open " + part_path + ": a part listed in " + shard_list +
                                   " is not an lmdbloader corpus");
     }
+    if (!r->parts_.empty() && (part->name_keys == nullptr) != (r->parts_.front()->name_keys == nullptr))
+      return Status::Corruption("open " + part_path + ": the parts listed in " + shard_list +
+                                " are not keyed alike (some by names, some by record numbers)");
     if (r->index_source_.empty()) r->index_source_ = source;
     total += part->index.size();
-    index_bytes += part->index.MemoryBytes() + part->checksums.size() * 8 +
+    index_bytes += part->index.MemoryBytes() + (part->name_keys ? part->name_keys->MemoryBytes() : 0) +
+                   part->checksums.size() * 8 +
                    (part->verified ? part->verified->bytes() : 0);
     r->part_ends_.push_back(total);
     r->parts_.push_back(std::move(part));
   }
+  // The list's total, against what its parts hold (each part's own count,
+  // where the list gives one, was checked above).
+  if (listed_total >= 0 && static_cast<uint64_t>(listed_total) != total)
+    return Status::Corruption("read " + shard_list + ": it says " + std::to_string(listed_total) +
+                              " records in all, its parts hold " + std::to_string(total));
   r->size_ = total;
   r->budget_ = MemoryBudget(options.rss_budget, index_bytes);
   LMDBLOADER_RETURN_IF_ERROR(r->budget_.CheckIndexFits(path, total));

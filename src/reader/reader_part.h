@@ -19,6 +19,7 @@
 #include "lmdb/lmdb_env.h"
 #include "lmdbloader/reader.h"
 #include "io/mapping.h"
+#include "reader/name_keys.h"
 #include "reader/record_index.h"
 
 namespace lmdbloader {
@@ -69,6 +70,7 @@ struct Reader::Part {
   std::unique_ptr<VerifiedRecords> verified;  // ChecksumPolicy::kFirstRead: records already checked
   std::map<std::string, uint64_t> meta_sums;  // corpora: of each metadata value, by key
   std::unique_ptr<ChunkFiller> filler;        // cache policy kFill
+  std::unique_ptr<NameKeys> name_keys;        // corpora keyed by names (CorpusKeys::kNames)
   // A plain LMDB opened without the lock file is watched for a writer's
   // commit (CheckSnapshot): its two meta pages, mapped where the file system
   // maps files, else read with pread.

@@ -3,6 +3,8 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "lmdbloader/inspect.h"
 #include "lmdbloader/msgpack_record.h"
 #include "lmdbloader/reader.h"
@@ -28,13 +30,23 @@ Status VerifyDatabase(const std::string& path, ReaderOptions options, VerifyRepo
   // Open checked the manifest (JSON, format, record count, column dtypes and
   // sizes); these are the values it does not read.
   if (r->is_corpus() && !(s = r->CheckMetadata()).ok()) problem(s.ToString());
+  // Records are msgpack maps unless the corpus stores them as they were
+  // (converted from an LMDB: schema encoding "as-is").
+  bool msgpack_records = false;
+  if (r->is_corpus()) {
+    const nlohmann::json manifest = nlohmann::json::parse(r->manifest(), nullptr, /*allow_exceptions=*/false);
+    const nlohmann::json* schema =
+        manifest.is_object() && manifest.contains("schema") ? &manifest["schema"] : nullptr;
+    msgpack_records = !(schema && schema->is_object() && schema->contains("encoding") &&
+                        (*schema)["encoding"] == "as-is");
+  }
   std::string value;
   for (uint64_t i = 0; i < r->size(); ++i) {
     if (!(s = r->Read(i, &value)).ok()) {
       problem("record " + std::to_string(i) + ": " + s.ToString());
       continue;
     }
-    if (!r->is_corpus()) continue;
+    if (!msgpack_records) continue;
     msgpack::object_handle oh;
     std::string error;
     if (!UnpackRecord(value.data(), value.size(), &oh, &error))

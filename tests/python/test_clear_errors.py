@@ -72,7 +72,7 @@ def test_a_name_that_is_not_utf8_is_refused_when_written(tmp_path):
     # A corpus's names are text; a reader given one that is not (another
     # writer's) says which record of which file (tests/corpus_integrity_test.cc).
     with lmdbloader.CorpusWriter(str(tmp_path / "c")) as w:
-        with pytest.raises(ValueError, match="record 0: its name is not UTF-8 text"):
+        with pytest.raises(ValueError, match="record 0: its name 0x626164fffe is not UTF-8 text .*keyed by names"):
             w._w.add(b"bad\xff\xfe", b"x", {})
         w.add("ok", b"x")
     assert lmdbloader.Reader(str(tmp_path / "c")).name(0) == "ok"
@@ -188,6 +188,67 @@ def test_shard_list_whose_total_disagrees_with_its_parts_is_corruption(tmp_path)
     (out / "shards.json").write_text(json.dumps(listing))
     with pytest.raises(lmdbloader.CorruptedError, match=r"shards\.json: it says 12 records in all, its parts add up to 10"):
         lmdbloader.Reader(str(out))
+
+
+def test_shard_list_total_is_checked_against_parts_that_give_no_count(tmp_path):
+    """Parts without "records" of their own: the total is checked against
+    what the parts hold when they open (999 for 36 was accepted before)."""
+    src = tmp_path / "src.jsonl"
+    with open(src, "w") as f:
+        for i in range(36):
+            (tmp_path / f"f{i}").write_bytes(b"x" * 10)
+            f.write(json.dumps({"name": f"n{i}", "path": str(tmp_path / f"f{i}")}) + "\n")
+    out = tmp_path / "set"
+    lmdbloader.convert(str(src), str(out), kind="jsonl", num_shards=3)
+    listing = json.loads((out / "shards.json").read_text())
+    for part in listing["shards"]:
+        del part["records"]
+    (out / "shards.json").write_text(json.dumps(listing))
+    assert len(lmdbloader.Reader(str(out))) == 36  # the right total still opens
+    listing["records"] = 999
+    (out / "shards.json").write_text(json.dumps(listing))
+    with pytest.raises(lmdbloader.CorruptedError, match=r"shards\.json: it says 999 records in all, its parts hold 36"):
+        lmdbloader.Reader(str(out))
+    res = subprocess.run(["lmdbloader", "stat", str(out)], capture_output=True, text=True)
+    assert res.returncode == 1 and "999" in res.stderr
+
+
+_FAILING_FSYNC = r"""
+#define _GNU_SOURCE
+#include <errno.h>
+#include <unistd.h>
+/* Every fsync of the process fails as a failed write-back does. */
+int fsync(int fd) { (void)fd; errno = EIO; return -1; }
+"""
+
+
+def test_a_saved_index_that_cannot_be_synced_is_reported_not_kept(tmp_path):
+    """The saved record index goes through the one atomic-write routine:
+    synced and closed with both checked. A write-back failure (fsync's EIO,
+    put in front of libc here) is reported and leaves no index and no
+    temporary file; its own copy of the routine renamed it into place."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler for the fsync shim")
+    (tmp_path / "shim.c").write_text(_FAILING_FSYNC)
+    shim = tmp_path / "shim.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(shim), str(tmp_path / "shim.c")], check=True)
+    db = str(tmp_path / "db")
+    with lmdb.open(db, map_size=1 << 24) as env, env.begin(write=True) as txn:
+        for i in range(100):
+            txn.put(b"k%03d" % i, b"v" * 100)
+    index_dir = tmp_path / "index"
+    probe = ("import lmdbloader, sys; r = lmdbloader.Reader(sys.argv[1], index_dir=sys.argv[2]); "
+             "print(r.stats()['index_source'])")
+    res = subprocess.run([sys.executable, "-c", probe, db, str(index_dir)], capture_output=True, text=True,
+                         env={**os.environ, "LD_PRELOAD": str(shim)})
+    assert res.returncode == 0, res.stderr
+    assert "not saved" in res.stdout and "fsync" in res.stdout and "Input/output error" in res.stdout, res.stdout
+    assert not index_dir.exists() or not any(index_dir.rglob("*")) or \
+        all(p.is_dir() for p in index_dir.rglob("*")), list(index_dir.rglob("*"))
+    # Without the shim the same open saves it.
+    res = subprocess.run([sys.executable, "-c", probe, db, str(index_dir)], capture_output=True, text=True)
+    assert "saved to" in res.stdout, res.stdout
 
 
 def test_compat_readers_lists_transactions_as_pylmdb_does(tmp_path):

@@ -1,0 +1,23 @@
+// Files written whole or not at all (the shard list, saved record indexes,
+// `lmdbloader get -o`): one routine, so that each gets the same care.
+#ifndef LMDBLOADER_SRC_IO_ATOMIC_WRITE_H_
+#define LMDBLOADER_SRC_IO_ATOMIC_WRITE_H_
+
+#include <string>
+#include <string_view>
+
+#include "lmdbloader/status.h"
+
+namespace lmdbloader {
+
+// Writes `bytes` to a temporary file beside `path` (`<path>.tmp-<pid>`),
+// syncs and closes it, checking both (some file systems claim space or
+// report a failed write-back only there), and renames it over `path`:
+// readers see the old file or the whole new one. IOError naming the file and
+// the system's reason (ENOSPC, EIO, ...) otherwise, with the temporary file
+// removed. Also declared in lmdbloader/convert.h, its public face.
+Status WriteFileAtomically(const std::string& path, std::string_view bytes);
+
+}  // namespace lmdbloader
+
+#endif  // LMDBLOADER_SRC_IO_ATOMIC_WRITE_H_
