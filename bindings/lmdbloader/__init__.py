@@ -4,6 +4,8 @@
 - :class:`LmdbDataset`: a torch map-style Dataset (needs torch; imported lazily).
 - :data:`collate`, :class:`Collate`, :class:`DataLoader`: tensor batches from DataLoader workers
   through a bounded ring of reused shared memory (need torch; imported lazily).
+- :class:`ImageDecode`, :class:`ClipDecode`: images and clips decoded, cropped, resized and
+  normalized in C++ straight into the batch, with torchvision's semantics (need torch).
 - :class:`LocalitySampler`: a shuffle that reads neighbouring records together (cold corpora).
 - :mod:`lmdbloader.compat`: py-lmdb's read-only API on top of Reader.
 - :mod:`lmdbloader.memory`: RSS / PSS / USS of a process tree, sampled and plotted.
@@ -21,10 +23,10 @@ from .writer import CorpusWriter
 __version__ = _core.__version__
 
 __all__ = ["Reader", "CorpusWriter", "LmdbDataset", "collate", "Collate", "DataLoader", "ring_stats",
-           "LocalitySampler", "convert", "write_shard_list", "Error", "CorruptedError", "UnsupportedError",
+           "ImageDecode", "ClipDecode", "LocalitySampler", "convert", "write_shard_list", "Error", "CorruptedError", "UnsupportedError",
            "DecodeError", "ReadonlyError", "ConvertError", "__version__"]
 _NEED_TORCH = {"LmdbDataset": "dataset", "collate": "batches", "Collate": "batches", "DataLoader": "batches",
-               "ring_stats": "batches"}
+               "ring_stats": "batches", "ImageDecode": "vision", "ClipDecode": "vision"}
 
 
 def __getattr__(name):

@@ -81,7 +81,7 @@ class Collate:
     def __call__(self, batch):
         info = torch.utils.data.get_worker_info()
         if info is None:
-            if isinstance(batch, RecordBatch):
+            if isinstance(batch, (RecordBatch, DecodedBatch)):
                 return batch._collated()
             return default_collate(batch)
         return _worker_rings(self, info).collate(batch)
@@ -185,6 +185,9 @@ class _WorkerRings:
         try:
             if isinstance(batch, RecordBatch) and batch._tensors is None:
                 data = builder.records(batch)
+            elif isinstance(batch, DecodedBatch) and batch._samples is None:
+                data = batch._into_slot(builder)
+                builder.place_pending()
             else:
                 data = _collate(batch, collate_fn_map=builder.fn_map)
                 builder.place_pending()
@@ -500,6 +503,60 @@ class RecordBatch(collections.abc.Sequence):
         return (list, (self._materialized(),))
 
 
+class DecodedBatch(collections.abc.Sequence):
+    """The samples of one batch of ``LmdbDataset(decode=ImageDecode(...))``
+    under :class:`DataLoader`, not decoded yet: its :class:`Collate` decodes
+    them in a worker straight into a ring slot (one C++ call for the batch,
+    no tensor per sample, no collate copy). Decoded into fresh tensors on
+    first use anywhere else; either way the batch equals what
+    ``default_collate`` makes of the samples."""
+
+    def __init__(self, dataset, indices):
+        self._dataset = dataset
+        self._indices = list(indices)
+        self._samples = None
+
+    def __len__(self):
+        return len(self._indices)
+
+    def __getitem__(self, i):
+        if self._samples is None:
+            self._samples = self._dataset._decoded(self._indices)
+        return self._samples[i]
+
+    def _decode(self, out=None):
+        ds = self._dataset
+        records = ds.reader.get_batch(self._indices)
+        return ds.decode.decode_records(records, out=out, where=ds._where(self._indices))
+
+    def _batch(self, images, targets, collate_targets):
+        """As default_collate makes it of (image, target) samples: a list."""
+        if self._dataset.decode.target is None:
+            return images
+        return [images, collate_targets(targets)]
+
+    def _collated(self):
+        images, targets = self._decode()
+        return self._batch(images, targets, default_collate)
+
+    def _into_slot(self, builder):
+        decoder = self._dataset.decode
+        targets = []
+
+        def fill(dst):
+            targets.append(self._decode(out=dst)[1])
+
+        def fresh():
+            images, got = self._decode()
+            targets.append(got)
+            return images
+        images = builder._put(decoder.dtype, (len(self._indices), *decoder.sample_shape), fill, None, default=fresh)
+        return self._batch(images, targets[-1], lambda t: _collate(t, collate_fn_map=builder.fn_map))
+
+    def __reduce__(self):  # crossing processes undecoded: as the samples
+        return (list, ([self[i] for i in range(len(self))],))
+
+
 _LOADER_SIGNATURE = inspect.signature(torch.utils.data.DataLoader.__init__)
 
 
@@ -520,7 +577,9 @@ class DataLoader(torch.utils.data.DataLoader):
         if given.get("collate_fn") is None and batching:
             given["collate_fn"] = Collate(prefetch_factor=given.get("prefetch_factor") or 2)
         from .dataset import LmdbDataset
-        if batching and isinstance(dataset, LmdbDataset) and dataset.decode == "tensor" and \
+        from .vision import ImageDecode
+        if batching and isinstance(dataset, LmdbDataset) and \
+                (isinstance(dataset.decode, ImageDecode) or dataset.decode == "tensor") and \
                 dataset.transform is None and isinstance(given.get("collate_fn"), Collate):
             given["dataset"] = dataset._deferring()  # batches read straight into a ring slot
         super().__init__(*bound.args[1:], **bound.kwargs)

@@ -5,8 +5,9 @@ import copy
 import torch
 import torch.utils.data
 
-from .batches import RecordBatch
+from .batches import DecodedBatch, RecordBatch
 from .reader import Reader
+from .vision import ImageDecode
 
 _DECODERS = ("msgpack", "raw", "tensor")
 
@@ -19,7 +20,9 @@ class LmdbDataset(torch.utils.data.Dataset):
     a 1-D uint8 tensor, read straight into it; a batch's records are read
     together, and under :class:`lmdbloader.DataLoader` straight into shared
     memory, no tensor per record)
-    or a callable taking bytes.
+    or a callable taking bytes; an :class:`lmdbloader.ImageDecode` or
+    :class:`lmdbloader.ClipDecode` decodes a batch's images in one C++ call,
+    and under :class:`lmdbloader.DataLoader` straight into shared memory.
     ``views=True`` hands a callable ``decode`` a zero-copy read-only
     memoryview of the record instead (mode="mmap", which it implies for
     mode="auto"): no copy out of the page cache, the checksum checked in
@@ -60,7 +63,29 @@ class LmdbDataset(torch.utils.data.Dataset):
     def __len__(self):
         return len(self.reader)
 
+    def _where(self, indices):
+        """Names record k of a batch in errors: its position and file."""
+        path = self.reader.path
+
+        def where(k):
+            position = int(indices[k])
+            position += len(self.reader) if position < 0 else 0
+            return f"record {position} of {path}"
+        return where
+
+    def _decoded(self, indices):
+        """A fused decoder's samples of these records: (image, target) or
+        the image, decoded in one call."""
+        records = self.reader.get_batch(indices)
+        images, targets = self.decode.decode_records(records, where=self._where(indices))
+        samples = list(images) if self.decode.target is None else list(zip(images, targets))
+        if self.transform is None:
+            return samples
+        return [self._call(self.transform, x, i) for x, i in zip(samples, indices)]
+
     def __getitem__(self, index):
+        if isinstance(self.decode, ImageDecode):
+            return self._decoded([index])[0]
         if self.decode == "msgpack":
             record = self.reader.decode(index)
         elif self.decode == "tensor":
@@ -88,6 +113,10 @@ class LmdbDataset(torch.utils.data.Dataset):
             raise
 
     def __getitems__(self, indices):
+        if isinstance(self.decode, ImageDecode):
+            if self._deferred:  # lmdbloader.DataLoader: its collate decodes them into shared memory
+                return DecodedBatch(self, indices)
+            return self._decoded(indices)
         if self.decode == "msgpack":
             return self.reader.decode_batch(indices, self.transform)
         if self.decode == "tensor":

@@ -1,0 +1,281 @@
+"""ImageDecode and ClipDecode as a user meets them: through LmdbDataset and
+every way of loading (num_workers=0, a plain DataLoader with
+lmdbloader.collate, lmdbloader.DataLoader straight into the ring, fork,
+spawn and forkserver), against torchvision's own recipe and draws."""
+
+import io
+import math
+import os
+import subprocess
+import sys
+
+import msgpack
+import numpy as np
+import pytest
+import torch
+
+import lmdbloader
+import lmdbloader.vision as vision
+from conftest import statm_rss
+from torchvision_cpu import import_torchvision
+
+PIL = pytest.importorskip("PIL")
+from PIL import Image  # noqa: E402
+
+tv = import_torchvision()
+import torchvision.transforms as T  # noqa: E402
+import torchvision.transforms.functional as TF  # noqa: E402
+
+def photo(seed, width, height):
+    """A photograph-like image: smooth gradients, edges and a little noise."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
+    img = np.stack([
+        128 + 100 * np.sin(x / (7 + seed % 11) + seed),
+        128 + 100 * np.cos(y / (5 + seed % 7)),
+        (x * 255 / max(width - 1, 1) + (y > height / 2) * 60) % 256,
+    ], axis=-1)
+    img += rng.normal(0, 6, img.shape)
+    return Image.fromarray(np.clip(img, 0, 255).astype(np.uint8))
+
+
+def jpeg(image, **options):
+    buf = io.BytesIO()
+    image.save(buf, format="JPEG", quality=options.pop("quality", 90), **options)
+    return buf.getvalue()
+
+
+def encoded(image, fmt):
+    buf = io.BytesIO()
+    image.save(buf, format=fmt)
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """64 JPEG records {image, label, name} of several sizes, as
+    `convert --from image_folder` writes them."""
+    root = tmp_path_factory.mktemp("vision")
+    for i in range(64):
+        d = root / "src" / f"class_{i % 4}"
+        d.mkdir(parents=True, exist_ok=True)
+        w, h = 160 + (i * 37) % 300, 120 + (i * 53) % 260
+        (d / f"{i:03d}.jpg").write_bytes(jpeg(photo(i, w, h), progressive=i % 5 == 0))
+    out = str(root / "corpus")
+    lmdbloader.convert(str(root / "src"), out, kind="image_folder")
+    return out
+
+
+def torchvision_recipe(train, size=224):
+    if train:
+        steps = [T.RandomResizedCrop(size, antialias=True), T.RandomHorizontalFlip()]
+    else:
+        steps = [T.Resize(int(round(size * 256 / 224)), antialias=True), T.CenterCrop(size)]
+    return T.Compose(steps + [T.ToTensor(), T.Normalize(vision.IMAGENET_MEAN,
+                                                         vision.IMAGENET_STD)])
+
+
+def levels(a, b):
+    """Mean absolute difference of two normalized images in levels of 255."""
+    std = torch.tensor(vision.IMAGENET_STD).view(3, 1, 1)
+    return float(((a - b).abs() * std).mean() * 255)
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_samples_match_torchvision_seeded_alike(corpus, train):
+    """With the same seed, the fused samples are torchvision's recipe over PIL
+    (the same boxes and flips drawn, the pixels within 2 levels of 255 on
+    average) and the labels are the records'."""
+    ds = lmdbloader.LmdbDataset(corpus, decode=lmdbloader.ImageDecode(224, train=train))
+    recipe = torchvision_recipe(train)
+    reader = lmdbloader.Reader(corpus)
+    for i in range(0, 64, 3):
+        torch.manual_seed(1000 + i)
+        image, label = ds[i]
+        torch.manual_seed(1000 + i)
+        record = msgpack.unpackb(reader[i])
+        expected = recipe(Image.open(io.BytesIO(record["image"])).convert("RGB"))
+        assert image.shape == (3, 224, 224) and image.dtype == torch.float32
+        assert label == record["label"]
+        assert levels(image, expected) <= 2.0, f"record {i}: {levels(image, expected):.2f} levels"
+
+
+def test_crop_boxes_are_torchvisions_draws_and_distribution(corpus):
+    """The same draws as RandomResizedCrop.get_params under one seed (so the
+    same distribution), and, under different seeds, area and aspect-ratio
+    distributions that a two-sample test cannot tell apart."""
+    sizes = [(500, 375), (64, 480), (1000, 90), (224, 224), (17, 13)]
+    ours, theirs = [], []
+    for n in range(400):
+        w, h = sizes[n % len(sizes)]
+        torch.manual_seed(n)
+        box = vision.random_resized_crop_box(w, h, (0.08, 1.0), (3 / 4, 4 / 3))
+        torch.manual_seed(n)
+        assert box == tuple(T.RandomResizedCrop.get_params(Image.new("RGB", (w, h)), [0.08, 1.0], [3 / 4, 4 / 3]))
+    torch.manual_seed(1)
+    for _ in range(3000):
+        top, left, h, w = vision.random_resized_crop_box(500, 375, (0.08, 1.0), (3 / 4, 4 / 3))
+        ours.append((h * w / (500 * 375), math.log(w / h)))
+    torch.manual_seed(2)
+    img = Image.new("RGB", (500, 375))
+    for _ in range(3000):
+        top, left, h, w = T.RandomResizedCrop.get_params(img, [0.08, 1.0], [3 / 4, 4 / 3])
+        theirs.append((h * w / (500 * 375), math.log(w / h)))
+    for column in range(2):
+        a = np.sort([x[column] for x in ours])
+        b = np.sort([x[column] for x in theirs])
+        grid = np.concatenate([a, b])
+        ks = np.max(np.abs(np.searchsorted(a, grid, side="right") / len(a) -
+                           np.searchsorted(b, grid, side="right") / len(b)))
+        assert ks < 1.63 * math.sqrt(2 / 3000), f"KS statistic {ks:.4f} (column {column})"  # alpha = 0.01
+
+
+def loaders(ds, **kw):
+    yield "plain + collate", torch.utils.data.DataLoader(ds, collate_fn=lmdbloader.collate, **kw)
+    yield "lmdbloader.DataLoader", lmdbloader.DataLoader(ds, **kw)
+
+
+def seed_workers(worker_id):
+    torch.manual_seed(77 + worker_id)
+
+
+def epoch(loader):
+    return [(x.clone(), y.clone()) for x, y in loader]
+
+
+def test_every_way_of_loading_gives_the_same_batches(corpus):
+    """num_workers=0, a plain DataLoader with lmdbloader.collate and
+    lmdbloader.DataLoader (decoded straight into the ring), seeded alike by
+    worker_init_fn: the same batches, bit for bit, as default_collate makes
+    them ([images, labels])."""
+    ds = lmdbloader.LmdbDataset(corpus, decode=lmdbloader.ImageDecode(96, dtype=torch.uint8))
+    common = dict(batch_size=8, num_workers=2, worker_init_fn=seed_workers, persistent_workers=True)
+    results = {name: epoch(loader) for name, loader in loaders(ds, **common)}
+    torch.manual_seed(0)
+    baseline = epoch(torch.utils.data.DataLoader(ds, batch_size=8, num_workers=2, worker_init_fn=seed_workers))
+    for name, batches in results.items():
+        assert len(batches) == 8
+        for (x, y), (bx, by) in zip(batches, baseline):
+            assert x.shape == (8, 3, 96, 96) and x.dtype == torch.uint8 and y.dtype == torch.int64
+            assert torch.equal(x, bx) and torch.equal(y, by), name
+    ring = lmdbloader.DataLoader(ds, batch_size=8, num_workers=1)
+    list(ring)
+    assert ring.ring_stats()["in_ring"] >= 7  # the first batch sizes the ring
+    # num_workers=0: one process, the samples of the first worker's seed.
+    torch.manual_seed(77)
+    x0, y0 = next(iter(torch.utils.data.DataLoader(ds, batch_size=8, collate_fn=lmdbloader.collate)))
+    assert x0.shape == (8, 3, 96, 96)
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_start_methods(corpus, method):
+    ds = lmdbloader.LmdbDataset(corpus, decode=lmdbloader.ImageDecode(64, train=False))
+    loader = lmdbloader.DataLoader(ds, batch_size=16, num_workers=2, multiprocessing_context=method)
+    batches = list(loader)
+    reference = torch.stack([ds[i][0] for i in range(64)])
+    assert torch.equal(torch.cat([x for x, _ in batches]), reference)  # evaluation draws nothing
+
+
+def test_clips_share_one_box_and_flip(tmp_path):
+    """A record's frames are cut with one box and one flip: a clip of the
+    same frame repeated gives the same image T times; frames are chosen
+    `stride` apart; shape [T, C, H, W]."""
+    frame = jpeg(photo(3, 320, 240))
+    others = [jpeg(photo(10 + k, 320, 240)) for k in range(12)]
+    with lmdbloader.CorpusWriter(str(tmp_path / "clips")) as w:
+        w.add("same", {"frames": [frame] * 10, "label": 1}, label=1)
+        w.add("moving", {"frames": others, "label": 2}, label=2)
+    ds = lmdbloader.LmdbDataset(str(tmp_path / "clips"), decode=lmdbloader.ClipDecode(112, frames=8, stride=1))
+    torch.manual_seed(5)
+    clip, label = ds[0]
+    assert clip.shape == (8, 3, 112, 112) and label == 1
+    assert all(torch.equal(clip[0], clip[t]) for t in range(8))
+    evaluation = lmdbloader.ClipDecode(112, frames=4, stride=3, train=False)
+    ds = lmdbloader.LmdbDataset(str(tmp_path / "clips"), decode=evaluation)
+    clip, _ = ds[1]
+    single = lmdbloader.ImageDecode(112, train=False, field=None, target=None)
+    for t, chosen in enumerate([0, 3, 6, 9]):  # 12 frames, span 10: start at the middle (1), stride 3
+        assert torch.equal(clip[t], single(others[chosen + 1])), t
+    batch = next(iter(lmdbloader.DataLoader(ds, batch_size=2, num_workers=1)))
+    assert batch[0].shape == (2, 4, 3, 112, 112) and batch[1].tolist() == [1, 2]
+
+
+def test_other_formats_go_through_pil_with_the_same_semantics(tmp_path):
+    """PNG, WebP, GIF, BMP and a grayscale or CMYK JPEG: decoded as PIL's
+    convert("RGB") then the same crop and resize; counted."""
+    base = photo(7, 200, 150)
+    kinds = {"png": encoded(base, "PNG"), "bmp": encoded(base, "BMP"), "gif": encoded(base, "GIF"),
+             "gray": jpeg(base.convert("L")), "cmyk": jpeg(base.convert("CMYK"))}
+    try:
+        kinds["webp"] = encoded(base, "WEBP")
+    except (KeyError, OSError):
+        pass
+    decode = lmdbloader.ImageDecode(64, train=False, field=None, target=None)
+    recipe = torchvision_recipe(False, 64)
+    for kind, data in kinds.items():
+        got = decode(data)
+        expected = recipe(Image.open(io.BytesIO(data)).convert("RGB"))
+        assert levels(got, expected) <= 2.0, f"{kind}: {levels(got, expected):.2f} levels"
+    assert decode.stats()["pil"] >= 4
+
+
+def test_undecodable_records_name_the_record_and_file(tmp_path):
+    good = jpeg(photo(1, 120, 90))
+    bad = {"truncated": good[: len(good) // 2], "garbage": os.urandom(500), "empty": b"",
+           "header only": good[:200]}
+    with lmdbloader.CorpusWriter(str(tmp_path / "c")) as w:
+        w.add("good", {"image": good, "label": 0}, label=0)
+        for name, data in bad.items():
+            w.add(name, {"image": data, "label": 1}, label=1)
+        w.add("no image", {"label": 1}, label=1)
+        w.add("not msgpack", b"\xc1\xc1\xc1", label=1)
+    path = str(tmp_path / "c")
+    ds = lmdbloader.LmdbDataset(path, decode=lmdbloader.ImageDecode(32))
+    assert ds[0][0].shape == (3, 32, 32)
+    for i in range(1, len(ds)):
+        with pytest.raises(lmdbloader.DecodeError, match=f"record {i} of {path}"):
+            ds[i]
+        with pytest.raises(lmdbloader.DecodeError, match=f"record {i} of {path}"):
+            ds.__getitems__([0, i])
+    loader = lmdbloader.DataLoader(ds, batch_size=2, num_workers=1)
+    with pytest.raises(lmdbloader.DecodeError, match=f"record [0-9]+ of {path}"):
+        list(loader)
+
+
+def test_bad_options_are_refused():
+    for kwargs, message in [({"size": 0}, "size"), ({"size": 224, "scale": (0.5, 0.1)}, "scale"),
+                            ({"size": 224, "flip": 2}, "flip"), ({"size": 224, "dtype": torch.float64}, "dtype"),
+                            ({"size": 224, "layout": "NCHW"}, "layout"), ({"size": 224, "resize": 100}, "resize"),
+                            ({"size": 224, "std": (0, 1, 1)}, "std")]:
+        with pytest.raises(ValueError, match=message):
+            lmdbloader.ImageDecode(**kwargs)
+    with pytest.raises(TypeError):
+        lmdbloader.ImageDecode(224, colour="red")
+    with pytest.raises(ValueError, match="frames"):
+        lmdbloader.ClipDecode(112, frames=0)
+
+
+def test_worker_rss_stays_under_budget_plus_ring_and_scratch(tmp_path):
+    """A worker decoding 224x224 float32 batches of a corpus 8x its budget:
+    its RSS growth by the kernel's count (statm, read in the worker) stays
+    under the budget plus its ring and scratch, epoch after epoch."""
+    src = tmp_path / "src" / "c"
+    src.mkdir(parents=True)
+    for i in range(160):
+        (src / f"{i:04d}.jpg").write_bytes(jpeg(photo(i, 480, 360), quality=95) + os.urandom(60_000))
+    corpus = str(tmp_path / "corpus")
+    lmdbloader.convert(str(tmp_path / "src"), corpus, kind="image_folder")
+    assert os.path.getsize(os.path.join(corpus, "data.mdb")) > 8 * (1 << 20)
+
+    batch_bytes = 16 * 3 * 224 * 224 * 4
+    ds = lmdbloader.LmdbDataset(corpus, decode=lmdbloader.ImageDecode(224), rss_budget="1MiB")
+    loader = lmdbloader.DataLoader(ds, batch_size=16, num_workers=1, persistent_workers=True)
+    pid = None
+    for _ in range(3):
+        for _ in loader:
+            if pid is None:
+                pid = [p.pid for p in loader._iterator._workers][0]
+                first = statm_rss(pid)
+        grown = statm_rss(pid) - first
+        # budget + ring (4 slots of 1.25 batches) + scratch and allocator slack
+        assert grown < (1 << 20) + 4 * batch_bytes * 1.25 + (24 << 20), f"worker grew {grown / 2**20:.1f} MiB"
