@@ -388,9 +388,9 @@ def available(recipe, variant):
         import lmdbloader
         name = FUSED_API[recipe]
         if not hasattr(lmdbloader, name):
-            return f"lmdbloader.{name} is missing from this build (the fused decode path): skipped"
+            return f"lmdbloader.{name} is missing from this build (the fused decode path)"
     if variant == "dali" and importlib.util.find_spec("nvidia.dali") is None:
-        return ("DALI is not installed (optional: pip install -c constraints.txt nvidia-dali-cuda130): skipped")
+        return "DALI is not installed (optional: pip install -c constraints.txt nvidia-dali-cuda130)"
     return None
 
 
@@ -481,7 +481,7 @@ def plot(report, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     recipes = list(report["recipes"])
-    fig, axes = plt.subplots(2, len(recipes), figsize=(5.5 * len(recipes), 8), squeeze=False)
+    fig, axes = plt.subplots(2, len(recipes), figsize=(max(7.0, 5.5 * len(recipes)), 8.5), squeeze=False)
     for col, recipe in enumerate(recipes):
         entry = report["recipes"][recipe]
         rows = {k: v for k, v in entry["table"].items() if "error" not in v}
@@ -497,16 +497,21 @@ def plot(report, path):
         ax.set_title(f"{recipe}: {entry['unit']}/s (x py-lmdb)")
         ax.set_xticks(list(x), labels, fontsize=6)
         ax = axes[1][col]
-        w = 0.2
         series = [("worker peak RSS", "worker_peak_rss_mib"), ("worker peak PSS", "worker_peak_pss_mib"),
-                  ("main peak RSS", "main_peak_rss_mib"), ("main peak PSS", "main_peak_pss_mib")]
+                  ("main peak RSS", "main_peak_rss_mib"), ("main peak PSS", "main_peak_pss_mib"),
+                  ("/dev/shm peak", "dev_shm_peak_mib")]
+        w = 0.8 / len(series)
         for j, (label, key) in enumerate(series):
-            ax.bar([i + (j - 1.5) * w for i in x], [rows[k][key] or 0 for k in names], w, label=label)
+            ax.bar([i + (j - (len(series) - 1) / 2) * w for i in x], [rows[k][key] or 0 for k in names], w,
+                   label=label)
         ax.set_title(f"{recipe}: peak memory per process (MiB)")
         ax.set_xticks(list(x), labels, fontsize=6)
         ax.legend(fontsize=7)
-    fig.suptitle(f"{report['workers']} persistent workers (DALI: {report['workers']} threads), batch "
-                 f"{report['batch']}, medians of epochs 2-{report['epochs']}")
+    with_dali = any("dali" in e["table"] for e in report["recipes"].values())
+    dali = f" (DALI: {report['workers']} threads)" if with_dali else ""
+    fig.suptitle(f"{report['workers']} persistent workers{dali}, batch "
+                 f"{report['batch']},\nmedians of epochs 2-{report['epochs']} and of {report['repeats']} round(s)",
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -582,7 +587,7 @@ def main():
         import nvidia.dali
         report["dali"] = nvidia.dali.__version__
     if demo_note:
-        print(f"note: {demo_note}; showing variant 2 ({VARIANTS['lmdb-tv']}) instead", flush=True)
+        print(f"note: {demo_note}: variant 2 ({VARIANTS['lmdb-tv']}) stands in for it", flush=True)
 
     with tempfile.TemporaryDirectory(dir=args.out) as tmp:
         for recipe in recipes:
@@ -590,7 +595,7 @@ def main():
             paths = corpora[spec["corpus"]]
             skipped = {v: why for v in variants if (why := available(recipe, v))}
             todo = [v for v in variants if v not in skipped]
-            notes = dict(skipped)
+            notes = {v: f"skipped: {why}" for v, why in skipped.items()}
             if recipe == "clip" and "dali" in todo:
                 notes["dali"] = ("frames read and decoded whole by fn.readers.sequence (CPU; deprecated, DALI's "
                                  "video readers take encoded video), one random_resized_crop box and one flip per "
@@ -626,8 +631,28 @@ def main():
     with open(os.path.join(args.out, args.name + ".json"), "w") as f:
         json.dump(report, f, indent=1)
     plot(report, os.path.join(args.out, args.name + ".png"))
+    if args.demo:
+        print_demo(report, args)
     print(f"wrote {args.out}/{args.name}.json and .png")
     return 0
+
+
+def print_demo(report, args):
+    """The demo's few lines: each variant's images/s, its workers' RSS, /dev/shm."""
+    table = report["recipes"]["train"]["table"]
+    print(f"image job: train recipe (RandomResizedCrop 224, flip, normalize) over {args.images} JPEG photographs, "
+          f"{args.workers} persistent workers, batch {args.batch}")
+    for name, row in table.items():
+        if "error" in row:
+            print(f"  {VARIANTS[name]}: failed: {row['error']}")
+            continue
+        run = row["runs"][-1]
+        workers = ", ".join(f"{w['rss_mib']:.0f}" for w in run["worker_peaks"])
+        ring = f", batch rings {row['ring_mib']:.0f} MiB (memfd)" if row["ring_mib"] else ""
+        print(f"  {VARIANTS[name]}: {row['items_per_s']:.0f} images/s ({row['ratio']:.2f}x), worker peak RSS "
+              f"{workers} MiB, /dev/shm peak {row['dev_shm_peak_mib']:.1f} MiB{ring}")
+    if report.get("note"):
+        print(f"  note: {report['note']}: variant 2 stands in for it")
 
 
 if __name__ == "__main__":
