@@ -382,6 +382,13 @@ def warm(paths, variant, recipe):
         warm_page_cache(f)
 
 
+def have_dali():
+    try:
+        return importlib.util.find_spec("nvidia.dali") is not None
+    except ModuleNotFoundError:  # no "nvidia" package at all
+        return False
+
+
 def available(recipe, variant):
     """None where the variant can run here, else why not."""
     if variant in ("fused-loader", "fused-collate"):
@@ -389,7 +396,7 @@ def available(recipe, variant):
         name = FUSED_API[recipe]
         if not hasattr(lmdbloader, name):
             return f"lmdbloader.{name} is missing from this build (the fused decode path)"
-    if variant == "dali" and importlib.util.find_spec("nvidia.dali") is None:
+    if variant == "dali" and not have_dali():
         return "DALI is not installed (optional: pip install -c constraints.txt nvidia-dali-cuda130)"
     return None
 
@@ -583,7 +590,7 @@ def main():
         report["torchvision"] = import_torchvision().__version__
     except ImportError:
         pass
-    if importlib.util.find_spec("nvidia.dali") is not None:
+    if have_dali():
         import nvidia.dali
         report["dali"] = nvidia.dali.__version__
     if demo_note:
