@@ -1,0 +1,666 @@
+"""Image and video-clip jobs in DataLoader workers: py-lmdb + PIL + torchvision
+against lmdbloader's dataset with the same decoding, its fused decode path
+(lmdbloader.ImageDecode / ClipDecode, where this build has it) and DALI's
+CPU-only pipeline (where installed), in one run.
+
+Recipes (2 persistent workers, batch 32, shuffled, 3 epochs):
+- ``train``: RandomResizedCrop(224), RandomHorizontalFlip, ToTensor,
+  Normalize(ImageNet mean/std) -> float32 [3, 224, 224], over 2,048 JPEG
+  photographs 350-500 px on the long side (~88 KB at quality 90);
+- ``eval``: Resize(256), CenterCrop(224), ToTensor, Normalize, same images;
+- ``clip``: 1,024 clips of 8 frames 320x240 -> one RandomResizedCrop box and
+  one flip for the whole clip, 112x112 -> float32 [8, 3, 112, 112].
+Variants per recipe:
+1. ``pylmdb``: py-lmdb opened lazily in each worker (a pickle of (JPEG bytes,
+   label) per key, as users write one), PIL + torchvision, default_collate:
+   the baseline (1.00x);
+2. ``lmdb-tv``: lmdbloader.LmdbDataset(decode=the same PIL + torchvision
+   function), collate_fn=lmdbloader.collate;
+3. ``fused-loader``: LmdbDataset(decode=lmdbloader.ImageDecode(...)) under
+   lmdbloader.DataLoader (decoded straight into ring slots);
+4. ``fused-collate``: the same dataset under torch's DataLoader with
+   collate_fn=lmdbloader.collate;
+5. ``dali``: DALI's CPU-only pipeline (device_id=None, 2 threads) over the
+   folder of files: fused crop-decode, resize, crop_mirror_normalize (the
+   clip recipe: its sequence reader over the frame folders).
+3 and 4 are skipped with a note where lmdbloader has no ImageDecode /
+ClipDecode, 5 where DALI is not installed (it is an optional, large wheel:
+``pip install -c constraints.txt nvidia-dali-cuda130``).
+
+Each run is a fresh process (no variant's libraries or arenas are counted in
+another's), the page cache warm; variants alternate, ``--repeats`` rounds.
+Figures are medians: of epochs 2-3 within a run (the first starts the
+workers), then over rounds, with the ratio to variant 1 taken within each
+round. Also reported: each worker's and the main process's peak RSS and PSS
+(lmdbloader.memory, from /proc), and the peak of /dev/shm in use. Writes
+bench/out/image_bench.json and .png.
+
+    python bench/image_bench.py [--recipes train,eval,clip] [--variants pylmdb,lmdb-tv,...]
+                                [--repeats 3] [--workdir bench/out/image_corpora] [--out bench/out]
+    python bench/image_bench.py --demo     # train recipe, variants 1 and 3 (else 2), 1,024 images
+"""
+
+import argparse
+import gc
+import importlib.util
+import io
+import json
+import os
+import pickle
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
+
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+SCALE = (0.08, 1.0)
+RATIO = (3 / 4, 4 / 3)
+
+RECIPES = {
+    "train": {"corpus": "images", "unit": "images", "shape": (3, 224, 224)},
+    "eval": {"corpus": "images", "unit": "images", "shape": (3, 224, 224)},
+    "clip": {"corpus": "clips", "unit": "clips", "shape": (8, 3, 112, 112)},
+}
+VARIANTS = {
+    "pylmdb": "py-lmdb + torchvision + default_collate",
+    "lmdb-tv": "LmdbDataset(decode=torchvision fn) + lmdbloader.collate",
+    "fused-loader": "LmdbDataset(decode=fused) + lmdbloader.DataLoader",
+    "fused-collate": "LmdbDataset(decode=fused) + DataLoader + lmdbloader.collate",
+    "dali": "DALI CPU-only (2 threads)",
+}
+BASELINE = "pylmdb"
+FUSED_API = {"train": "ImageDecode", "eval": "ImageDecode", "clip": "ClipDecode"}
+
+
+# ------------------------------------------------------------ decoding as users write it
+
+def _pil(jpeg):
+    from PIL import Image
+    return Image.open(io.BytesIO(jpeg)).convert("RGB")
+
+
+def torchvision_transform(recipe):
+    """The recipe's torchvision transform: PIL image -> tensor (train, eval),
+    list of PIL frames -> [T, C, H, W] (clip)."""
+    from torchvision_cpu import import_torchvision
+    import_torchvision()
+    import torch
+    import torchvision.transforms as T
+    import torchvision.transforms.functional as F
+    if recipe == "train":
+        return T.Compose([T.RandomResizedCrop(224, scale=SCALE, ratio=RATIO), T.RandomHorizontalFlip(),
+                          T.ToTensor(), T.Normalize(MEAN, STD)])
+    if recipe == "eval":
+        return T.Compose([T.Resize(256), T.CenterCrop(224), T.ToTensor(), T.Normalize(MEAN, STD)])
+
+    def clip(frames):
+        # One box and one flip for the clip, drawn as RandomResizedCrop draws them.
+        top, left, h, w = T.RandomResizedCrop.get_params(frames[0], SCALE, RATIO)
+        flip = torch.rand(1).item() < 0.5
+        out = []
+        for f in frames:
+            f = F.resized_crop(f, top, left, h, w, [112, 112])
+            if flip:
+                f = F.hflip(f)
+            out.append(F.normalize(F.to_tensor(f), MEAN, STD))
+        return torch.stack(out)
+    return clip
+
+
+class TorchvisionDecode:
+    """Record bytes -> (tensor, label) with PIL + torchvision. ``source``:
+    "pylmdb" (a pickle of (payload, label)) or "lmdbloader" (the converter's
+    msgpack record {image | frames, label, name}). The transform is built in
+    the process that first calls it (a worker)."""
+
+    def __init__(self, recipe, source):
+        self.recipe, self.source, self.transform = recipe, source, None
+
+    def __call__(self, raw):
+        if self.transform is None:
+            self.transform = torchvision_transform(self.recipe)
+        if self.source == "pylmdb":
+            payload, label = pickle.loads(raw)
+        else:
+            import msgpack
+            record = msgpack.unpackb(raw)
+            payload, label = record["frames" if self.recipe == "clip" else "image"], record["label"]
+        if self.recipe == "clip":
+            return self.transform([_pil(f) for f in payload]), label
+        return self.transform(_pil(payload)), label
+
+    def __getstate__(self):
+        return {"recipe": self.recipe, "source": self.source, "transform": None}
+
+
+class PyLmdbDataset:
+    """What users write today: py-lmdb opened lazily in each worker, one read
+    transaction per sample, keys b"%08d"."""
+
+    def __init__(self, path, decode):
+        import lmdb
+        self.path, self.decode, self.env = path, decode, None
+        with lmdb.open(path, readonly=True, lock=False) as env, env.begin() as txn:
+            self.n = int(txn.get(b"__len__"))
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if self.env is None:
+            import lmdb
+            self.env = lmdb.open(self.path, readonly=True, lock=False, readahead=False, meminit=False)
+        with self.env.begin() as txn:
+            return self.decode(txn.get(b"%08d" % i))
+
+    def __getstate__(self):
+        return {"path": self.path, "decode": self.decode, "env": None, "n": self.n}
+
+
+def fused_decode(recipe):
+    """lmdbloader's fused decoder for the recipe; AttributeError where this build has none."""
+    import lmdbloader
+    import torch
+    common = dict(mean=MEAN, std=STD, dtype=torch.float32, layout="CHW")
+    if recipe == "train":
+        return lmdbloader.ImageDecode(224, train=True, scale=SCALE, ratio=RATIO, flip=0.5, field="image",
+                                      target="label", **common)
+    if recipe == "eval":
+        return lmdbloader.ImageDecode(224, train=False, resize=256, field="image", target="label", **common)
+    return lmdbloader.ClipDecode(112, frames=8, train=True, scale=SCALE, ratio=RATIO, flip=0.5, **common)
+
+
+def dali_iterator(recipe, paths, batch, threads, seed):
+    """DALI's CPU-only pipeline for the recipe (device_id=None: no GPU is
+    used or needed) as a torch iterator of one epoch per pass."""
+    # The sequence reader is deprecated (DALI's video readers take encoded video, not frame files).
+    warnings.filterwarnings("ignore", message=".*readers.sequence.* is now deprecated")
+    import nvidia.dali.fn as fn
+    import nvidia.dali.types as types
+    from nvidia.dali import pipeline_def
+    from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
+    mean, std = [m * 255 for m in MEAN], [s * 255 for s in STD]
+
+    @pipeline_def(batch_size=batch, num_threads=threads, device_id=None, seed=seed)
+    def pipeline():
+        if recipe == "clip":
+            # The sequence reader decodes each stream's frames (CPU); one
+            # random box per sequence, one flip per sequence.
+            frames = fn.readers.sequence(file_root=paths["streams"], sequence_length=8, random_shuffle=True,
+                                         name="Reader")
+            frames = fn.random_resized_crop(frames, size=[112, 112], random_area=list(SCALE),
+                                            random_aspect_ratio=list(RATIO), num_attempts=10)
+            return fn.crop_mirror_normalize(frames, dtype=types.FLOAT, output_layout="FCHW", mean=mean, std=std,
+                                            mirror=fn.random.coin_flip(probability=0.5))
+        jpegs, labels = fn.readers.file(file_root=paths["folder"], random_shuffle=True, name="Reader")
+        if recipe == "train":
+            images = fn.decoders.image_random_crop(jpegs, device="cpu", output_type=types.RGB,
+                                                   random_area=list(SCALE), random_aspect_ratio=list(RATIO),
+                                                   num_attempts=10)
+            images = fn.resize(images, resize_x=224, resize_y=224)
+            mirror = fn.random.coin_flip(probability=0.5)
+            images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW", mean=mean, std=std,
+                                              mirror=mirror)
+        else:
+            images = fn.decoders.image(jpegs, device="cpu", output_type=types.RGB)
+            images = fn.resize(images, resize_shorter=256)
+            images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW", crop=(224, 224),
+                                              mean=mean, std=std)
+        return images, labels
+
+    names = ["data"] if recipe == "clip" else ["data", "label"]
+    return DALIGenericIterator(pipeline(), names, reader_name="Reader", last_batch_policy=LastBatchPolicy.DROP,
+                               auto_reset=True)
+
+
+# ------------------------------------------------------------ one run, in its own process
+
+def touch(batch):
+    """Reads one byte of every 4 KiB page of every tensor in the batch (as a
+    copy to a device would)."""
+    import torch
+    if isinstance(batch, torch.Tensor):
+        flat = batch.reshape(-1).view(torch.uint8) if batch.is_contiguous() else batch.contiguous().view(-1)
+        return int(flat[::4096].sum())
+    if isinstance(batch, (list, tuple)):
+        return sum(touch(b) for b in batch)
+    if isinstance(batch, dict):
+        return sum(touch(b) for b in batch.values())
+    return 0
+
+
+def dev_shm_used():
+    st = os.statvfs("/dev/shm")
+    return (st.f_blocks - st.f_bfree) * st.f_frsize
+
+
+def _images_of(batch, recipe):
+    """The batch's image (or clip) tensor and its labels (None for DALI's clips)."""
+    if isinstance(batch, list) and batch and isinstance(batch[0], dict):  # DALI's iterator
+        return batch[0]["data"], batch[0].get("label")
+    if isinstance(batch, (list, tuple)) and len(batch) == 2:
+        return batch[0], batch[1]
+    raise TypeError(f"{recipe}: a batch should be (images, labels), got {type(batch).__name__}")
+
+
+def _check_first(batch, recipe, size):
+    """Every variant must hand the model the same thing: float32 [B, *shape], B labels."""
+    import torch
+    images, labels = _images_of(batch, recipe)
+    want = (size,) + RECIPES[recipe]["shape"]
+    if not isinstance(images, torch.Tensor) or tuple(images.shape) != want or images.dtype != torch.float32:
+        got = (tuple(images.shape), images.dtype) if isinstance(images, torch.Tensor) else type(images).__name__
+        raise ValueError(f"{recipe}: the first batch should be float32 {list(want)}, got {got}")
+    if labels is not None and len(labels) != size:
+        raise ValueError(f"{recipe}: the first batch has {len(labels)} labels for {size} samples")
+
+
+def run_child(spec):
+    """Runs one (recipe, variant) and returns its figures."""
+    import psutil
+    import torch
+    import lmdbloader
+    from lmdbloader.memory import Sampler
+
+    recipe, variant, paths = spec["recipe"], spec["variant"], spec["paths"]
+    batch, workers, epochs = spec["batch"], spec["workers"], spec["epochs"]
+    opts = dict(batch_size=batch, shuffle=True, num_workers=workers, persistent_workers=True, drop_last=True)
+    if variant == "pylmdb":
+        loader = torch.utils.data.DataLoader(PyLmdbDataset(paths["pylmdb"], TorchvisionDecode(recipe, "pylmdb")),
+                                             **opts)
+    elif variant == "lmdb-tv":
+        ds = lmdbloader.LmdbDataset(paths["corpus"], decode=TorchvisionDecode(recipe, "lmdbloader"))
+        loader = torch.utils.data.DataLoader(ds, collate_fn=lmdbloader.collate, **opts)
+    elif variant == "fused-loader":
+        loader = lmdbloader.DataLoader(lmdbloader.LmdbDataset(paths["corpus"], decode=fused_decode(recipe)), **opts)
+    elif variant == "fused-collate":
+        ds = lmdbloader.LmdbDataset(paths["corpus"], decode=fused_decode(recipe))
+        loader = torch.utils.data.DataLoader(ds, collate_fn=lmdbloader.collate, **opts)
+    elif variant == "dali":
+        loader = dali_iterator(recipe, paths, batch, workers, seed=spec["seed"])
+    else:
+        raise ValueError(f"unknown variant {variant!r}")
+
+    shm_base, shm_peak = dev_shm_used(), 0
+    stop = threading.Event()
+
+    def watch_shm():
+        nonlocal shm_peak
+        while not stop.is_set():
+            shm_peak = max(shm_peak, dev_shm_used() - shm_base)
+            stop.wait(0.02)
+
+    watcher = threading.Thread(target=watch_shm, daemon=True)
+    watcher.start()
+    sampler = Sampler(interval=0.25).start()  # sparse: reading smaps_rollup costs CPU the job shares
+    seconds, counts, load = [], [], [os.getloadavg()[0]]
+    for epoch in range(epochs):
+        t, n = time.perf_counter(), 0
+        for b in loader:
+            if epoch == 0 and n == 0:
+                _check_first(b, recipe, batch)
+            touch(b)
+            n += len(_images_of(b, recipe)[0])
+        seconds.append(time.perf_counter() - t)
+        counts.append(n)
+    load.append(os.getloadavg()[0])
+    me = os.getpid()
+    workers_now = set()
+    for c in psutil.Process(me).children(recursive=True):
+        try:  # multiprocessing's resource tracker is no worker
+            if "resource_tracker" not in " ".join(c.cmdline()):
+                workers_now.add(c.pid)
+        except psutil.NoSuchProcess:
+            pass
+    samples = sampler.stop()
+    stop.set()
+    watcher.join()
+    if variant == "fused-loader":
+        ring = loader.ring_stats()
+    elif variant in ("lmdb-tv", "fused-collate"):
+        ring = lmdbloader.collate.stats()
+    else:
+        ring = {}
+    del loader
+    gc.collect()
+
+    peaks = {}
+    for s in samples:
+        if s["pid"] != me and s["pid"] not in workers_now:
+            continue
+        key = "main" if s["pid"] == me else str(s["pid"])
+        p = peaks.setdefault(key, {"rss_mib": 0.0, "pss_mib": 0.0, "shmem_mib": 0.0})
+        p["rss_mib"] = max(p["rss_mib"], s["rss"] / 2**20)
+        p["pss_mib"] = max(p["pss_mib"], s["pss"] / 2**20)
+        p["shmem_mib"] = max(p["shmem_mib"], s.get("shmem_rss", 0) / 2**20)
+    rates = [n / s for n, s in zip(counts[1:], seconds[1:])]
+    worker_peaks = [v for k, v in peaks.items() if k != "main"]
+    return {"items_per_s": statistics.median(rates), "epoch_seconds": seconds, "epoch_items": counts,
+            "main_peak": peaks.get("main"), "worker_peaks": worker_peaks,
+            "worker_peak_rss_mib": max((v["rss_mib"] for v in worker_peaks), default=None),
+            "worker_peak_pss_mib": max((v["pss_mib"] for v in worker_peaks), default=None),
+            "dev_shm_peak_mib": shm_peak / 2**20,
+            "ring_mib": ring["worker_ring_bytes"] / 2**20 if ring else None,
+            "ring": {k: v for k, v in ring.items() if k != "workers"},
+            "loadavg_1min": load}
+
+
+def child_main(spec_path):
+    with open(spec_path) as f:
+        spec = json.load(f)
+    warnings.filterwarnings("ignore", message="The given buffer is not writable")
+    try:
+        result = run_child(spec)
+    except Exception as e:  # reported in the table, the other variants go on
+        import traceback
+        traceback.print_exc()
+        result = {"error": f"{type(e).__name__}: {e}"}
+    with open(spec["result"], "w") as f:
+        json.dump(result, f)
+
+
+# ------------------------------------------------------------ the parent: corpora, rounds, report
+
+def warm(paths, variant, recipe):
+    """Drops the variant's input from the page cache and reads it back sequentially."""
+    from conftest import warm_page_cache
+    if variant == "pylmdb":
+        files = [os.path.join(paths["pylmdb"], "data.mdb")]
+    elif variant == "dali":
+        files = [os.path.join(d, f) for d, _, fs in os.walk(paths["folder"]) for f in sorted(fs)]
+    else:
+        files = [os.path.join(paths["corpus"], f) for f in sorted(os.listdir(paths["corpus"]))]
+    for f in files:
+        warm_page_cache(f)
+
+
+def have_dali():
+    try:
+        return importlib.util.find_spec("nvidia.dali") is not None
+    except ModuleNotFoundError:  # no "nvidia" package at all
+        return False
+
+
+def available(recipe, variant):
+    """None where the variant can run here, else why not."""
+    if variant in ("fused-loader", "fused-collate"):
+        import lmdbloader
+        name = FUSED_API[recipe]
+        if not hasattr(lmdbloader, name):
+            return f"lmdbloader.{name} is missing from this build (the fused decode path)"
+    if variant == "dali" and not have_dali():
+        return "DALI is not installed (optional: pip install -c constraints.txt nvidia-dali-cuda130)"
+    return None
+
+
+def agreement(recipe, paths, n=8):
+    """The fused path beside torchvision on the same records: shapes and labels
+    always; for eval (deterministic) the largest and mean absolute difference."""
+    import lmdbloader
+    reference = lmdbloader.LmdbDataset(paths["corpus"], decode=TorchvisionDecode(recipe, "lmdbloader"))
+    fused = lmdbloader.LmdbDataset(paths["corpus"], decode=fused_decode(recipe))
+    worst, total, count = 0.0, 0.0, 0
+    for i in range(min(n, len(reference))):
+        (a, la), (b, lb) = reference[i], fused[i]
+        if tuple(b.shape) != tuple(a.shape) or b.dtype != a.dtype or int(lb) != int(la):
+            return {"ok": False, "why": f"record {i}: torchvision gives {a.dtype} {list(a.shape)} label {la}, "
+                                        f"the fused path {b.dtype} {list(b.shape)} label {lb}"}
+        if recipe == "eval":
+            d = (a - b).abs()
+            worst, total, count = max(worst, float(d.max())), total + float(d.sum()), count + d.numel()
+    out = {"ok": True, "records": min(n, len(reference))}
+    if recipe == "eval":
+        out.update(max_abs_diff=worst, mean_abs_diff=total / count)
+    return out
+
+
+def run_one(spec, tmp):
+    spec_path = os.path.join(tmp, "spec.json")
+    spec = dict(spec, result=os.path.join(tmp, "result.json"))
+    with open(spec_path, "w") as f:
+        json.dump(spec, f)
+    if os.path.exists(spec["result"]):
+        os.unlink(spec["result"])
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", spec_path])
+    try:
+        with open(spec["result"]) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {"error": f"the run's process exited with status {proc.returncode} and wrote no result"}
+
+
+def summarize(runs, baseline):
+    """Medians over rounds; the ratio to the baseline taken within each round."""
+    ok = [r for r in runs if "error" not in r]
+    if not ok:
+        return {"error": runs[-1]["error"] if runs else "no run"}
+
+    def med(key):
+        values = [r[key] for r in ok if r.get(key) is not None]
+        return statistics.median(values) if values else None
+
+    pairs = [(r, b) for r, b in zip(runs, baseline) if "error" not in r and "error" not in b]
+    return {
+        "items_per_s": med("items_per_s"),
+        "ratio": statistics.median(r["items_per_s"] / b["items_per_s"] for r, b in pairs) if pairs else None,
+        "worker_peak_rss_mib": med("worker_peak_rss_mib"),
+        "worker_peak_pss_mib": med("worker_peak_pss_mib"),
+        "main_peak_rss_mib": statistics.median(r["main_peak"]["rss_mib"] for r in ok),
+        "main_peak_pss_mib": statistics.median(r["main_peak"]["pss_mib"] for r in ok),
+        "dev_shm_peak_mib": med("dev_shm_peak_mib"),
+        "ring_mib": med("ring_mib"),
+        "rounds": len(ok), "runs": runs}
+
+
+def _mib(v):
+    return "-" if v is None else f"{v:.0f}"
+
+
+def print_table(recipe, table, notes, unit, rounds, epochs):
+    print(f"\n{recipe}: {unit}/s, medians of epochs 2-{epochs} and of {rounds} round(s)")
+    print(f"| variant | {unit}/s | x py-lmdb | worker peak RSS / PSS MiB | main peak RSS / PSS MiB "
+          f"| /dev/shm peak MiB | batch rings MiB (memfd) |")
+    print("|---|---|---|---|---|---|---|")
+    for name, row in table.items():
+        label = VARIANTS[name]
+        if "error" in row:
+            print(f"| {label} | failed: {row['error']} | | | | | |")
+            continue
+        ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}"
+        print(f"| {label} | {row['items_per_s']:.0f} | {ratio} | {_mib(row['worker_peak_rss_mib'])} / "
+              f"{_mib(row['worker_peak_pss_mib'])} | {row['main_peak_rss_mib']:.0f} / "
+              f"{row['main_peak_pss_mib']:.0f} | {row['dev_shm_peak_mib']:.1f} | {_mib(row['ring_mib'])} |")
+    for name, why in notes.items():
+        print(f"- {VARIANTS[name]}: {why}")
+    print(flush=True)
+
+
+def plot(report, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    recipes = list(report["recipes"])
+    fig, axes = plt.subplots(2, len(recipes), figsize=(max(7.0, 5.5 * len(recipes)), 8.5), squeeze=False)
+    for col, recipe in enumerate(recipes):
+        entry = report["recipes"][recipe]
+        rows = {k: v for k, v in entry["table"].items() if "error" not in v}
+        names = list(rows)
+        labels = [VARIANTS[k].replace(" + ", "\n+ ") for k in names]
+        x = range(len(names))
+        ax = axes[0][col]
+        bars = ax.bar(x, [rows[k]["items_per_s"] for k in names], color="tab:blue")
+        for bar, k in zip(bars, names):
+            r = rows[k]["ratio"]
+            ax.annotate("" if r is None else f"{r:.2f}x", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                        ha="center", va="bottom", fontsize=8)
+        ax.set_title(f"{recipe}: {entry['unit']}/s (x py-lmdb)")
+        ax.set_xticks(list(x), labels, fontsize=6)
+        ax = axes[1][col]
+        series = [("worker peak RSS", "worker_peak_rss_mib"), ("worker peak PSS", "worker_peak_pss_mib"),
+                  ("main peak RSS", "main_peak_rss_mib"), ("main peak PSS", "main_peak_pss_mib"),
+                  ("/dev/shm peak", "dev_shm_peak_mib")]
+        w = 0.8 / len(series)
+        for j, (label, key) in enumerate(series):
+            ax.bar([i + (j - (len(series) - 1) / 2) * w for i in x], [rows[k][key] or 0 for k in names], w,
+                   label=label)
+        ax.set_title(f"{recipe}: peak memory per process (MiB)")
+        ax.set_xticks(list(x), labels, fontsize=6)
+        ax.legend(fontsize=7)
+    with_dali = any("dali" in e["table"] for e in report["recipes"].values())
+    dali = f" (DALI: {report['workers']} threads)" if with_dali else ""
+    fig.suptitle(f"{report['workers']} persistent workers{dali}, batch "
+                 f"{report['batch']},\nmedians of epochs 2-{report['epochs']} and of {report['repeats']} round(s)",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--recipes", default="train,eval,clip")
+    p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--images", type=int, default=None, help="default 2,048 (--demo: 1,024)")
+    p.add_argument("--clips", type=int, default=1024)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workdir", default=os.path.join(HERE, "out", "image_corpora"),
+                   help="where the generated corpora are cached")
+    p.add_argument("--out", default=os.path.join(HERE, "out"))
+    p.add_argument("--name", default="image_bench", help="the report's file name, without .json / .png")
+    p.add_argument("--demo", action="store_true",
+                   help="the demo: train recipe, py-lmdb beside the fused path (else variant 2), "
+                        "1,024 images, one round; writes image_demo.json and .png")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        return child_main(args.child)
+
+    if args.images is None:
+        args.images = 1024 if args.demo else 2048
+    recipes = args.recipes.split(",")
+    variants = args.variants.split(",")
+    demo_note = None
+    if args.demo:
+        recipes, args.repeats, args.name = ["train"], 1, "image_demo"
+        fused = "fused-loader"
+        demo_note = available("train", fused)
+        variants = [BASELINE, "lmdb-tv" if demo_note else fused]
+    for r in recipes:
+        if r not in RECIPES:
+            p.error(f"--recipes: unknown recipe {r!r} (train, eval, clip)")
+    for v in variants:
+        if v not in VARIANTS:
+            p.error(f"--variants: unknown variant {v!r} ({', '.join(VARIANTS)})")
+    if BASELINE not in variants:
+        variants.insert(0, BASELINE)  # the ratios are to it
+    if args.epochs < 2 or args.repeats < 1 or args.images < args.batch or args.clips < args.batch:
+        p.error("--epochs must be at least 2 (epochs 2+ are reported), --repeats at least 1, "
+                "--images and --clips at least --batch")
+    os.makedirs(args.out, exist_ok=True)
+
+    import lmdbloader
+    import torch
+    import image_corpus
+    corpora = {}
+    if any(RECIPES[r]["corpus"] == "images" for r in recipes):
+        corpora["images"] = image_corpus.images(args.workdir, args.images, args.seed)
+    if any(RECIPES[r]["corpus"] == "clips" for r in recipes):
+        corpora["clips"] = image_corpus.clips(args.workdir, args.clips, args.seed)
+    report = {"torch": torch.__version__, "lmdbloader": lmdbloader.__version__, "workers": args.workers,
+              "batch": args.batch, "epochs": args.epochs, "repeats": args.repeats, "cpus": os.cpu_count(),
+              "corpora": {k: {key: v[key] for key in ("root", "count", "mean_bytes", "corpus_bytes")}
+                          for k, v in corpora.items()},
+              "recipes": {}}
+    try:
+        import PIL
+        report["pillow"] = PIL.__version__
+        from torchvision_cpu import import_torchvision
+        report["torchvision"] = import_torchvision().__version__
+    except ImportError:
+        pass
+    if have_dali():
+        import nvidia.dali
+        report["dali"] = nvidia.dali.__version__
+    if demo_note:
+        print(f"note: {demo_note}: variant 2 ({VARIANTS['lmdb-tv']}) stands in for it", flush=True)
+
+    with tempfile.TemporaryDirectory(dir=args.out) as tmp:
+        for recipe in recipes:
+            spec = RECIPES[recipe]
+            paths = corpora[spec["corpus"]]
+            skipped = {v: why for v in variants if (why := available(recipe, v))}
+            todo = [v for v in variants if v not in skipped]
+            notes = {v: f"skipped: {why}" for v, why in skipped.items()}
+            if recipe == "clip" and "dali" in todo:
+                notes["dali"] = ("frames read and decoded whole by fn.readers.sequence (CPU; deprecated, DALI's "
+                                 "video readers take encoded video), one random_resized_crop box and one flip per "
+                                 "clip; no labels")
+            check = None
+            if any(v.startswith("fused") for v in todo):
+                try:
+                    check = agreement(recipe, paths)
+                except Exception as e:  # noqa: BLE001 - reported, the runs still say more
+                    check = {"ok": False, "why": f"{type(e).__name__}: {e}"}
+                print(f"{recipe}: fused path beside torchvision: {check}", flush=True)
+            runs = {v: [] for v in todo}
+            for _ in range(args.repeats):
+                for v in todo:
+                    warm(paths, v, recipe)
+                    res = run_one({"recipe": recipe, "variant": v, "paths": paths, "batch": args.batch,
+                                   "workers": args.workers, "epochs": args.epochs, "seed": args.seed}, tmp)
+                    runs[v].append(res)
+                    if "error" in res:
+                        print(f"{recipe:5s} {VARIANTS[v]:60s} failed: {res['error']}", flush=True)
+                        continue
+                    workers = ", ".join(f"{w['rss_mib']:.0f}/{w['pss_mib']:.0f}" for w in res["worker_peaks"])
+                    print(f"{recipe:5s} {VARIANTS[v]:60s} {res['items_per_s']:6.0f} {spec['unit']}/s  "
+                          f"worker RSS/PSS MiB {workers or '-'}  main {res['main_peak']['rss_mib']:.0f}/"
+                          f"{res['main_peak']['pss_mib']:.0f}  /dev/shm peak {res['dev_shm_peak_mib']:.1f} MiB",
+                          flush=True)
+            table = {v: summarize(rs, runs[BASELINE]) for v, rs in runs.items()}
+            report["recipes"][recipe] = {"unit": spec["unit"], "table": table, "notes": notes,
+                                         "fused_agreement": check}
+            print_table(recipe, table, notes, spec["unit"], args.repeats, args.epochs)
+    if demo_note:
+        report["note"] = demo_note
+    with open(os.path.join(args.out, args.name + ".json"), "w") as f:
+        json.dump(report, f, indent=1)
+    plot(report, os.path.join(args.out, args.name + ".png"))
+    if args.demo:
+        print_demo(report, args)
+    print(f"wrote {args.out}/{args.name}.json and .png")
+    return 0
+
+
+def print_demo(report, args):
+    """The demo's few lines: each variant's images/s, its workers' RSS, /dev/shm."""
+    table = report["recipes"]["train"]["table"]
+    print(f"image job: train recipe (RandomResizedCrop 224, flip, normalize) over {args.images} JPEG photographs, "
+          f"{args.workers} persistent workers, batch {args.batch}")
+    for name, row in table.items():
+        if "error" in row:
+            print(f"  {VARIANTS[name]}: failed: {row['error']}")
+            continue
+        run = row["runs"][-1]
+        workers = ", ".join(f"{w['rss_mib']:.0f}" for w in run["worker_peaks"])
+        ring = f", batch rings {row['ring_mib']:.0f} MiB (memfd)" if row["ring_mib"] else ""
+        print(f"  {VARIANTS[name]}: {row['items_per_s']:.0f} images/s ({row['ratio']:.2f}x), worker peak RSS "
+              f"{workers} MiB, /dev/shm peak {row['dev_shm_peak_mib']:.1f} MiB{ring}")
+    if report.get("note"):
+        print(f"  note: {report['note']}: variant 2 stands in for it")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,291 @@
+"""Generated image and clip corpora for bench/image_bench.py: photographs, as
+files, as an lmdbloader corpus and as the LMDB file a py-lmdb user writes.
+
+Every image is made from one of scikit-image's bundled photographs (its class)
+by a random crop, rescale and flip, then sharpened and given sensor grain so
+that at quality 90 a JPEG of 350-500 px on its long side weighs about what a
+camera photograph of that size does (~88 KB; the smooth sources would give
+~40 KB without). Everything is drawn from (seed, index): the same arguments
+write the same bytes, and a corpus already written with them is reused.
+
+    python bench/image_corpus.py WORKDIR [--images 2048] [--clips 1024]
+
+Under WORKDIR/images-N (N JPEGs in 8 classes):
+  folder/class_k/img_NNNNN.jpg   the image folder (also DALI's folder of files)
+  corpus/                        `lmdbloader convert --from image_folder`: {image, label, name}
+  pylmdb/                        py-lmdb: b"%08d" -> pickle.dumps((jpeg bytes, label)), b"__len__"
+Under WORKDIR/clips-N (N clips of 8 frames 320x240, a moving crop of one photograph):
+  folder/class_k/video_NNNNN/frame_0000F.jpg   the video folder
+  corpus/                        `lmdbloader convert --from video_folder`: {frames, label, name}
+  pylmdb/                        b"%08d" -> pickle.dumps(([jpeg bytes, ...], label)), b"__len__"
+  streams/video_NNNNN            links to the frame folders, one level deep (DALI's sequence reader)
+"""
+
+import argparse
+import io
+import json
+import os
+import pickle
+import shutil
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+# scikit-image's bundled colour photographs, one class each (none needs a download).
+PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry",
+          "retina", "stereo_motorcycle")
+QUALITY = 90
+FRAMES, FRAME_W, FRAME_H = 8, 320, 240
+VERSION = 1  # bump when what is generated changes: cached corpora are then written again
+_GRAIN = 12.0  # sensor grain, in 8-bit levels: luminance and each channel
+
+_sources = None
+_grain = None
+
+
+def _photos():
+    """The source photographs as PIL RGB images (loaded once per process)."""
+    global _sources
+    if _sources is None:
+        import skimage.data
+        from PIL import Image
+        out = []
+        for name in PHOTOS:
+            a = getattr(skimage.data, name)()
+            a = a[0] if isinstance(a, tuple) else a  # stereo_motorcycle: (left, right, disparity)
+            out.append(Image.fromarray(np.ascontiguousarray(a[..., :3])))
+        _sources = out
+    return _sources
+
+
+def _grain_tile():
+    """A fixed tile of grain: each image takes a window of it at a drawn offset
+    (drawing fresh normals for every image would cost more than the rest)."""
+    global _grain
+    if _grain is None:
+        rng = np.random.default_rng(12345)
+        size = 1024
+        _grain = (rng.standard_normal((size, size, 1), dtype=np.float32) * _GRAIN +
+                  rng.standard_normal((size, size, 3), dtype=np.float32) * _GRAIN)
+    return _grain
+
+
+def _finish(img, rng):
+    """Sharpened, with grain, as JPEG bytes at QUALITY (4:2:0, PIL's default)."""
+    from PIL import Image, ImageFilter
+    img = img.filter(ImageFilter.UnsharpMask(radius=2, percent=200, threshold=0))
+    w, h = img.size
+    tile = _grain_tile()
+    y, x = (int(v) for v in rng.integers(0, [tile.shape[0] - h + 1, tile.shape[1] - w + 1]))
+    pixels = np.asarray(img, dtype=np.float32) + tile[y:y + h, x:x + w]
+    img = Image.fromarray(np.clip(pixels + 0.5, 0, 255).astype(np.uint8))
+    buf = io.BytesIO()
+    img.save(buf, format="JPEG", quality=QUALITY)
+    return buf.getvalue()
+
+
+def photo_jpeg(index, seed=0):
+    """(JPEG bytes, class) of image ``index``: a crop of 40-100% of a source
+    photograph's area (aspect kept), rescaled to 350-500 px on its long side,
+    flipped half the time."""
+    from PIL import Image
+    rng = np.random.default_rng([seed, 1, index])
+    label = index % len(PHOTOS)
+    src = _photos()[label]
+    w, h = src.size
+    side = np.sqrt(rng.uniform(0.4, 1.0))
+    cw, ch = max(16, int(w * side)), max(16, int(h * side))
+    x, y = int(rng.integers(0, w - cw + 1)), int(rng.integers(0, h - ch + 1))
+    img = src.crop((x, y, x + cw, y + ch))
+    scale = int(rng.integers(350, 501)) / max(cw, ch)
+    img = img.resize((max(1, round(cw * scale)), max(1, round(ch * scale))), Image.BICUBIC)
+    if rng.random() < 0.5:
+        img = img.transpose(Image.FLIP_LEFT_RIGHT)
+    return _finish(img, rng), label
+
+
+def clip_jpegs(index, seed=0):
+    """([FRAMES JPEG bytes], class) of clip ``index``: a FRAME_W x FRAME_H
+    window (0.7-1.5x that size in the source, as it fits) panning across a
+    photograph at a drawn speed, flipped half the time."""
+    from PIL import Image
+    rng = np.random.default_rng([seed, 2, index])
+    label = index % len(PHOTOS)
+    src = _photos()[label]
+    w, h = src.size
+    fit = min(w / FRAME_W, h / FRAME_H)
+    scale = rng.uniform(0.7, max(0.7, min(1.5, fit * 0.9)))
+    ww, wh = FRAME_W * scale, FRAME_H * scale
+    if ww > w or wh > h:
+        ww, wh = FRAME_W * fit, FRAME_H * fit
+    x0, y0 = rng.uniform(0, w - ww), rng.uniform(0, h - wh)
+    x1, y1 = rng.uniform(0, w - ww), rng.uniform(0, h - wh)
+    x1, y1 = x0 + (x1 - x0) * rng.uniform(0.1, 0.4), y0 + (y1 - y0) * rng.uniform(0.1, 0.4)
+    flip = rng.random() < 0.5
+    frames = []
+    for f in range(FRAMES):
+        t = f / (FRAMES - 1)
+        x, y = x0 + (x1 - x0) * t, y0 + (y1 - y0) * t
+        img = src.resize((FRAME_W, FRAME_H), Image.BICUBIC, box=(x, y, x + ww, y + wh))
+        if flip:
+            img = img.transpose(Image.FLIP_LEFT_RIGHT)
+        frames.append(_finish(img, rng))
+    return frames, label
+
+
+def _make_images(args):
+    folder, start, stop, seed = args
+    total = 0
+    for i in range(start, stop):
+        jpeg, label = photo_jpeg(i, seed)
+        with open(os.path.join(folder, f"class_{label}", f"img_{i:05d}.jpg"), "wb") as f:
+            f.write(jpeg)
+        total += len(jpeg)
+    return total
+
+
+def _make_clips(args):
+    folder, start, stop, seed = args
+    total = 0
+    for i in range(start, stop):
+        frames, label = clip_jpegs(i, seed)
+        d = os.path.join(folder, f"class_{label}", f"video_{i:05d}")
+        os.makedirs(d, exist_ok=True)
+        for f, jpeg in enumerate(frames):
+            with open(os.path.join(d, f"frame_{f + 1:05d}.jpg"), "wb") as out:
+                out.write(jpeg)
+            total += len(jpeg)
+    return total
+
+
+def _generate(fn, folder, n, seed, jobs):
+    """fn over [0, n) in chunks on ``jobs`` processes; the bytes written."""
+    chunk = max(1, min(64, n // (4 * jobs) or 1))
+    work = [(folder, s, min(n, s + chunk), seed) for s in range(0, n, chunk)]
+    if jobs <= 1:
+        return sum(map(fn, work))
+    import multiprocessing
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        return sum(pool.map(fn, work))
+
+
+def _write_pylmdb(path, items):
+    """What a py-lmdb user writes: one key per sample, its value a pickle of
+    (payload, label); the count under b"__len__"."""
+    import lmdb
+    n = 0
+    with lmdb.open(path, map_size=64 << 30, subdir=True, meminit=False, map_async=True) as env:
+        txn = env.begin(write=True)
+        for n, (payload, label) in enumerate(items, 1):
+            txn.put(f"{n - 1:08d}".encode(), pickle.dumps((payload, label), protocol=pickle.HIGHEST_PROTOCOL))
+            if n % 512 == 0:
+                txn.commit()
+                txn = env.begin(write=True)
+        txn.put(b"__len__", str(n).encode())
+        txn.commit()
+        env.sync(True)
+
+
+def _read_file(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _cached(root, stamp):
+    """True when root holds a complete corpus written with ``stamp``."""
+    try:
+        with open(os.path.join(root, "stamp.json")) as f:
+            return json.load(f)["stamp"] == stamp
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def _finish_stamp(root, stamp, info):
+    with open(os.path.join(root, "stamp.json"), "w") as f:
+        json.dump({"stamp": stamp, **info}, f, indent=1)
+
+
+def _info(root):
+    with open(os.path.join(root, "stamp.json")) as f:
+        return json.load(f)
+
+
+def images(workdir, n=2048, seed=0, jobs=2, log=print):
+    """The image corpora (see the module's docstring), written unless cached;
+    returns dict(root, folder, corpus, pylmdb, count, mean_bytes, ...)."""
+    import lmdbloader
+    root = os.path.join(os.path.abspath(workdir), f"images-{n}")
+    stamp = {"version": VERSION, "n": n, "seed": seed, "photos": list(PHOTOS), "quality": QUALITY}
+    if not _cached(root, stamp):
+        t = time.perf_counter()
+        log(f"generating {n} JPEG photographs under {root} ...")
+        shutil.rmtree(root, ignore_errors=True)
+        folder = os.path.join(root, "folder")
+        for k in range(len(PHOTOS)):
+            os.makedirs(os.path.join(folder, f"class_{k}"))
+        total = _generate(_make_images, folder, n, seed, jobs)
+        summary = lmdbloader.convert(folder, os.path.join(root, "corpus"), kind="image_folder")
+        _write_pylmdb(os.path.join(root, "pylmdb"),
+                      ((_read_file(os.path.join(folder, f"class_{i % len(PHOTOS)}", f"img_{i:05d}.jpg")),
+                        i % len(PHOTOS)) for i in range(n)))
+        _finish_stamp(root, stamp, {"count": n, "mean_bytes": total / n, "corpus_bytes": summary["bytes"],
+                                    "seconds": time.perf_counter() - t})
+        log(f"  {n} images, {total / n / 1000:.0f} KB on average, in {time.perf_counter() - t:.0f} s")
+    info = _info(root)
+    return {"root": root, "folder": os.path.join(root, "folder"), "corpus": os.path.join(root, "corpus"),
+            "pylmdb": os.path.join(root, "pylmdb"), **info}
+
+
+def clips(workdir, n=1024, seed=0, jobs=2, log=print):
+    """The clip corpora (see the module's docstring), written unless cached;
+    returns dict(root, folder, corpus, pylmdb, streams, count, mean_bytes, ...)."""
+    import lmdbloader
+    root = os.path.join(os.path.abspath(workdir), f"clips-{n}")
+    stamp = {"version": VERSION, "n": n, "seed": seed, "photos": list(PHOTOS), "quality": QUALITY,
+             "frames": FRAMES, "size": [FRAME_W, FRAME_H]}
+    if not _cached(root, stamp):
+        t = time.perf_counter()
+        log(f"generating {n} clips of {FRAMES} frames {FRAME_W}x{FRAME_H} under {root} ...")
+        shutil.rmtree(root, ignore_errors=True)
+        folder = os.path.join(root, "folder")
+        for k in range(len(PHOTOS)):
+            os.makedirs(os.path.join(folder, f"class_{k}"))
+        total = _generate(_make_clips, folder, n, seed, jobs)
+        videos = [(os.path.join(folder, f"class_{i % len(PHOTOS)}", f"video_{i:05d}"), i % len(PHOTOS))
+                  for i in range(n)]
+        summary = lmdbloader.convert(folder, os.path.join(root, "corpus"), kind="video_folder")
+        _write_pylmdb(os.path.join(root, "pylmdb"),
+                      (([_read_file(os.path.join(d, f"frame_{f + 1:05d}.jpg")) for f in range(FRAMES)], label)
+                       for d, label in videos))
+        streams = os.path.join(root, "streams")
+        os.makedirs(streams)
+        for d, _ in videos:
+            os.symlink(os.path.relpath(d, streams), os.path.join(streams, os.path.basename(d)))
+        _finish_stamp(root, stamp, {"count": n, "mean_bytes": total / n, "corpus_bytes": summary["bytes"],
+                                    "seconds": time.perf_counter() - t})
+        log(f"  {n} clips, {total / n / FRAMES / 1000:.0f} KB a frame on average, in "
+            f"{time.perf_counter() - t:.0f} s")
+    info = _info(root)
+    return {"root": root, "folder": os.path.join(root, "folder"), "corpus": os.path.join(root, "corpus"),
+            "pylmdb": os.path.join(root, "pylmdb"), "streams": os.path.join(root, "streams"), **info}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("workdir")
+    p.add_argument("--images", type=int, default=2048)
+    p.add_argument("--clips", type=int, default=1024)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    args = p.parse_args()
+    if args.images < 1 or args.clips < 0:
+        p.error("--images must be at least 1 and --clips at least 0")
+    print(json.dumps(images(args.workdir, args.images, args.seed, args.jobs), indent=1))
+    if args.clips:
+        print(json.dumps(clips(args.workdir, args.clips, args.seed, args.jobs), indent=1))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
