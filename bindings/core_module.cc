@@ -19,20 +19,12 @@
 #include "lmdbloader/writer.h"
 #include "lmdbloader/lmdb_copy.h"
 #include "lmdbloader/msgpack_record.h"
+#include "status_error.h"
 
 namespace py = pybind11;
 using namespace lmdbloader;
 
 namespace {
-
-// Carries a non-OK Status to the translator.
-struct StatusError {
-  Status status;
-};
-
-void ThrowIfError(const Status& s) {
-  if (!s.ok()) throw StatusError{s};
-}
 
 // A message as Python text: paths in it are the file system's bytes, which
 // need not be UTF-8; those bytes show as \xNN escapes.
@@ -55,6 +47,7 @@ void TranslateStatus(const Status& s) {
     case Status::Code::kIOError: type = py::reinterpret_borrow<py::object>(PyExc_OSError); break;
     case Status::Code::kCorruption: type = errors.attr("CorruptedError"); break;
     case Status::Code::kUnsupported: type = errors.attr("UnsupportedError"); break;
+    case Status::Code::kDecodeError: type = errors.attr("DecodeError"); break;
     default:
       type = errors.attr("Error");
       text = MessageText(std::string(CodeName(s.code())) + ": " + s.message());
@@ -66,6 +59,7 @@ void TranslateStatus(const Status& s) {
       exc.attr("reason") = "lmdb_format";
       exc.attr("lmdb_format") = s.reason_detail();
       break;
+    case Status::Reason::kBatchItem: exc.attr("batch_index") = s.reason_detail(); break;
     case Status::Reason::kNone: break;
   }
   PyErr_SetObject(type.ptr(), exc.ptr());
@@ -524,6 +518,8 @@ PYBIND11_MODULE(_core, m) {
       TranslateStatus(e.status);
     }
   });
+
+  RegisterImage(m);
 
   m.def("parse_byte_size", [](const std::string& text) {
     uint64_t v = 0;

@@ -36,5 +36,14 @@ TEST(StatusTest, NotAnLmdbFileSaysSo) {
   EXPECT_NE(s.message().find("not an LMDB file"), std::string::npos);
 }
 
+TEST(StatusTest, DecodeErrorsCarryAPrefixAndTheirBatchItem) {
+  Status s = Status::DecodeError("JPEG: truncated").WithPrefix("image 3 of 8: ").WithReason(
+      Status::Reason::kBatchItem, 3);
+  EXPECT_EQ(s.code(), Status::Code::kDecodeError);
+  EXPECT_EQ(s.ToString(), "DecodeError: image 3 of 8: JPEG: truncated");
+  EXPECT_EQ(s.reason(), Status::Reason::kBatchItem);
+  EXPECT_EQ(s.reason_detail(), 3u);
+}
+
 }  // namespace
 }  // namespace lmdbloader

@@ -32,6 +32,7 @@ class [[nodiscard]] Status {
     kCorruption,       // not an LMDB file, truncated, corrupted, or stale
     kUnsupported,      // a valid LMDB feature this library does not read
     kLmdbError,        // any other LMDB failure (MDB_READERS_FULL, ...)
+    kDecodeError,      // a record's bytes that do not decode (a truncated or corrupt image)
   };
 
   // What a caller may need beyond the code and the message: compat answers
@@ -40,6 +41,7 @@ class [[nodiscard]] Status {
     kNone = 0,
     kNotLmdb,     // the file is not an LMDB file at all (kCorruption)
     kLmdbFormat,  // an LMDB data format this library does not read (kUnsupported); detail: the format
+    kBatchItem,   // one item of a batch failed; detail: its index in the batch
   };
 
   Status() = default;  // OK
@@ -60,6 +62,9 @@ class [[nodiscard]] Status {
   static Status Unsupported(std::string message) {
     return Status(Code::kUnsupported, std::move(message));
   }
+  static Status DecodeError(std::string message) {
+    return Status(Code::kDecodeError, std::move(message));
+  }
   static Status IOError(std::string message, int sys_errno = 0) {
     Status s(Code::kIOError, std::move(message));
     s.errno_ = sys_errno;
@@ -78,6 +83,12 @@ class [[nodiscard]] Status {
     Status s = *this;
     s.reason_ = reason;
     s.reason_detail_ = detail;
+    return s;
+  }
+  // This status with `prefix` put before its message.
+  Status WithPrefix(std::string_view prefix) const {
+    Status s = *this;
+    s.message_.insert(0, prefix);
     return s;
   }
   Reason reason() const { return reason_; }

@@ -16,6 +16,7 @@ const char* CodeName(Status::Code code) {
     case Status::Code::kCorruption: return "Corruption";
     case Status::Code::kUnsupported: return "Unsupported";
     case Status::Code::kLmdbError: return "LmdbError";
+    case Status::Code::kDecodeError: return "DecodeError";
   }
   return "Unknown";
 }

@@ -1,0 +1,208 @@
+// The image functions of _core (lmdbloader/image_decode.h to Python):
+// argument conversion only. Every decode runs with the GIL released, each
+// Python thread with its own DecodeScratch.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lmdbloader/image_decode.h"
+#include "status_error.h"
+
+namespace py = pybind11;
+
+namespace lmdbloader {
+
+namespace {
+
+DecodeScratch& ThreadScratch() {
+  thread_local DecodeScratch scratch;
+  return scratch;
+}
+
+[[noreturn]] void Invalid(const std::string& what) { throw StatusError{Status::InvalidArgument(what)}; }
+
+// A Python object's buffer, held (with a reference to its owner) until
+// released: valid while the GIL is released whatever happens to the object.
+class Buffer {
+ public:
+  Buffer(const py::handle& obj, int flags, const char* what) {
+    if (PyObject_GetBuffer(obj.ptr(), &view_, flags) != 0) {
+      PyErr_Clear();
+      throw py::type_error(std::string(what) + " must support the buffer protocol" +
+                           ((flags & PyBUF_WRITABLE) ? " (writable, C-contiguous)" : " (contiguous)") + ", not " +
+                           Py_TYPE(obj.ptr())->tp_name);
+    }
+    held_ = true;
+  }
+  ~Buffer() {
+    if (held_) PyBuffer_Release(&view_);
+  }
+  Buffer(Buffer&& o) noexcept : view_(o.view_), held_(o.held_) { o.held_ = false; }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer& operator=(Buffer&&) = delete;
+
+  const Py_buffer& view() const { return view_; }
+  std::string_view bytes() const { return {static_cast<const char*>(view_.buf), static_cast<size_t>(view_.len)}; }
+
+ private:
+  Py_buffer view_{};
+  bool held_ = false;
+};
+
+OutputSpec MakeSpec(uint32_t width, uint32_t height, const std::string& layout, const std::string& dtype,
+                    const std::array<float, 3>& mean, const std::array<float, 3>& std, bool scale_in_idct) {
+  OutputSpec spec;
+  spec.width = width;
+  spec.height = height;
+  if (layout == "CHW") {
+    spec.layout = PixelLayout::kCHW;
+  } else if (layout == "HWC") {
+    spec.layout = PixelLayout::kHWC;
+  } else {
+    Invalid("layout must be 'CHW' or 'HWC', not '" + layout + "'");
+  }
+  if (dtype == "float32") {
+    spec.type = PixelType::kFloat32;
+  } else if (dtype == "uint8") {
+    spec.type = PixelType::kUint8;
+  } else {
+    Invalid("dtype must be 'float32' or 'uint8', not '" + dtype + "'");
+  }
+  for (int c = 0; c < 3; ++c) {
+    spec.mean[c] = mean[c];
+    spec.std[c] = std[c];
+  }
+  spec.scale_in_idct = scale_in_idct;
+  return spec;
+}
+
+CropBox MakeBox(const py::handle& obj, size_t index) {
+  if (!py::isinstance<py::sequence>(obj) || py::len(obj) != 4) {
+    Invalid("box " + std::to_string(index) + " must be (left, top, width, height)");
+  }
+  py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
+  CropBox box;
+  box.left = seq[0].cast<double>();
+  box.top = seq[1].cast<double>();
+  box.width = seq[2].cast<double>();
+  box.height = seq[3].cast<double>();
+  return box;
+}
+
+// The output buffer, checked to hold `need` bytes.
+Buffer OutputBuffer(const py::object& out, size_t need) {
+  Buffer buf(out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS, "out");
+  if (static_cast<size_t>(buf.view().len) < need) {
+    Invalid("out holds " + std::to_string(buf.view().len) + " bytes; " + std::to_string(need) + " are needed");
+  }
+  return buf;
+}
+
+py::tuple ImageInfoOf(const py::object& data) {
+  Buffer buf(data, PyBUF_SIMPLE, "data");
+  ImageInfo info;
+  Status s;
+  {
+    py::gil_scoped_release release;
+    s = ReadImageInfo(buf.bytes(), &info);
+  }
+  ThrowIfError(s);
+  return py::make_tuple(info.width, info.height, info.components, info.format == ImageFormat::kJpeg);
+}
+
+void DecodeImages(const py::sequence& images, const py::sequence& boxes, const py::object& flips,
+                  const py::object& out, uint32_t out_width, uint32_t out_height, const std::string& layout,
+                  const std::string& dtype, const std::array<float, 3>& mean, const std::array<float, 3>& std,
+                  bool scale_in_idct) {
+  const OutputSpec spec = MakeSpec(out_width, out_height, layout, dtype, mean, std, scale_in_idct);
+  const size_t n = images.size();
+  if (boxes.size() != n) {
+    Invalid(std::to_string(n) + " images but " + std::to_string(boxes.size()) + " boxes");
+  }
+  std::unique_ptr<bool[]> flip(new bool[n ? n : 1]());
+  if (!flips.is_none()) {
+    py::sequence f = flips.cast<py::sequence>();
+    if (f.size() != n) Invalid(std::to_string(n) + " images but " + std::to_string(f.size()) + " flips");
+    for (size_t i = 0; i < n; ++i) flip[i] = f[i].cast<bool>();
+  }
+  std::vector<Buffer> held;
+  std::vector<std::string_view> data;
+  std::vector<CropBox> box;
+  held.reserve(n);
+  data.reserve(n);
+  box.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    held.emplace_back(images[i], PyBUF_SIMPLE, ("image " + std::to_string(i)).c_str());
+    data.push_back(held.back().bytes());
+    box.push_back(MakeBox(boxes[i], i));
+  }
+  // Checks the size before the buffer is touched (spec checked by the batch).
+  const size_t need = n * (spec.width <= kMaxOutputSide && spec.height <= kMaxOutputSide ? spec.bytes() : 0);
+  Buffer target = OutputBuffer(out, need);
+  Status s;
+  size_t failed = 0;
+  {
+    py::gil_scoped_release release;
+    s = DecodeJpegBatch(data.data(), box.data(), flip.get(), n, spec, &ThreadScratch(), target.view().buf, &failed);
+  }
+  ThrowIfError(s);
+}
+
+void ResampleRgb(const py::object& pixels, const py::handle& box_obj, bool flip, const py::object& out,
+                 uint32_t out_width, uint32_t out_height, const std::string& layout, const std::string& dtype,
+                 const std::array<float, 3>& mean, const std::array<float, 3>& std) {
+  OutputSpec spec = MakeSpec(out_width, out_height, layout, dtype, mean, std, false);
+  spec.flip = flip;
+  const CropBox box = MakeBox(box_obj, 0);
+  Buffer src(pixels, PyBUF_STRIDES | PyBUF_FORMAT, "pixels");
+  const Py_buffer& v = src.view();
+  const bool bytes = v.itemsize == 1 && (v.format == nullptr || std::string_view(v.format) == "B" ||
+                                         std::string_view(v.format) == "=B" || std::string_view(v.format) == "<B");
+  if (v.ndim != 3 || v.shape[2] != 3 || !bytes || v.strides[2] != 1 || v.strides[1] != 3 || v.strides[0] < 0) {
+    Invalid("pixels must be uint8 of shape (height, width, 3), each row's pixels contiguous "
+            "(numpy.asarray of an RGB PIL image)");
+  }
+  const size_t need = spec.width <= kMaxOutputSide && spec.height <= kMaxOutputSide ? spec.bytes() : 0;
+  Buffer target = OutputBuffer(out, need);
+  Status s;
+  {
+    py::gil_scoped_release release;
+    s = ResampleRgbInto(static_cast<const uint8_t*>(v.buf), static_cast<uint32_t>(v.shape[1]),
+                        static_cast<uint32_t>(v.shape[0]), static_cast<size_t>(v.strides[0]), box, spec,
+                        &ThreadScratch(), target.view().buf);
+  }
+  ThrowIfError(s);
+}
+
+}  // namespace
+
+void RegisterImage(py::module_& m) {
+  m.def("image_info", &ImageInfoOf, py::arg("data"),
+        "(width, height, components, is_jpeg) from a JPEG's frame header; (0, 0, 0, False) for other "
+        "data and JPEG variants decode_images does not decode. DecodeError for a damaged header or "
+        "one claiming more pixels than PIL's decompression-bomb limit.");
+  m.def("decode_images", &DecodeImages, py::arg("images"), py::arg("boxes"), py::arg("flips"), py::arg("out"),
+        py::arg("out_width"), py::arg("out_height"), py::arg("layout") = "CHW", py::arg("dtype") = "float32",
+        py::arg("mean") = std::array<float, 3>{0.485f, 0.456f, 0.406f},
+        py::arg("std") = std::array<float, 3>{0.229f, 0.224f, 0.225f}, py::arg("scale_in_idct") = true,
+        "Decodes JPEGs (bytes-like) cropped to boxes ((left, top, width, height) in source pixels), "
+        "resized like PIL's BILINEAR, mirrored where flips[i] (or None), normalized for float32, into "
+        "out (a writable C-contiguous buffer: image i at byte i * out_height * out_width * 3 * itemsize). "
+        "DecodeError (attribute batch_index) for an image that does not decode; ValueError for bad "
+        "arguments.");
+  m.def("resample_rgb", &ResampleRgb, py::arg("pixels"), py::arg("box"), py::arg("flip"), py::arg("out"),
+        py::arg("out_width"), py::arg("out_height"), py::arg("layout") = "CHW", py::arg("dtype") = "float32",
+        py::arg("mean") = std::array<float, 3>{0.485f, 0.456f, 0.406f},
+        py::arg("std") = std::array<float, 3>{0.229f, 0.224f, 0.225f},
+        "decode_images's crop, resize, flip and normalization for RGB pixels decoded elsewhere "
+        "(numpy.asarray of a PIL image in mode RGB).");
+  m.def("scratch_bytes", [] { return ThreadScratch().bytes(); },
+        "Bytes of image scratch the calling thread holds.");
+}
+
+}  // namespace lmdbloader

@@ -1,0 +1,196 @@
+// Image decoding into a batch: a JPEG record (or pixels another decoder
+// produced) cropped, resized, flipped and normalized in one pass, written
+// straight into a caller's buffer (a batch's shared-memory slot).
+//
+// Why: torchvision's ImageNet recipe (PIL decode, RandomResizedCrop,
+// ToTensor, Normalize) decodes every pixel of a photo, copies the crop,
+// resizes it, converts it to float and normalizes it, each step a pass over
+// memory of its own. Here the JPEG decoder decodes only the rows and columns
+// the box covers (libjpeg-turbo's jpeg_skip_scanlines and jpeg_crop_scanline),
+// shrinks in the inverse DCT when the box is larger than the output
+// (scale_num/8), and the resampler writes the normalized result directly.
+//
+// Fidelity: the resampler is PIL's antialiased bilinear resize
+// (Image.resize(size, BILINEAR) of the crop, which is what torchvision's
+// resized_crop does with a PIL image): the same triangle filter widened by the
+// downscale factor, the same window bounds, the same 22-bit fixed-point
+// weights, the same rounding to 8 bits between the passes, in Pillow 13's
+// order. A JPEG decoded at full size (no IDCT scaling) gives the same pixels
+// as Pillow with libjpeg-turbo (islow IDCT, fancy upsampling), so the output
+// then equals torchvision's but for sums within 1e-5 of a rounding tie, which
+// the float sums here round either way (1-3% of values off by one level).
+// With IDCT scaling the resize starts from a smaller image: the output
+// differs from torchvision's by about a level of 255 on average
+// (tests/python/test_image_decode.py reports the distribution).
+//
+// Limits (all refused with a Status, never a crash):
+//   - an image whose header claims more than kMaxImagePixels pixels (PIL's
+//     decompression-bomb limit) is refused before anything is allocated;
+//   - an output larger than kMaxOutputSide a side or kMaxImagePixels in all;
+//   - a progressive JPEG with more than kMaxJpegScans scans;
+//   - libjpeg's own memory for one image is capped at kMaxJpegDecoderBytes
+//     (a progressive JPEG keeps every coefficient of the image until the
+//     last scan: 2 bytes a sample);
+//   - a DecodeScratch refuses a decode that needs more than its cap.
+//
+// Caveats:
+//   - Only the rows down to the box's last row are read: a JPEG truncated
+//     below the box decodes without error, where PIL (which decodes
+//     everything) raises. A truncation above or inside the box is an error.
+//   - Other damage that Pillow tolerates (libjpeg's "corrupt data" warnings:
+//     extraneous bytes, a premature end of a data segment) is tolerated here
+//     too, and decodes to what libjpeg makes of it.
+//   - Decoding time grows with the pixels the header claims (the entropy
+//     decoder walks every block above the box's last row), not with the
+//     size of the file.
+//
+// Thread-safety: the free functions are reentrant; calls from distinct
+// threads need distinct DecodeScratch objects.
+#ifndef LMDBLOADER_IMAGE_DECODE_H_
+#define LMDBLOADER_IMAGE_DECODE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "lmdbloader/status.h"
+
+namespace lmdbloader {
+
+// PIL's default Image.MAX_IMAGE_PIXELS (89,478,485) times two: above that
+// PIL raises DecompressionBombError, below it only warns.
+constexpr uint64_t kMaxImagePixels = 178956970;
+// The longest output side accepted.
+constexpr uint32_t kMaxOutputSide = 16384;
+// Scans a progressive JPEG may have (libjpeg-turbo's own limit when asked to
+// limit them; a photo has about 10). Each scan walks the whole image.
+constexpr uint32_t kMaxJpegScans = 500;
+// Memory libjpeg may allocate for one image.
+constexpr uint64_t kMaxJpegDecoderBytes = uint64_t{1} << 30;
+
+enum class ImageFormat {
+  kJpeg,   // a JPEG that DecodeJpegInto decodes (8-bit, 1, 3 or 4 components)
+  kOther,  // anything else, a JPEG variant libjpeg-turbo 2.1 cannot decode
+           // (12-bit, lossless, hierarchical) included: decode it elsewhere
+};
+
+struct ImageInfo {
+  uint32_t width = 0;       // pixels; 0 for kOther
+  uint32_t height = 0;
+  uint32_t components = 0;  // 1 (gray), 3 (YCbCr or RGB), 4 (CMYK or YCCK)
+  ImageFormat format = ImageFormat::kOther;
+};
+
+// Reads a JPEG's frame header (SOF) without decoding anything: the size a
+// crop box is drawn from. Data that does not start with a JPEG's SOI marker
+// is format kOther and OK (decode it with another library). DecodeError for
+// a JPEG whose markers up to the frame header are damaged or truncated, or
+// whose header claims zero or more than kMaxImagePixels pixels.
+Status ReadImageInfo(std::string_view encoded, ImageInfo* info);
+
+// A region of the source image in its pixels: columns [left, left + width),
+// rows [top, top + height). Fractions are allowed; torchvision draws whole
+// pixels (RandomResizedCrop.get_params gives top i, left j, height h, width w).
+// It must lie inside the image and be non-empty (else InvalidArgument).
+struct CropBox {
+  double left = 0;
+  double top = 0;
+  double width = 0;
+  double height = 0;
+};
+
+enum class PixelLayout {
+  kCHW,  // planes: out[c][y][x], as torchvision's to_tensor gives
+  kHWC,  // interleaved: out[y][x][c], as PIL and numpy give
+};
+
+enum class PixelType {
+  kFloat32,  // (v / 255 - mean[c]) / std[c], to_tensor then normalize
+  kUint8,    // v, the resized value rounded and clamped (mean and std ignored)
+};
+
+// What each image becomes.
+struct OutputSpec {
+  uint32_t width = 224;
+  uint32_t height = 224;
+  PixelLayout layout = PixelLayout::kCHW;
+  PixelType type = PixelType::kFloat32;
+  // Per channel (R, G, B); float32 only. std must be finite and non-zero.
+  // Default: ImageNet's.
+  float mean[3] = {0.485f, 0.456f, 0.406f};
+  float std[3] = {0.229f, 0.224f, 0.225f};
+  // Mirror left to right after resizing (RandomHorizontalFlip).
+  bool flip = false;
+  // Let the JPEG decoder shrink by n/8 in the inverse DCT, choosing the
+  // smallest n that keeps the box at least as large as the output on both
+  // axes, so the resize never enlarges what the IDCT shrank (n is 1, 2 or 4:
+  // libjpeg-turbo's other scaled IDCTs are slower than a full-size one).
+  // Default: true. False decodes at full size, torchvision's pixels.
+  bool scale_in_idct = true;
+
+  // Bytes one image takes in the output: width * height * 3 * (4 or 1).
+  size_t bytes() const {
+    return size_t{width} * height * 3 * (type == PixelType::kFloat32 ? 4 : 1);
+  }
+};
+
+// Reusable working memory of one decoding thread: the decoded rows and the
+// resampler's coefficients and intermediate rows, kept between images so a
+// batch allocates once. A decode that would need more than max_bytes is
+// refused (InvalidArgument) before anything is decoded; after a decode that
+// grew it past keep_bytes, it gives the memory back.
+//
+// Not thread-safe: one per thread. libjpeg's own memory (per image, at most
+// kMaxJpegDecoderBytes) is not counted here.
+class DecodeScratch {
+ public:
+  // Defaults: refuse above 64 MiB (an absurd aspect ratio between box and
+  // output), keep up to 4 MiB. A 224x224 output from a box of up to 2,000
+  // px a side needs about 200 KiB.
+  static constexpr size_t kDefaultMaxBytes = size_t{64} << 20;
+  static constexpr size_t kDefaultKeepBytes = size_t{4} << 20;
+
+  explicit DecodeScratch(size_t max_bytes = kDefaultMaxBytes, size_t keep_bytes = kDefaultKeepBytes);
+  ~DecodeScratch();
+  DecodeScratch(const DecodeScratch&) = delete;
+  DecodeScratch& operator=(const DecodeScratch&) = delete;
+
+  // Bytes held now.
+  size_t bytes() const;
+  size_t max_bytes() const;
+  // Gives all memory back.
+  void Release();
+
+  struct Rep;
+  Rep* rep() { return rep_.get(); }
+
+ private:
+  std::unique_ptr<Rep> rep_;
+};
+
+// Decodes the box of a JPEG, resized to spec's size, into out (spec.bytes()
+// writable bytes; no alignment needed). On error out may be partly written.
+// Errors: InvalidArgument for a bad box or spec, or a decode needing more
+// scratch than allowed; DecodeError (message from libjpeg, or "truncated")
+// for data that is not a decodable JPEG.
+Status DecodeJpegInto(std::string_view jpeg, const CropBox& box, const OutputSpec& spec, DecodeScratch* scratch,
+                      void* out);
+
+// The same resize, flip and normalization applied to RGB pixels already
+// decoded (PNG, WebP and the like, by PIL): `height` rows of `width` pixels,
+// 3 bytes each (R, G, B), row i at rgb + i * row_stride.
+Status ResampleRgbInto(const uint8_t* rgb, uint32_t width, uint32_t height, size_t row_stride, const CropBox& box,
+                       const OutputSpec& spec, DecodeScratch* scratch, void* out);
+
+// A batch: image i (jpegs[i], boxes[i], mirrored when flips[i]; flips may be
+// null for none) decoded into out + i * spec.bytes(); spec.flip is ignored.
+// Stops at the first failure: its index goes to *failed_index and the
+// Status names it ("image 3 of 64: ...") and carries Reason::kBatchItem with
+// the index. Images before it are written.
+Status DecodeJpegBatch(const std::string_view* jpegs, const CropBox* boxes, const bool* flips, size_t count,
+                       const OutputSpec& spec, DecodeScratch* scratch, void* out, size_t* failed_index);
+
+}  // namespace lmdbloader
+
+#endif  // LMDBLOADER_IMAGE_DECODE_H_

@@ -1,0 +1,70 @@
+// Region and scaled decoding of one JPEG with libjpeg-turbo's libjpeg API:
+// the image shrunk by scale_num/8 in the inverse DCT, only the rows and
+// columns asked for delivered, one row at a time, to a RowSink.
+//
+// Settings are Pillow's (islow IDCT, fancy upsampling), so at scale 8/8 the
+// rows equal Pillow's decode. Columns: jpeg_crop_scanline starts the region
+// at an iMCU boundary at or left of the one asked for (the sink is told
+// where), which costs the decoder's fancy upsampling its left neighbour
+// there; the region decoded therefore starts one pixel further left and
+// ends a few further right than asked where the image has them, so the
+// columns asked for match a full decode. Rows: jpeg_skip_scanlines keeps
+// the upsampler's context, and decoding stops after the last row asked for,
+// without reading the rest of the data.
+//
+// libjpeg reports fatal errors through a longjmp out of its error handler:
+// the function that calls libjpeg (RunJob in jpeg_decoder.cc) holds no C++
+// object with a destructor, and the decompressor is destroyed on every path.
+// A RowSink is called from inside that frame: it must not throw.
+#ifndef LMDBLOADER_SRC_IMAGE_JPEG_DECODER_H_
+#define LMDBLOADER_SRC_IMAGE_JPEG_DECODER_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "image/jpeg_header.h"
+#include "lmdbloader/status.h"
+
+namespace lmdbloader {
+
+// The bytes of one decoded pixel: libjpeg's extended RGB with a fourth byte
+// (0xFF), or Adobe CMYK as libjpeg gives it (inverted: 0 is full ink), which
+// Pillow reads as "CMYK;I" and converts with its cmyk2rgb.
+enum class JpegPixels { kRgbx, kCmykInverted };
+
+// Size of the image scaled by num/8 (libjpeg rounds up).
+inline uint32_t JpegScaledSize(uint32_t size, uint32_t num) {
+  return static_cast<uint32_t>((uint64_t{size} * num + 7) / 8);
+}
+
+struct JpegRegionRequest {
+  uint32_t scale_num = 8;  // 1..8: decode at scale_num/8 of the full size
+  // Columns [x_begin, x_end) and rows [y_begin, y_end) of the scaled image.
+  uint32_t x_begin = 0, x_end = 0;
+  uint32_t y_begin = 0, y_end = 0;
+};
+
+class RowSink {
+ public:
+  virtual ~RowSink() = default;
+  // Before the first row: rows will hold `width` pixels starting at column
+  // `x0` of the scaled image (x0 <= x_begin asked; the row pointer handed to
+  // Row points at column x0), 4 bytes each, in `format`. Return false to stop
+  // (the sink keeps its own reason).
+  virtual bool Begin(uint32_t x0, uint32_t width, JpegPixels format) noexcept = 0;
+  // Rows y_begin to y_end - 1, in order.
+  virtual void Row(const uint8_t* pixels) noexcept = 0;
+};
+
+// Decodes the request's region of `jpeg`, whose header ParseJpegHeader read
+// (header.decodable). DecodeError with libjpeg's message for damaged data,
+// "truncated" when the data ends before the last row asked for, or more
+// than kMaxJpegScans scans; InvalidArgument for a request outside the
+// scaled image. When the sink's Begin refuses, returns OK with
+// *sink_refused set (the sink knows why).
+Status DecodeJpegRegion(std::string_view jpeg, const JpegHeader& header, const JpegRegionRequest& request,
+                        RowSink* sink, bool* sink_refused);
+
+}  // namespace lmdbloader
+
+#endif  // LMDBLOADER_SRC_IMAGE_JPEG_DECODER_H_

@@ -1,0 +1,482 @@
+#include "image/resample.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <new>
+#include <string>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#include <xmmintrin.h>
+#endif
+
+namespace lmdbloader {
+
+namespace {
+
+typedef int32_t Int4 __attribute__((vector_size(16)));
+typedef uint8_t Byte4 __attribute__((vector_size(4)));
+
+constexpr int kWeightBits = 22;  // PIL's PRECISION_BITS for 8-bit images
+constexpr double kWeightOne = double(1 << kWeightBits);
+
+inline Float4 Splat(float v) { return Float4{v, v, v, v}; }
+
+// One axis of the resize: output i's window of source pixels and weights.
+class AxisFilter {
+ public:
+  // The box [b0, b0 + length) over pixels [0, n), resized to `out`.
+  AxisFilter(double b0, double length, uint32_t n, uint32_t out) : n_(n) {
+    // Relative to a whole-pixel origin so a whole-pixel box computes exactly
+    // as PIL does on its crop (where the box starts at 0).
+    origin_ = std::floor(b0);
+    frac_ = b0 - origin_;
+    scale_ = length / out;
+    const double filterscale = std::max(scale_, 1.0);
+    support_ = filterscale;  // the triangle's support is 1
+    inv_ = 1.0 / filterscale;
+  }
+
+  // Output i's window [*lo, *hi), clipped to [0, n), and its center.
+  void Window(uint32_t i, int64_t* lo, int64_t* hi, double* center) const {
+    const double c = frac_ + (i + 0.5) * scale_;
+    const int64_t o = static_cast<int64_t>(origin_);
+    *lo = std::max<int64_t>(static_cast<int64_t>(std::floor(c - support_ + 0.5)) + o, 0);
+    *hi = std::min<int64_t>(static_cast<int64_t>(std::floor(c + support_ + 0.5)) + o, n_);
+    *center = c;
+  }
+
+  // The triangle's value at pixel x for a window centered at `center`.
+  double Weight(int64_t x, double center) const {
+    double a = (static_cast<double>(x - static_cast<int64_t>(origin_)) - center + 0.5) * inv_;
+    if (a < 0) a = -a;
+    return a < 1.0 ? 1.0 - a : 0.0;
+  }
+
+  // Output i's weights for pixels [lo, hi), PIL's fixed point as floats,
+  // into w[0 .. hi - lo).
+  void Weights(uint32_t i, float* w) const {
+    int64_t lo, hi;
+    double center;
+    Window(i, &lo, &hi, &center);
+    double sum = 0;
+    for (int64_t x = lo; x < hi; ++x) sum += Weight(x, center);
+    for (int64_t x = lo; x < hi; ++x) {
+      double k = Weight(x, center);
+      if (sum != 0.0) k /= sum;
+      w[x - lo] = static_cast<float>(static_cast<int32_t>(0.5 + k * kWeightOne)) * float(1.0 / kWeightOne);
+    }
+  }
+
+ private:
+  int64_t n_;
+  double origin_, frac_, scale_, support_, inv_;
+};
+
+// PIL's clip8 of a pass's sum: round half up, clamp to 0..255. Sums are
+// never negative (the weights are not), so truncation after adding a half
+// rounds; clamping first keeps it to a float min.
+inline Int4 Level(Float4 v) {
+#if defined(__SSE2__)
+  return reinterpret_cast<Int4>(_mm_cvttps_epi32(_mm_min_ps(v + 0.5f, Splat(255.5f))));
+#else
+  const Float4 top = Splat(255.5f);
+  v += 0.5f;
+  return __builtin_convertvector(v < top ? v : top, Int4);
+#endif
+}
+
+inline Float4 LevelFloat(Float4 v) { return __builtin_convertvector(Level(v), Float4); }
+
+template <uint32_t kTaps>
+void HorizontalPass(const Float4* row, const uint32_t* start, const Float4* weights, uint32_t out_w, uint32_t taps,
+                    Float4* dst) {
+  const uint32_t t = kTaps ? kTaps : taps;
+  for (uint32_t x = 0; x < out_w; ++x) {
+    const Float4* s = row + start[x];
+    const Float4* w = weights + size_t{x} * t;
+    Float4 a = s[0] * w[0];
+    for (uint32_t j = 1; j < t; ++j) a += s[j] * w[j];
+    dst[x] = LevelFloat(a);
+  }
+}
+
+// n pixels of 4 bytes (R, G, B, unused) to floats.
+void BytesToFloats(const uint8_t* src, uint32_t n, Float4* dst) {
+  uint32_t x = 0;
+#if defined(__SSE2__)
+  const __m128i zero = _mm_setzero_si128();
+  for (; x + 4 <= n; x += 4) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + size_t{x} * 4));
+    const __m128i lo = _mm_unpacklo_epi8(b, zero), hi = _mm_unpackhi_epi8(b, zero);
+    dst[x] = _mm_cvtepi32_ps(_mm_unpacklo_epi16(lo, zero));
+    dst[x + 1] = _mm_cvtepi32_ps(_mm_unpackhi_epi16(lo, zero));
+    dst[x + 2] = _mm_cvtepi32_ps(_mm_unpacklo_epi16(hi, zero));
+    dst[x + 3] = _mm_cvtepi32_ps(_mm_unpackhi_epi16(hi, zero));
+  }
+#endif
+  for (; x < n; ++x) {
+    Byte4 b;
+    std::memcpy(&b, src + size_t{x} * 4, 4);
+    dst[x] = __builtin_convertvector(b, Float4);
+  }
+}
+
+size_t Capacity(const std::vector<uint32_t>& v) { return v.capacity() * sizeof(uint32_t); }
+size_t Capacity(const std::vector<float>& v) { return v.capacity() * sizeof(float); }
+size_t Capacity(const std::vector<Float4>& v) { return v.capacity() * sizeof(Float4); }
+
+// Grows v to n elements, keeping its capacity when large enough.
+template <class T>
+void Size(std::vector<T>* v, size_t n) {
+  v->resize(n);
+}
+
+// Bytes the vector holds once it has n elements.
+template <class T>
+size_t NeedBytes(const std::vector<T>& v, size_t n) {
+  return std::max(v.capacity(), n) * sizeof(T);
+}
+
+}  // namespace
+
+size_t DecodeScratch::Rep::bytes() const {
+  return Capacity(h_start) + Capacity(h_weights) + Capacity(v_first) + Capacity(v_count) + Capacity(v_weights) +
+         Capacity(taps) + Capacity(row) + Capacity(ring) + Capacity(acc);
+}
+
+void DecodeScratch::Rep::Release() {
+  // swap with empties: clear() and shrink_to_fit() may keep the memory.
+  std::vector<uint32_t>().swap(h_start);
+  std::vector<Float4>().swap(h_weights);
+  std::vector<uint32_t>().swap(v_first);
+  std::vector<uint32_t>().swap(v_count);
+  std::vector<float>().swap(v_weights);
+  std::vector<float>().swap(taps);
+  std::vector<Float4>().swap(row);
+  std::vector<Float4>().swap(ring);
+  std::vector<Float4>().swap(acc);
+}
+
+void BoxPixels(double b0, double b1, uint32_t n, uint32_t* begin, uint32_t* end) {
+  // Pixel x's center x + 0.5 lies in [b0, b1) when ceil(b0 - 0.5) <= x < ceil(b1 - 0.5).
+  double lo = std::ceil(b0 - 0.5);
+  double hi = std::ceil(b1 - 0.5);
+  lo = std::min(std::max(lo, 0.0), double(n));
+  hi = std::min(std::max(hi, 0.0), double(n));
+  if (hi <= lo) {
+    lo = std::min(std::max(std::floor((b0 + b1) / 2), 0.0), double(n) - 1);
+    hi = lo + 1;
+  }
+  *begin = static_cast<uint32_t>(lo);
+  *end = static_cast<uint32_t>(hi);
+}
+
+Status Resampler::Prepare(const ResampleGeometry& g, const OutputSpec& spec, void* out) {
+  spec_ = spec;
+  out_ = static_cast<uint8_t*>(out);
+  src_width_ = g.src_width;
+  rows_in_ = 0;
+  next_out_ = 0;
+  const uint32_t ow = spec.width, oh = spec.height;
+  const AxisFilter hf(g.box_left, g.box_width, g.src_width, ow);
+  const AxisFilter vf(g.box_top, g.box_height, g.src_rows, oh);
+
+  // Window lengths first: they size everything else.
+  int64_t lo, hi;
+  double c;
+  h_taps_ = 1;
+  for (uint32_t x = 0; x < ow; ++x) {
+    hf.Window(x, &lo, &hi, &c);
+    h_taps_ = std::max<uint32_t>(h_taps_, static_cast<uint32_t>(std::max<int64_t>(hi - lo, 1)));
+  }
+  v_taps_ = 1;
+  rows_needed_ = 0;
+  for (uint32_t y = 0; y < oh; ++y) {
+    vf.Window(y, &lo, &hi, &c);
+    v_taps_ = std::max<uint32_t>(v_taps_, static_cast<uint32_t>(std::max<int64_t>(hi - lo, 1)));
+    rows_needed_ = std::max<uint32_t>(rows_needed_, static_cast<uint32_t>(hi));
+  }
+  // A row shorter than a window is padded with zero pixels (zero weights).
+  const uint32_t padded = std::max(g.src_width, h_taps_);
+  // Pillow 13 runs the vertical pass first when the height shrinks by more
+  // than twice as many pixels as the width (its Resample.c); before 13 it
+  // always ran the horizontal pass first. The order changes the rounding
+  // between the passes, so follow it.
+  const double dh = g.box_height - oh, dw = g.box_width - ow;
+  vertical_first_ = dh > 0 && dh > 2 * dw;
+
+  // Horizontal windows, all h_taps_ long: a shorter one is moved left where
+  // it would run past the row, its extra weights zero. First their extent.
+  h_begin_ = padded;
+  uint32_t h_last = 0;
+  for (uint32_t x = 0; x < ow; ++x) {
+    hf.Window(x, &lo, &hi, &c);
+    const uint32_t start = static_cast<uint32_t>(std::min<int64_t>(lo, padded - h_taps_));
+    h_begin_ = std::min(h_begin_, start);
+    h_last = std::max(h_last, start + h_taps_);
+  }
+  const uint32_t row_len = h_last - h_begin_;  // pixels a window reads, padding included
+  h_end_ = std::min(h_last, g.src_width);      // pixels converted from each source row
+  const uint32_t conv = h_end_ > h_begin_ ? h_end_ - h_begin_ : 0;
+  ring_row_ = vertical_first_ ? conv : ow;
+
+  const size_t need = NeedBytes(s_->h_start, ow) + NeedBytes(s_->h_weights, size_t{ow} * h_taps_) +
+                      NeedBytes(s_->v_first, oh) + NeedBytes(s_->v_count, oh) +
+                      NeedBytes(s_->v_weights, size_t{oh} * v_taps_) + NeedBytes(s_->taps, h_taps_) +
+                      NeedBytes(s_->row, row_len) +
+                      NeedBytes(s_->ring, size_t{v_taps_} * ring_row_) + NeedBytes(s_->acc, ow);
+  if (need > s_->max_bytes) {
+    return Status::InvalidArgument("resizing " + std::to_string(g.src_width) + "x" + std::to_string(g.src_rows) +
+                                   " pixels to " + std::to_string(ow) + "x" + std::to_string(oh) + " needs " +
+                                   std::to_string(need) + " bytes of scratch, more than its cap of " +
+                                   std::to_string(s_->max_bytes));
+  }
+  try {
+    Size(&s_->h_start, ow);
+    Size(&s_->h_weights, size_t{ow} * h_taps_);
+    Size(&s_->v_first, oh);
+    Size(&s_->v_count, oh);
+    Size(&s_->v_weights, size_t{oh} * v_taps_);
+    Size(&s_->taps, h_taps_);
+    Size(&s_->row, row_len);
+    Size(&s_->ring, size_t{v_taps_} * ring_row_);
+    Size(&s_->acc, ow);
+  } catch (const std::bad_alloc&) {
+    s_->Release();
+    return Status::IOError("out of memory for " + std::to_string(need) + " bytes of image scratch", ENOMEM);
+  }
+
+  // Each weight repeated in four lanes: one multiply a tap for R, G and B.
+  for (uint32_t x = 0; x < ow; ++x) {
+    hf.Window(x, &lo, &hi, &c);
+    const uint32_t start = static_cast<uint32_t>(std::min<int64_t>(lo, padded - h_taps_));
+    s_->h_start[x] = start - h_begin_;
+    std::fill(s_->taps.begin(), s_->taps.end(), 0.0f);
+    hf.Weights(x, &s_->taps[lo - start]);
+    for (uint32_t j = 0; j < h_taps_; ++j) s_->h_weights[size_t{x} * h_taps_ + j] = Splat(s_->taps[j]);
+  }
+  // Pixels past the source row stay zero.
+  std::fill(s_->row.begin(), s_->row.end(), Float4{0, 0, 0, 0});
+
+  std::fill(s_->v_weights.begin(), s_->v_weights.end(), 0.0f);
+  for (uint32_t y = 0; y < oh; ++y) {
+    vf.Window(y, &lo, &hi, &c);
+    s_->v_first[y] = static_cast<uint32_t>(lo);
+    s_->v_count[y] = static_cast<uint32_t>(hi - lo);
+    vf.Weights(y, &s_->v_weights[size_t{y} * v_taps_]);
+  }
+
+  // (v / 255 - mean) / std as one multiply and add: within 2 ulp of
+  // to_tensor then normalize.
+  scale_ = Float4{0, 0, 0, 0};
+  offset_ = Float4{0, 0, 0, 0};
+  for (int ch = 0; ch < 3; ++ch) {
+    scale_[ch] = static_cast<float>(1.0 / (255.0 * double(spec.std[ch])));
+    offset_[ch] = static_cast<float>(-double(spec.mean[ch]) / double(spec.std[ch]));
+  }
+  return Status::OK();
+}
+
+void Resampler::ConvertRow(const uint8_t* p, SourcePixels format, Float4* dst) noexcept {
+  const uint32_t n = h_end_ > h_begin_ ? h_end_ - h_begin_ : 0;
+  switch (format) {
+    case SourcePixels::kRgbx:
+      BytesToFloats(p + size_t{h_begin_} * 4, n, dst);
+      break;
+    case SourcePixels::kRgb: {
+      const uint8_t* src = p + size_t{h_begin_} * 3;
+      for (uint32_t x = 0; x < n; ++x) {
+        const uint8_t* q = src + size_t{x} * 3;
+        dst[x] = Float4{float(q[0]), float(q[1]), float(q[2]), 0.0f};
+      }
+      break;
+    }
+    case SourcePixels::kCmykInverted: {
+      // Pillow: unpack "CMYK;I" (each byte inverted), then cmyk2rgb:
+      // out = nk - nk * c / 255 (its MULDIV255 rounding) with nk = 255 - k,
+      // which on the bytes libjpeg gives is k - k * (255 - c) / 255.
+      const uint8_t* src = p + size_t{h_begin_} * 4;
+      for (uint32_t x = 0; x < n; ++x) {
+        const uint8_t* q = src + size_t{x} * 4;
+        const int k = q[3];
+        float rgb[3];
+        for (int ch = 0; ch < 3; ++ch) {
+          const int t = (255 - q[ch]) * k + 128;
+          rgb[ch] = float(k - (((t >> 8) + t) >> 8));
+        }
+        dst[x] = Float4{rgb[0], rgb[1], rgb[2], 0.0f};
+      }
+      break;
+    }
+  }
+}
+
+void Resampler::HorizontalRow(const Float4* row, Float4* dst) noexcept {
+  const uint32_t ow = spec_.width;
+  const uint32_t* start = s_->h_start.data();
+  const Float4* w = s_->h_weights.data();
+  switch (h_taps_) {
+    case 1: HorizontalPass<1>(row, start, w, ow, h_taps_, dst); break;
+    case 2: HorizontalPass<2>(row, start, w, ow, h_taps_, dst); break;
+    case 3: HorizontalPass<3>(row, start, w, ow, h_taps_, dst); break;
+    case 4: HorizontalPass<4>(row, start, w, ow, h_taps_, dst); break;
+    case 5: HorizontalPass<5>(row, start, w, ow, h_taps_, dst); break;
+    case 6: HorizontalPass<6>(row, start, w, ow, h_taps_, dst); break;
+    case 7: HorizontalPass<7>(row, start, w, ow, h_taps_, dst); break;
+    case 8: HorizontalPass<8>(row, start, w, ow, h_taps_, dst); break;
+    default: HorizontalPass<0>(row, start, w, ow, h_taps_, dst); break;
+  }
+}
+
+void Resampler::VerticalRow(uint32_t y, Float4* dst) noexcept {
+  const uint32_t n = ring_row_;
+  const uint32_t first = s_->v_first[y];
+  const uint32_t count = s_->v_count[y];
+  const float* w = s_->v_weights.data() + size_t{y} * v_taps_;
+  const Float4* ring = s_->ring.data();
+  {
+    const Float4* r = ring + size_t{first % v_taps_} * n;
+    const float k = w[0];
+    for (uint32_t x = 0; x < n; ++x) dst[x] = r[x] * k;
+  }
+  for (uint32_t j = 1; j < count; ++j) {
+    const Float4* r = ring + size_t{(first + j) % v_taps_} * n;
+    const float k = w[j];
+    for (uint32_t x = 0; x < n; ++x) dst[x] += r[x] * k;
+  }
+}
+
+void Resampler::PushRow(const uint8_t* pixels, SourcePixels format) noexcept {
+  if (rows_in_ >= rows_needed_) return;
+  Float4* slot = s_->ring.data() + size_t{rows_in_ % v_taps_} * ring_row_;
+  if (vertical_first_) {
+    ConvertRow(pixels, format, slot);
+  } else {
+    ConvertRow(pixels, format, s_->row.data());
+    HorizontalRow(s_->row.data(), slot);
+  }
+  ++rows_in_;
+  // Every output row whose window ends here (windows only move down).
+  while (next_out_ < spec_.height && s_->v_first[next_out_] + s_->v_count[next_out_] <= rows_in_) {
+    const uint32_t y = next_out_++;
+    if (vertical_first_) {
+      Float4* row = s_->row.data();
+      VerticalRow(y, row);
+      for (uint32_t x = 0; x < ring_row_; ++x) row[x] = LevelFloat(row[x]);
+      Float4* acc = s_->acc.data();
+      HorizontalRow(row, acc);
+      const float one = 1.0f;
+      WriteRow(y, &acc, &one, 1);
+    } else {
+      // The vertical pass is summed as the row is written.
+      const Float4* rows[kMaxFusedTaps];
+      const uint32_t first = s_->v_first[y], count = s_->v_count[y];
+      const float* w = s_->v_weights.data() + size_t{y} * v_taps_;
+      if (count > kMaxFusedTaps) {
+        VerticalRow(y, s_->acc.data());
+        rows[0] = s_->acc.data();
+        const float one = 1.0f;
+        WriteRow(y, rows, &one, 1);
+        continue;
+      }
+      for (uint32_t j = 0; j < count; ++j) rows[j] = s_->ring.data() + size_t{(first + j) % v_taps_} * ring_row_;
+      WriteRow(y, rows, w, count);
+    }
+  }
+}
+
+namespace {
+
+// Pixel x of the weighted sum of `count` rows.
+inline Float4 SumAt(const Float4* const* rows, const float* w, uint32_t count, uint32_t x) {
+  Float4 a = rows[0][x] * w[0];
+  for (uint32_t j = 1; j < count; ++j) a += rows[j][x] * w[j];
+  return a;
+}
+
+}  // namespace
+
+void Resampler::WriteRow(uint32_t y, const Float4* const* rows, const float* w, uint32_t count) noexcept {
+  const uint32_t ow = spec_.width, oh = spec_.height;
+  // Mirror by walking the output row backwards; every store goes through
+  // memcpy or an unaligned store: the caller's buffer need not be aligned.
+  const bool flip = spec_.flip;
+  const ptrdiff_t step = flip ? -1 : 1;
+  const size_t x0 = flip ? ow - 1 : 0;
+  const size_t plane = size_t{ow} * oh;
+  if (spec_.type == PixelType::kUint8) {
+    if (spec_.layout == PixelLayout::kHWC) {
+      uint8_t* d = out_ + (size_t{y} * ow + x0) * 3;
+      for (uint32_t x = 0; x < ow; ++x, d += 3 * step) {
+        const Int4 q = Level(SumAt(rows, w, count, x));
+        d[0] = static_cast<uint8_t>(q[0]);
+        d[1] = static_cast<uint8_t>(q[1]);
+        d[2] = static_cast<uint8_t>(q[2]);
+      }
+    } else {
+      uint8_t* d = out_ + size_t{y} * ow + x0;
+      for (uint32_t x = 0; x < ow; ++x, d += step) {
+        const Int4 q = Level(SumAt(rows, w, count, x));
+        d[0] = static_cast<uint8_t>(q[0]);
+        d[plane] = static_cast<uint8_t>(q[1]);
+        d[2 * plane] = static_cast<uint8_t>(q[2]);
+      }
+    }
+    return;
+  }
+  const Float4 scale = scale_, offset = offset_;
+  if (spec_.layout == PixelLayout::kHWC) {
+    uint8_t* d = out_ + (size_t{y} * ow + x0) * 12;
+    for (uint32_t x = 0; x < ow; ++x, d += 12 * step) {
+      const Float4 v = LevelFloat(SumAt(rows, w, count, x)) * scale + offset;
+      std::memcpy(d, &v, 12);
+    }
+    return;
+  }
+  uint8_t* row0 = out_ + size_t{y} * ow * 4;  // row y of the first plane
+  uint32_t x = 0;
+#if defined(__SSE2__)
+  // Four pixels at a time: summed, rounded, transposed to one vector a
+  // channel, normalized, stored to the three planes (reversed to mirror).
+  const __m128 sr = Splat(scale[0]), sg = Splat(scale[1]), sb = Splat(scale[2]);
+  const __m128 orr = Splat(offset[0]), og = Splat(offset[1]), ob = Splat(offset[2]);
+  for (; x + 4 <= ow; x += 4) {
+    Float4 a0 = rows[0][x] * w[0], a1 = rows[0][x + 1] * w[0];
+    Float4 a2 = rows[0][x + 2] * w[0], a3 = rows[0][x + 3] * w[0];
+    for (uint32_t j = 1; j < count; ++j) {
+      const Float4* r = rows[j] + x;
+      const float k = w[j];
+      a0 += r[0] * k;
+      a1 += r[1] * k;
+      a2 += r[2] * k;
+      a3 += r[3] * k;
+    }
+    __m128 p0 = LevelFloat(a0), p1 = LevelFloat(a1), p2 = LevelFloat(a2), p3 = LevelFloat(a3);
+    _MM_TRANSPOSE4_PS(p0, p1, p2, p3);
+    __m128 r = p0 * sr + orr, g = p1 * sg + og, b = p2 * sb + ob;
+    size_t at = x;
+    if (flip) {
+      r = _mm_shuffle_ps(r, r, _MM_SHUFFLE(0, 1, 2, 3));
+      g = _mm_shuffle_ps(g, g, _MM_SHUFFLE(0, 1, 2, 3));
+      b = _mm_shuffle_ps(b, b, _MM_SHUFFLE(0, 1, 2, 3));
+      at = ow - 4 - x;
+    }
+    uint8_t* d = row0 + at * 4;
+    _mm_storeu_ps(reinterpret_cast<float*>(d), r);
+    _mm_storeu_ps(reinterpret_cast<float*>(d + plane * 4), g);
+    _mm_storeu_ps(reinterpret_cast<float*>(d + plane * 8), b);
+  }
+#endif
+  for (; x < ow; ++x) {
+    const Float4 v = LevelFloat(SumAt(rows, w, count, x)) * scale + offset;
+    uint8_t* d = row0 + (flip ? ow - 1 - x : x) * 4;
+    std::memcpy(d, &v[0], 4);
+    std::memcpy(d + plane * 4, &v[1], 4);
+    std::memcpy(d + plane * 8, &v[2], 4);
+  }
+}
+
+}  // namespace lmdbloader

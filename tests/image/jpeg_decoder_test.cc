@@ -1,0 +1,245 @@
+#include "image/jpeg_decoder.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "image_test_util.h"
+#include "test_util.h"
+
+namespace lmdbloader {
+namespace {
+
+using testing::EncodeJpeg;
+using testing::JpegOptions;
+using testing::Pixels;
+using testing::ReferenceDecode;
+using testing::SyntheticPhoto;
+
+// Keeps the rows the decoder delivers, as RGB.
+class CollectSink : public RowSink {
+ public:
+  bool Begin(uint32_t x0, uint32_t width, JpegPixels format) noexcept override {
+    x0_ = x0;
+    width_ = width;
+    format_ = format;
+    began_ = true;
+    return true;
+  }
+  void Row(const uint8_t* p) noexcept override {
+    for (uint32_t x = 0; x < width_; ++x) {
+      uint8_t rgb[3];
+      if (format_ == JpegPixels::kCmykInverted) {
+        testing::CmykToRgb(p + size_t{x} * 4, rgb);
+      } else {
+        std::copy(p + size_t{x} * 4, p + size_t{x} * 4 + 3, rgb);
+      }
+      rows_.insert(rows_.end(), rgb, rgb + 3);
+    }
+    ++count_;
+  }
+  uint8_t at(uint32_t x, uint32_t y, uint32_t c) const { return rows_[(size_t{y} * width_ + x - x0_) * 3 + c]; }
+
+  uint32_t x0_ = 0, width_ = 0, count_ = 0;
+  JpegPixels format_ = JpegPixels::kRgbx;
+  bool began_ = false;
+  std::vector<uint8_t> rows_;
+};
+
+struct Encoding {
+  const char* name;
+  uint32_t channels;
+  JpegOptions options;
+};
+
+std::vector<Encoding> Encodings() {
+  std::vector<Encoding> e;
+  for (const char* s : {"420", "422", "444", "440"}) {
+    JpegOptions o;
+    o.subsampling = s;
+    e.push_back({s, 3, o});
+  }
+  JpegOptions o;
+  o.progressive = true;
+  e.push_back({"progressive", 3, o});
+  o = JpegOptions();
+  o.restart_rows = 1;
+  e.push_back({"restart markers", 3, o});
+  o = JpegOptions();
+  o.arithmetic = true;
+  o.progressive = true;
+  e.push_back({"arithmetic progressive", 3, o});
+  e.push_back({"gray", 1, JpegOptions()});
+  o = JpegOptions();
+  o.adobe_cmyk = true;
+  e.push_back({"cmyk", 4, o});
+  o = JpegOptions();
+  o.ycck = true;
+  e.push_back({"ycck", 4, o});
+  return e;
+}
+
+Status Decode(const std::string& jpeg, const JpegRegionRequest& r, RowSink* sink) {
+  JpegHeader h;
+  LMDBLOADER_RETURN_IF_ERROR(ParseJpegHeader(jpeg, &h));
+  bool refused = false;
+  Status s = DecodeJpegRegion(jpeg, h, r, sink, &refused);
+  EXPECT_FALSE(refused);
+  return s;
+}
+
+// Any region, at any of the scales used, holds exactly the pixels of a full
+// decode at that scale: the margins around jpeg_crop_scanline's region keep
+// the fancy upsampler's edges out of it, and jpeg_skip_scanlines keeps its
+// context rows.
+TEST(JpegDecoderTest, RegionsEqualTheSameRegionOfAFullDecode) {
+  std::mt19937 rng(7);
+  for (const Encoding& e : Encodings()) {
+    const std::string jpeg = EncodeJpeg(SyntheticPhoto(203, 157, 11, e.channels), e.options);
+    ASSERT_FALSE(jpeg.empty()) << e.name;
+    for (uint32_t num : {8u, 4u, 2u, 1u}) {
+      const Pixels full = ReferenceDecode(jpeg, num);
+      ASSERT_EQ(full.width, JpegScaledSize(203, num));
+      for (int trial = 0; trial < 25; ++trial) {
+        JpegRegionRequest r;
+        r.scale_num = num;
+        r.x_begin = rng() % full.width;
+        r.x_end = r.x_begin + 1 + rng() % (full.width - r.x_begin);
+        r.y_begin = rng() % full.height;
+        r.y_end = r.y_begin + 1 + rng() % (full.height - r.y_begin);
+        CollectSink sink;
+        ASSERT_OK(Decode(jpeg, r, &sink));
+        ASSERT_LE(sink.x0_, r.x_begin);
+        ASSERT_GE(sink.x0_ + sink.width_, r.x_end);
+        ASSERT_EQ(sink.count_, r.y_end - r.y_begin);
+        EXPECT_EQ(sink.format_, e.channels == 4 ? JpegPixels::kCmykInverted : JpegPixels::kRgbx);
+        int mismatches = 0;
+        for (uint32_t y = r.y_begin; y < r.y_end; ++y) {
+          for (uint32_t x = r.x_begin; x < r.x_end; ++x) {
+            for (uint32_t c = 0; c < 3; ++c) mismatches += sink.at(x, y - r.y_begin, c) != full.at(x, y, c);
+          }
+        }
+        EXPECT_EQ(mismatches, 0) << e.name << " scale " << num << "/8, columns [" << r.x_begin << ", " << r.x_end
+                                 << "), rows [" << r.y_begin << ", " << r.y_end << ")";
+      }
+    }
+  }
+}
+
+TEST(JpegDecoderTest, ARegionOutsideTheScaledImageIsInvalid) {
+  const std::string jpeg = EncodeJpeg(SyntheticPhoto(64, 48, 1));
+  for (const JpegRegionRequest& r : {JpegRegionRequest{8, 0, 65, 0, 48}, JpegRegionRequest{8, 10, 10, 0, 48},
+                                     JpegRegionRequest{4, 0, 33, 0, 24}, JpegRegionRequest{8, 0, 64, 47, 49},
+                                     JpegRegionRequest{9, 0, 8, 0, 8}, JpegRegionRequest{0, 0, 8, 0, 8}}) {
+    CollectSink sink;
+    JpegHeader h;
+    ASSERT_OK(ParseJpegHeader(jpeg, &h));
+    bool refused;
+    Status s = DecodeJpegRegion(jpeg, h, r, &sink, &refused);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+    EXPECT_FALSE(sink.began_);
+  }
+}
+
+// Pillow raises "image file is truncated" when the data ends before the
+// last row; only the rows asked for are read here.
+TEST(JpegDecoderTest, TruncatedDataIsAnErrorOnlyWhereTheRegionNeedsIt) {
+  const std::string jpeg = EncodeJpeg(SyntheticPhoto(96, 160, 4));
+  const std::string half = jpeg.substr(0, jpeg.size() / 2);
+  CollectSink top;
+  EXPECT_OK(Decode(half, JpegRegionRequest{8, 0, 96, 0, 16}, &top));
+  CollectSink all;
+  Status s = Decode(half, JpegRegionRequest{8, 0, 96, 0, 160}, &all);
+  EXPECT_EQ(s.code(), Status::Code::kDecodeError);
+  EXPECT_NE(s.message().find("truncated"), std::string::npos) << s.message();
+
+  // A progressive JPEG holds every row in every scan: any truncation is fatal.
+  JpegOptions p;
+  p.progressive = true;
+  const std::string prog = EncodeJpeg(SyntheticPhoto(96, 160, 4), p);
+  CollectSink first;
+  s = Decode(prog.substr(0, prog.size() - 40), JpegRegionRequest{8, 0, 96, 0, 8}, &first);
+  EXPECT_EQ(s.code(), Status::Code::kDecodeError);
+  EXPECT_NE(s.message().find("truncated"), std::string::npos) << s.message();
+}
+
+TEST(JpegDecoderTest, StoppingBeforeTheLastRowIsNotATruncation) {
+  const std::string jpeg = EncodeJpeg(SyntheticPhoto(64, 64, 5));
+  CollectSink sink;
+  EXPECT_OK(Decode(jpeg, JpegRegionRequest{8, 0, 64, 0, 1}, &sink));
+  EXPECT_EQ(sink.count_, 1u);
+}
+
+// The scans of a progressive JPEG, each as its SOS segment and entropy data.
+std::vector<std::string> Scans(const std::string& jpeg, size_t* first, size_t* end) {
+  std::vector<std::string> scans;
+  size_t at = 2;
+  *first = *end = 0;
+  while (at + 4 <= jpeg.size()) {
+    const uint8_t m = uint8_t(jpeg[at + 1]);
+    if (m == 0xD9) break;
+    const size_t length = (size_t(uint8_t(jpeg[at + 2])) << 8) | uint8_t(jpeg[at + 3]);
+    size_t next = at + 2 + length;
+    if (m == 0xDA) {
+      // Entropy data runs to the next marker that is neither a stuffed 0 nor a restart.
+      while (next + 1 < jpeg.size() &&
+             !(uint8_t(jpeg[next]) == 0xFF && jpeg[next + 1] != 0 && (uint8_t(jpeg[next + 1]) & 0xF8) != 0xD0)) {
+        ++next;
+      }
+      if (scans.empty()) *first = at;
+      scans.push_back(jpeg.substr(at, next - at));
+      *end = next;
+    }
+    at = next;
+  }
+  return scans;
+}
+
+TEST(JpegDecoderTest, AProgressiveJpegWithTooManyScansIsRefused) {
+  JpegOptions p;
+  p.progressive = true;
+  const std::string jpeg = EncodeJpeg(SyntheticPhoto(32, 32, 6), p);
+  size_t first, end;
+  const std::vector<std::string> scans = Scans(jpeg, &first, &end);
+  ASSERT_GT(scans.size(), 3u);
+  // The first (DC) scan again and again: libjpeg only warns of a bogus
+  // progression, and would walk the image once a scan.
+  std::string many = jpeg.substr(0, end);
+  for (uint32_t i = 0; i < kMaxJpegScans; ++i) many += scans[0];
+  many += "\xFF\xD9";
+  CollectSink sink;
+  Status s = Decode(many, JpegRegionRequest{8, 0, 32, 0, 32}, &sink);
+  EXPECT_EQ(s.code(), Status::Code::kDecodeError) << s.ToString();
+  EXPECT_NE(s.message().find("scans"), std::string::npos) << s.message();
+
+  // A few repeated scans are tolerated, as Pillow tolerates them.
+  std::string some = jpeg.substr(0, end) + scans[0] + scans[0] + "\xFF\xD9";
+  CollectSink ok;
+  EXPECT_OK(Decode(some, JpegRegionRequest{8, 0, 32, 0, 32}, &ok));
+}
+
+// Damage anywhere gives a Status, never a crash (see also the fuzz harness).
+TEST(JpegDecoderTest, DamagedBytesNeverCrash) {
+  std::mt19937 rng(3);
+  for (const Encoding& e : Encodings()) {
+    const std::string jpeg = EncodeJpeg(SyntheticPhoto(48, 40, 9, e.channels), e.options);
+    for (int trial = 0; trial < 60; ++trial) {
+      std::string bad = jpeg;
+      for (int k = 0; k < 1 + trial % 4; ++k) bad[2 + rng() % (bad.size() - 2)] = char(rng());
+      JpegHeader h;
+      if (!ParseJpegHeader(bad, &h).ok() || !h.decodable) continue;
+      const uint32_t num = 1u << (rng() % 4);
+      const uint32_t w = JpegScaledSize(h.width, num), ht = JpegScaledSize(h.height, num);
+      CollectSink sink;
+      bool refused;
+      Status s = DecodeJpegRegion(bad, h, JpegRegionRequest{num, 0, w, ht / 3, ht}, &sink, &refused);
+      if (!s.ok()) {
+        EXPECT_TRUE(s.code() == Status::Code::kDecodeError || s.code() == Status::Code::kInvalidArgument)
+            << s.ToString();
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lmdbloader

@@ -1,0 +1,290 @@
+"""The fused image path (lmdbloader._core.decode_images and resample_rgb) against
+torchvision's PIL path: PIL open + convert("RGB") + resized_crop(BILINEAR) [+ hflip]
++ to_tensor + normalize, on photographs (scikit-image's) and generated images
+encoded by PIL in every way a corpus may hold them.
+
+Run with -s to see the distribution of per-image differences.
+"""
+
+import io
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+import lmdbloader
+from lmdbloader import _core
+
+from torchvision_cpu import import_torchvision
+
+skimage_data = pytest.importorskip("skimage.data")
+tv = import_torchvision()
+from torchvision.transforms import functional as F  # noqa: E402
+from torchvision.transforms import InterpolationMode, RandomResizedCrop  # noqa: E402
+
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+OUT = 224
+
+
+def encode(img, **kw):
+    b = io.BytesIO()
+    img.save(b, "JPEG", **kw)
+    return b.getvalue()
+
+
+def photo(name):
+    pixels = getattr(skimage_data, name)()
+    if isinstance(pixels, tuple):  # a stereo pair
+        pixels = pixels[0]
+    return Image.fromarray(pixels)
+
+
+def generated(kind, w, h, seed):
+    rng = np.random.default_rng(seed)
+    if kind == "gradient":
+        x = np.linspace(0, 255, w)[None, :, None]
+        y = np.linspace(0, 255, h)[:, None, None]
+        a = np.concatenate([x + 0 * y, y + 0 * x, (x + y) / 2], axis=2)
+    elif kind == "checker":
+        yy, xx = np.mgrid[0:h, 0:w]
+        a = (((xx // 7) + (yy // 5)) % 2 * 255)[..., None].repeat(3, 2)
+    else:  # noise
+        a = rng.integers(0, 256, (h, w, 3))
+    return Image.fromarray(np.clip(a, 0, 255).astype(np.uint8))
+
+
+def resized(img, longer):
+    s = longer / max(img.size)
+    return img.resize((max(8, round(img.width * s)), max(8, round(img.height * s))), Image.BICUBIC)
+
+
+def corpus():
+    """(name, jpeg bytes): photos at 64-800 px, quality 50-95, baseline and
+    progressive, 4:2:0 / 4:2:2 / 4:4:4, restart markers, gray and CMYK, and
+    generated images."""
+    rng = np.random.default_rng(0)
+    out = []
+    names = ["astronaut", "coffee", "chelsea", "rocket", "immunohistochemistry", "stereo_motorcycle"]
+    for k, name in enumerate(names):
+        src = photo(name)
+        if src.mode != "RGB":
+            src = src.convert("RGB")
+        for longer in (64, 160, 350, 500, 800):
+            kw = dict(quality=int(rng.choice([50, 75, 90, 95])), progressive=bool(rng.integers(2)),
+                      subsampling=int(rng.choice([0, 1, 2])))
+            if rng.integers(4) == 0:
+                kw["restart_marker_rows"] = 1
+            out.append((f"{name}-{longer}-{kw}", encode(resized(src, longer), **kw)))
+    for name in ("camera", "coins", "moon"):  # gray photos, stored as 1-component JPEGs
+        out.append((f"{name}-gray", encode(resized(photo(name).convert("L"), 400), quality=90)))
+    for name in ("astronaut", "coffee"):  # Adobe CMYK, as Pillow writes it
+        out.append((f"{name}-cmyk", encode(resized(photo(name), 420).convert("CMYK"), quality=90)))
+    for k, kind in enumerate(("gradient", "checker", "noise")):
+        out.append((f"{kind}", encode(generated(kind, 333, 251, k), quality=85)))
+    return out
+
+
+def boxes(img, seed):
+    """(left, top, width, height): the whole image, a tiny box, thin ones,
+    and RandomResizedCrop's own draws."""
+    w, h = img.size
+    out = [(0, 0, w, h), (w // 3, h // 3, min(8, w), min(8, h)), (0, h // 2, w, max(1, h // 9))]
+    torch.manual_seed(seed)
+    for _ in range(3):
+        i, j, bh, bw = RandomResizedCrop.get_params(img, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3))
+        out.append((j, i, bw, bh))
+    return out
+
+
+def reference(jpeg, box, flip):
+    """torchvision's uint8 HWC and float32 CHW results."""
+    img = Image.open(io.BytesIO(jpeg)).convert("RGB")
+    left, top, w, h = box
+    img = F.resized_crop(img, top, left, h, w, [OUT, OUT], InterpolationMode.BILINEAR)
+    if flip:
+        img = F.hflip(img)
+    return np.asarray(img), F.normalize(F.to_tensor(img), MEAN, STD).numpy()
+
+
+def fused(jpegs, bxs, flips, dtype, layout="CHW", scale_in_idct=True):
+    shape = (len(jpegs), 3, OUT, OUT) if layout == "CHW" else (len(jpegs), OUT, OUT, 3)
+    out = np.full(shape, 7, np.float32 if dtype == "float32" else np.uint8)
+    _core.decode_images(jpegs, bxs, flips, out, OUT, OUT, layout, dtype, MEAN, STD, scale_in_idct)
+    return out
+
+
+def levels(diff_float_chw):
+    """A float32 difference back in levels of 255 (undoing normalize)."""
+    return np.abs(diff_float_chw) * np.array(STD, np.float32).reshape(3, 1, 1) * 255
+
+
+@pytest.fixture(scope="module")
+def cases():
+    """(name, jpeg, box, flip, torchvision's uint8, torchvision's float32)."""
+    out = []
+    for k, (name, jpeg) in enumerate(corpus()):
+        img = Image.open(io.BytesIO(jpeg))
+        for b, box in enumerate(boxes(img, k)):
+            flip = (k + b) % 2 == 1
+            out.append((name, jpeg, box, flip) + reference(jpeg, box, flip))
+    return out
+
+
+def summary(label, per_image):
+    per_image = np.asarray(per_image)
+    print(f"\n{label}: {len(per_image)} images; per-image mean |diff| in levels of 255: "
+          f"mean {per_image.mean():.3f}, median {np.median(per_image):.3f}, "
+          f"95th percentile {np.percentile(per_image, 95):.3f}, max {per_image.max():.3f}")
+
+
+@pytest.mark.parametrize("scale_in_idct", [True, False])
+def test_float32_output_is_within_two_levels_of_torchvision(cases, scale_in_idct):
+    per_image, worst = [], []
+    for name, jpeg, box, flip, _, want in cases:
+        got = fused([jpeg], [box], [flip], "float32", scale_in_idct=scale_in_idct)[0]
+        d = levels(got - want)
+        per_image.append(d.mean())
+        worst.append(d.max())
+        assert d.mean() <= 2.0, f"{name} box {box} flip {flip}: mean {d.mean():.3f} levels"
+    summary(f"float32 CHW, IDCT scaling {scale_in_idct}", per_image)
+    print(f"  largest single difference {max(worst):.1f} levels")
+    if not scale_in_idct:
+        # Full-size decoding is torchvision's pixels: only rounding near-ties differ.
+        assert max(per_image) < 0.1
+
+
+@pytest.mark.parametrize("scale_in_idct", [True, False])
+def test_uint8_output_is_within_two_levels_of_pil(cases, scale_in_idct):
+    per_image = []
+    for name, jpeg, box, flip, want, _ in cases:
+        got = fused([jpeg], [box], [flip], "uint8", "HWC", scale_in_idct=scale_in_idct)[0]
+        d = np.abs(got.astype(np.int16) - want.astype(np.int16))
+        per_image.append(d.mean())
+        assert d.mean() <= 2.0, f"{name} box {box}: mean {d.mean():.3f} levels"
+        if not scale_in_idct:
+            assert d.max() <= 2, f"{name} box {box}: max {d.max()} levels"
+    summary(f"uint8 HWC, IDCT scaling {scale_in_idct}", per_image)
+
+
+def test_a_batch_equals_its_images_one_by_one(cases):
+    sample = cases[::7]
+    jpegs = [c[1] for c in sample]
+    bxs = [c[2] for c in sample]
+    flips = [c[3] for c in sample]
+    batch = fused(jpegs, bxs, flips, "float32")
+    for k in range(len(sample)):
+        np.testing.assert_array_equal(batch[k], fused([jpegs[k]], [bxs[k]], [flips[k]], "float32")[0])
+
+
+def test_inputs_may_be_memoryviews_and_out_a_tensors_memory():
+    jpeg = encode(resized(photo("coffee"), 300), quality=90)
+    out = torch.zeros((2, 3, OUT, OUT), dtype=torch.float32)
+    _core.decode_images([memoryview(jpeg), jpeg], [(0, 0, 300, 200), (10, 10, 100, 100)], None,
+                        out.numpy(), OUT, OUT)
+    want = reference(jpeg, (0, 0, 300, 200), False)[1]
+    assert levels(out[0].numpy() - want).mean() < 2
+    assert out[1].abs().sum() > 0
+    assert _core.scratch_bytes() > 0
+
+
+def test_resample_rgb_matches_pil_for_pixels_pil_decoded():
+    png = io.BytesIO()
+    resized(photo("chelsea"), 400).save(png, "PNG")
+    img = Image.open(io.BytesIO(png.getvalue())).convert("RGB")
+    pixels = np.asarray(img)
+    for box, flip in [((0, 0, img.width, img.height), False), ((30, 20, 150, 200), True), ((5, 5, 8, 8), False)]:
+        out = np.zeros((3, OUT, OUT), np.float32)
+        _core.resample_rgb(pixels, box, flip, out, OUT, OUT)
+        left, top, w, h = box
+        ref = F.resized_crop(img, top, left, h, w, [OUT, OUT], InterpolationMode.BILINEAR)
+        if flip:
+            ref = F.hflip(ref)
+        ref = F.normalize(F.to_tensor(ref), MEAN, STD).numpy()
+        assert levels(out - ref).mean() < 0.1
+        assert levels(out - ref).max() <= 2.01
+    # A view with padded rows (row stride > width * 3) is read in place.
+    wide = np.zeros((img.height, img.width + 5, 3), np.uint8)
+    wide[:, :img.width] = pixels
+    a, b = np.zeros((OUT, OUT, 3), np.uint8), np.zeros((OUT, OUT, 3), np.uint8)
+    _core.resample_rgb(wide[:, :img.width], (1, 2, 100, 90), False, a, OUT, OUT, "HWC", "uint8")
+    _core.resample_rgb(pixels, (1, 2, 100, 90), False, b, OUT, OUT, "HWC", "uint8")
+    np.testing.assert_array_equal(a, b)
+
+
+def test_image_info():
+    jpeg = encode(resized(photo("rocket"), 320), quality=80)
+    assert _core.image_info(jpeg) == (320, 214, 3, True)
+    assert _core.image_info(memoryview(jpeg)) == (320, 214, 3, True)
+    assert _core.image_info(encode(photo("camera"), quality=80)) == (512, 512, 1, True)
+    png = io.BytesIO()
+    photo("rocket").save(png, "PNG")
+    assert _core.image_info(png.getvalue()) == (0, 0, 0, False)
+    # A header claiming 13568 x 13568 pixels: PIL's DecompressionBombError limit.
+    bomb = b"\xff\xd8\xff\xc0\x00\x11\x08\x35\x00\x35\x00\x03\x01\x11\x00\x02\x11\x00\x03\x11\x00"
+    with pytest.raises(lmdbloader.errors.DecodeError, match="more than the limit"):
+        _core.image_info(bomb)
+
+
+def test_errors_name_the_image_in_the_batch():
+    good = encode(resized(photo("astronaut"), 200), quality=90)
+    out = np.zeros((3, 3, OUT, OUT), np.float32)
+    with pytest.raises(lmdbloader.errors.DecodeError, match="image 1 of 3: .*truncated") as e:
+        _core.decode_images([good, good[:len(good) // 2], good], [(0, 0, 200, 200)] * 3, None, out, OUT, OUT)
+    assert e.value.batch_index == 1
+    assert isinstance(e.value, ValueError)  # DecodeError is a ValueError too
+    with pytest.raises(lmdbloader.errors.DecodeError, match="image 2 of 3: not a JPEG") as e:
+        _core.decode_images([good, good, b"GIF89a..."], [(0, 0, 200, 200)] * 3, None, out, OUT, OUT)
+    assert e.value.batch_index == 2
+    with pytest.raises(ValueError, match="not inside the 200x200 image"):
+        _core.decode_images([good], [(0, 0, 201, 200)], None, out, OUT, OUT)
+    with pytest.raises(ValueError, match="3 images but 2 boxes"):
+        _core.decode_images([good] * 3, [(0, 0, 9, 9)] * 2, None, out, OUT, OUT)
+    with pytest.raises(ValueError, match="bytes; .* are needed"):
+        _core.decode_images([good] * 3, [(0, 0, 9, 9)] * 3, None, out[:2], OUT, OUT)
+    with pytest.raises(ValueError, match="layout"):
+        _core.decode_images([good], [(0, 0, 9, 9)], None, out, OUT, OUT, "WHC")
+    with pytest.raises(ValueError, match="dtype"):
+        _core.decode_images([good], [(0, 0, 9, 9)], None, out, OUT, OUT, "CHW", "float16")
+    with pytest.raises(ValueError, match="std"):
+        _core.decode_images([good], [(0, 0, 9, 9)], None, out, OUT, OUT, std=(1, 0, 1))
+    with pytest.raises(ValueError, match="output size"):
+        _core.decode_images([good], [(0, 0, 9, 9)], None, out, 0, OUT)
+    with pytest.raises(TypeError, match="buffer protocol"):
+        _core.decode_images([good], [(0, 0, 9, 9)], None, b"read-only bytes", OUT, OUT)
+    with pytest.raises(TypeError, match="buffer protocol"):
+        _core.decode_images([12345], [(0, 0, 9, 9)], None, out, OUT, OUT)
+    with pytest.raises(ValueError, match="box 0"):
+        _core.decode_images([good], [(0, 0, 9)], None, out, OUT, OUT)
+
+
+def test_other_threads_run_during_a_batch():
+    jpeg = encode(resized(photo("coffee"), 500), quality=90)
+    n = 48
+    out = np.zeros((n, 3, OUT, OUT), np.float32)
+    stop = threading.Event()
+    ticks = [0]
+
+    def spin():
+        while not stop.is_set():
+            ticks[0] += 1
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        t0, k0 = time.monotonic(), ticks[0]
+        time.sleep(0.2)
+        rate = (ticks[0] - k0) / (time.monotonic() - t0)
+        t0, k0 = time.monotonic(), ticks[0]
+        _core.decode_images([jpeg] * n, [(0, 0, 500, 333)] * n, None, out, OUT, OUT, scale_in_idct=False)
+        elapsed, during = time.monotonic() - t0, ticks[0] - k0
+    finally:
+        stop.set()
+        t.join()
+    assert elapsed > 0.02, "the batch was too quick to tell"
+    # Holding the GIL, the call would have let the spinner run for at most a
+    # switch interval (5 ms) of its whole time.
+    assert during > 0.1 * rate * elapsed, f"the other thread ran {during} times in {elapsed:.3f} s"
