@@ -444,6 +444,73 @@ TEST_P(ReaderModesTest, WriterCommitWithoutLockFileIsAnErrorNotOtherBytes) {
   EXPECT_EQ(v, std::string(3000, 'c'));
 }
 
+// liblmdb's mdb_env_close clears every reader-table slot of the process, and
+// a second environment of one file resets the process's locks: each Reader
+// of a database in a process shares one environment, so another reader of it
+// opening and closing leaves this one's snapshot held, and the writer's next
+// commits go to other pages (before, all 200 values read as the writer's).
+TEST_P(ReaderModesTest, AnotherReaderOfTheSameDatabaseClosingKeepsTheSnapshot) {
+  TempDir dir;
+  const std::string db = dir.Sub("db");
+  testing::WriteNumberedLmdb(db, 200, 3000);
+  ReaderOptions locked = NoSavedIndex();
+  locked.mode = GetParam();
+  locked.lock = true;
+  auto snapshot = OpenOrDie(db, locked);
+  {
+    auto other = OpenOrDie(db, locked);
+    auto third = OpenOrDie(db, locked);  // two at once, closed in the order they opened
+    std::string v;
+    ASSERT_OK(other->Read(7, &v));
+    other.reset();
+    ASSERT_OK(third->Read(8, &v));
+  }
+  RewriteAll(db, 200, 3000, 'a');
+  RewriteAll(db, 200, 3000, 'b');
+  RewriteAll(db, 200, 3000, 'c');
+  std::string v;
+  int changed = 0;
+  for (uint64_t i = 0; i < 200; ++i) {
+    ASSERT_OK(snapshot->Read(i, &v));
+    changed += v != RecordBytes(i, 3000);
+  }
+  EXPECT_EQ(changed, 0);
+  auto fresh = OpenOrDie(db, locked);  // a new reader sees the last commit
+  ASSERT_OK(fresh->Read(5, &v));
+  EXPECT_EQ(v, std::string(3000, 'c'));
+}
+
+// A child after fork that drops its copy of a lock=True reader unused leaves
+// the parent's snapshot alone: ending the transaction there would free the
+// parent's slot of the lock file, shared by both.
+TEST(ReaderTest, ChildDroppingAnInheritedSnapshotKeepsTheParents) {
+  TempDir dir;
+  const std::string db = dir.Sub("db");
+  testing::WriteNumberedLmdb(db, 200, 3000);
+  ReaderOptions locked = NoSavedIndex();
+  locked.lock = true;
+  auto snapshot = OpenOrDie(db, locked);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    snapshot.reset();
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  RewriteAll(db, 200, 3000, 'a');
+  RewriteAll(db, 200, 3000, 'b');
+  RewriteAll(db, 200, 3000, 'c');
+  std::string v;
+  int changed = 0;
+  for (uint64_t i = 0; i < 200; ++i) {
+    ASSERT_OK(snapshot->Read(i, &v));
+    changed += v != RecordBytes(i, 3000);
+  }
+  EXPECT_EQ(changed, 0);
+}
+
 // A shard set of thousands of parts maps thousands of files: mappings past
 // the first block of guard slots are guarded too.
 TEST(ReaderErrorsTest, MappingsBeyondFiveThousandAreStillGuarded) {
