@@ -480,6 +480,33 @@ TEST_P(ReaderModesTest, AnotherReaderOfTheSameDatabaseClosingKeepsTheSnapshot) {
   EXPECT_EQ(v, std::string(3000, 'c'));
 }
 
+// The readers of a database in a process share one environment, whose map
+// can adopt a writer's larger map only while none of them holds a snapshot
+// (lmdb.h, mdb_env_set_mapsize): a reader opened meanwhile is refused, naming
+// the file and what to do, and opens once the other is closed.
+TEST(ReaderTest, WriterGrowingTheMapPastASharedEnvironmentIsAClearError) {
+  TempDir dir;
+  const std::string db = dir.Sub("db");
+  testing::WriteNumberedLmdb(db, 10, 100);  // a map of 64 MiB and a little
+  ReaderOptions locked = NoSavedIndex();
+  locked.lock = true;
+  auto first = OpenOrDie(db, locked);
+  RewriteAll(db, 24000, 4000, 'a');  // a 1 GiB map, 94 MiB of pages
+  std::unique_ptr<Reader> second;
+  Status s = Reader::Open(db, locked, &second);
+  EXPECT_EQ(s.code(), Status::Code::kIOError) << s.ToString();
+  EXPECT_NE(s.message().find(db + "/data.mdb"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("close that reader"), std::string::npos) << s.ToString();
+  std::string v;
+  ASSERT_OK(first->Read(3, &v));
+  EXPECT_EQ(v, RecordBytes(3, 100));
+  first.reset();
+  second = OpenOrDie(db, locked);
+  EXPECT_EQ(second->size(), 24000u);
+  ASSERT_OK(second->Read(3, &v));
+  EXPECT_EQ(v, std::string(4000, 'a'));
+}
+
 // A child after fork that drops its copy of a lock=True reader unused leaves
 // the parent's snapshot alone: ending the transaction there would free the
 // parent's slot of the lock file, shared by both.

@@ -143,9 +143,9 @@ Status BeginRead(LmdbSharedEnv& shared, const std::string& where, MDB_txn** txn)
     if (rc == MDB_SUCCESS) rc = mdb_txn_begin(shared.env, nullptr, MDB_RDONLY, txn);
   }
   if (rc == MDB_MAP_RESIZED)
-    return Status::FromLmdb(rc, "mdb_txn_begin", where + " (lock=True: a writer grew the map since another reader "
-                                                         "of it in this process opened it; close that reader to "
-                                                         "open this one)");
+    return Status::IOError("open " + where + " with lock=True: a writer grew the database's map past the one "
+                           "that another reader of it in this process still holds a snapshot in "
+                           "(MDB_MAP_RESIZED); close that reader to open this one");
   if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_txn_begin", where);
   ++shared.live_txns;
   return Status::OK();
