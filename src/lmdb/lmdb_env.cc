@@ -151,6 +151,18 @@ Status BeginRead(LmdbSharedEnv& shared, const std::string& where, MDB_txn** txn)
   return Status::OK();
 }
 
+// Whether `tree` has the counts of the main tree `txn` copied from its meta
+// page (mdb_stat reads only that copy: no page of the file). Under the
+// environment's lock: mdb_dbi_open sets the environment's comparator.
+bool SameMainTree(LmdbSharedEnv& shared, MDB_txn* txn, const LmdbTree& tree) {
+  std::lock_guard<std::mutex> lock(shared.mu);
+  MDB_dbi dbi;
+  MDB_stat st;
+  if (mdb_dbi_open(txn, nullptr, 0, &dbi) != MDB_SUCCESS || mdb_stat(txn, dbi, &st) != MDB_SUCCESS) return false;
+  return st.ms_depth == tree.depth && st.ms_branch_pages == tree.branch_pages && st.ms_leaf_pages == tree.leaf_pages &&
+         st.ms_overflow_pages == tree.overflow_pages && st.ms_entries == tree.entries;
+}
+
 void EndRead(LmdbSharedEnv& shared, MDB_txn* txn) {
   std::lock_guard<std::mutex> lock(shared.mu);
   mdb_txn_abort(txn);
@@ -198,17 +210,39 @@ Status LmdbEnv::Open(const DataLocation& location, bool lock, const std::string&
   if (lock) {
     LMDBLOADER_RETURN_IF_ERROR(SharedEnvironment(location, e->file_.fd(), &e->env_));
     e->pid_ = ::getpid();
-    // The snapshot's meta page can be overwritten by a writer's second commit
-    // after ours began: read it right away, and begin again if it is gone.
+    // liblmdb copies the snapshot's trees from its meta page when the
+    // transaction begins (mdb_txn_renew0) but hands out neither their root
+    // pages nor the last page, so the walk reads that meta page again from
+    // the file, where the writer's second commit after ours rewrites it (the
+    // two meta pages take turns). A read that finds it gone begins again. A
+    // read that overlapped the rewrite could hold the new trees under the old
+    // id (mdb_env_write_meta writes the id last): the page read is taken only
+    // when the main tree's counts are the ones liblmdb copied, and when, read
+    // after it, neither meta page holds a later commit yet (the commit that
+    // rewrites ours comes after the next one, so it had not begun).
+    constexpr int kAttempts = 16;
     Status found;
-    for (int attempt = 0; attempt < 8; ++attempt) {
+    for (int attempt = 1;; ++attempt) {
       LMDBLOADER_RETURN_IF_ERROR(BeginRead(*e->env_, where, &e->txn_));
-      found = e->file_.ReadMeta(mdb_txn_id(e->txn_), &e->meta_);
-      if (!found.IsNotFound()) break;
+      const uint64_t txnid = mdb_txn_id(e->txn_);
+      found = e->file_.ReadMeta(txnid, &e->meta_);
+      if (found.ok()) {
+        uint64_t committed = 0;
+        LMDBLOADER_RETURN_IF_ERROR(
+            ReadCommittedTxnid(e->file_.fd(), nullptr, e->meta_.page_size, where, &committed));
+        const bool same_trees = SameMainTree(*e->env_, e->txn_, e->meta_.main_tree);
+        if (same_trees && (committed == txnid || attempt == kAttempts)) break;
+        if (!same_trees && attempt == kAttempts)
+          found = Status::Corruption("open " + where + ": meta page " + std::to_string(e->meta_.page) +
+                                     " of transaction " + std::to_string(txnid) +
+                                     " holds another main tree than the one liblmdb's read transaction copied");
+      } else if (!found.IsNotFound()) {
+        return found;
+      }
       EndRead(*e->env_, e->txn_);
       e->txn_ = nullptr;
+      if (attempt == kAttempts) return found;
     }
-    LMDBLOADER_RETURN_IF_ERROR(found);
   }
   if (db_name.empty()) {
     e->tree_ = e->meta_.main_tree;
