@@ -83,6 +83,7 @@ void HoldEnvsAcrossFork() {
 struct LmdbSharedEnv {
   MDB_env* env = nullptr;
   pid_t pid = 0;          // the process that opened it: a forked child never closes it
+  // Destroyed with EnvsMutex held (LmdbEnv::Close, SharedEnvironment).
   std::mutex mu;          // serializes mdb_txn_begin, mdb_txn_abort and map resizes
   int live_txns = 0;      // read transactions begun and not yet ended (guarded by mu)
   ~LmdbSharedEnv() {
@@ -92,9 +93,9 @@ struct LmdbSharedEnv {
 
 namespace {
 
-// This process's environment of the database `location` names (the file
-// `data` has open), opened with MDB_RDONLY | MDB_NORDAHEAD | MDB_NOTLS when it
-// has none yet (or only one a parent process opened before fork).
+// This process's environment of the database `location` names (whose data
+// file `data_fd` has open), opened with MDB_RDONLY | MDB_NORDAHEAD | MDB_NOTLS
+// when it has none yet (or only one a parent process opened before fork).
 Status SharedEnvironment(const DataLocation& location, int data_fd, std::shared_ptr<LmdbSharedEnv>* out) {
   const std::string& where = location.data_path;
   struct stat st;
@@ -110,7 +111,9 @@ Status SharedEnvironment(const DataLocation& location, int data_fd, std::shared_
       *out = std::move(env);
       return Status::OK();
     }
-    envs.erase(found);  // closed, or the parent's before fork
+    // Closed, or a parent's before fork. (An entry stays once its database
+    // is closed, until it is opened again: a few bytes per database.)
+    envs.erase(found);
   }
   auto env = std::make_shared<LmdbSharedEnv>();
   int rc = mdb_env_create(&env->env);
@@ -272,7 +275,12 @@ void LmdbEnv::Close() {
   // file is shared memory): ending it there would end the parent's snapshot.
   if (txn != nullptr && env && pid_ == ::getpid()) EndRead(*env, txn);
   // The environment closes with the last LmdbEnv of it in the process that
-  // opened it (~LmdbSharedEnv).
+  // opened it (~LmdbSharedEnv), under the lock its opening takes: a reader
+  // opening it again meanwhile must not open a second environment while the
+  // first one's close is still to clear this process's slots.
+  if (!env) return;
+  std::lock_guard<std::mutex> lock(EnvsMutex());
+  env.reset();
 }
 
 LmdbEnv::~LmdbEnv() { Close(); }
