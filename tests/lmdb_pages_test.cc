@@ -372,6 +372,48 @@ TEST(LmdbPagesTest, RandomMutationsEndInCorruptionNeverACrash) {
   std::printf("random mutations: %d walked, %d reported as damaged\n", ok, corrupted);
 }
 
+// A writer's commit between opening the file and reading its meta page grows
+// the file with pages the new snapshot reaches (here, overflow values past the
+// old end): the walk reads them, bounded by the file as it is after the
+// commit, not by its size when it was opened.
+TEST(LmdbPagesTest, CommitBetweenOpenAndMetaGrowsTheFileAndWalksClean) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 50, 100);
+  LmdbFile file;
+  ASSERT_OK(file.Open(dir.Sub("db") + "/data.mdb"));
+  const uint64_t opened_at = file.file_size();
+
+  MDB_env* env = nullptr;
+  MDB_txn* txn = nullptr;
+  MDB_dbi dbi;
+  ASSERT_EQ(mdb_env_create(&env), 0);
+  ASSERT_EQ(mdb_env_set_mapsize(env, 1u << 26), 0);
+  ASSERT_EQ(mdb_env_open(env, dir.Sub("db").c_str(), MDB_NOSYNC, 0644), 0);
+  ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+  ASSERT_EQ(mdb_dbi_open(txn, nullptr, 0, &dbi), 0);
+  const std::string big(5 * kPage, 'x');
+  for (int i = 0; i < 20; ++i) {
+    std::string key = "zz" + std::to_string(i);
+    MDB_val k{key.size(), key.data()}, v{big.size(), const_cast<char*>(big.data())};
+    ASSERT_EQ(mdb_put(txn, dbi, &k, &v, 0), 0);
+  }
+  ASSERT_EQ(mdb_txn_commit(txn), 0);
+  mdb_env_close(env);
+
+  LmdbMeta meta;
+  ASSERT_OK(file.ReadMeta(0, &meta));
+  ASSERT_GT(meta.last_pgno * kPage, opened_at);  // the commit's pages lie past the size at open
+  EXPECT_GT(file.file_size(), opened_at);
+  uint64_t items = 0, on_overflow = 0;
+  EXPECT_OK(file.Walk(meta, meta.main_tree, [&](const LmdbItem& item) -> Status {
+    ++items;
+    on_overflow += item.on_overflow_pages;
+    return Status::OK();
+  }));
+  EXPECT_EQ(items, 70u);
+  EXPECT_EQ(on_overflow, 20u);
+}
+
 // The writer watch's reading of LMDB's last committed transaction, from a
 // mapping of the two meta pages and (where a file system cannot map) with
 // pread: both follow every commit, whichever meta page it wrote.

@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -442,6 +444,208 @@ TEST_P(ReaderModesTest, WriterCommitWithoutLockFileIsAnErrorNotOtherBytes) {
   auto fresh = OpenOrDie(db, unlocked);
   ASSERT_OK(fresh->Read(5, &v));
   EXPECT_EQ(v, std::string(3000, 'c'));
+}
+
+// liblmdb's mdb_env_close clears every reader-table slot of the process, and
+// a second environment of one file resets the process's locks: each Reader
+// of a database in a process shares one environment, so another reader of it
+// opening and closing leaves this one's snapshot held, and the writer's next
+// commits go to other pages (before, all 200 values read as the writer's).
+TEST_P(ReaderModesTest, AnotherReaderOfTheSameDatabaseClosingKeepsTheSnapshot) {
+  TempDir dir;
+  const std::string db = dir.Sub("db");
+  testing::WriteNumberedLmdb(db, 200, 3000);
+  ReaderOptions locked = NoSavedIndex();
+  locked.mode = GetParam();
+  locked.lock = true;
+  auto snapshot = OpenOrDie(db, locked);
+  {
+    auto other = OpenOrDie(db, locked);
+    auto third = OpenOrDie(db, locked);  // two at once, closed in the order they opened
+    std::string v;
+    ASSERT_OK(other->Read(7, &v));
+    other.reset();
+    ASSERT_OK(third->Read(8, &v));
+  }
+  RewriteAll(db, 200, 3000, 'a');
+  RewriteAll(db, 200, 3000, 'b');
+  RewriteAll(db, 200, 3000, 'c');
+  std::string v;
+  int changed = 0;
+  for (uint64_t i = 0; i < 200; ++i) {
+    ASSERT_OK(snapshot->Read(i, &v));
+    changed += v != RecordBytes(i, 3000);
+  }
+  EXPECT_EQ(changed, 0);
+  auto fresh = OpenOrDie(db, locked);  // a new reader sees the last commit
+  ASSERT_OK(fresh->Read(5, &v));
+  EXPECT_EQ(v, std::string(3000, 'c'));
+}
+
+// The readers of a database in a process share one environment, whose map
+// can adopt a writer's larger map only while none of them holds a snapshot
+// (lmdb.h, mdb_env_set_mapsize): a reader opened meanwhile is refused, naming
+// the file and what to do, and opens once the other is closed.
+TEST(ReaderTest, WriterGrowingTheMapPastASharedEnvironmentIsAClearError) {
+  TempDir dir;
+  const std::string db = dir.Sub("db");
+  testing::WriteNumberedLmdb(db, 10, 100);  // a map of 64 MiB and a little
+  ReaderOptions locked = NoSavedIndex();
+  locked.lock = true;
+  auto first = OpenOrDie(db, locked);
+  RewriteAll(db, 24000, 4000, 'a');  // a 1 GiB map, 94 MiB of pages
+  std::unique_ptr<Reader> second;
+  Status s = Reader::Open(db, locked, &second);
+  EXPECT_EQ(s.code(), Status::Code::kIOError) << s.ToString();
+  EXPECT_NE(s.message().find(db + "/data.mdb"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("close that reader"), std::string::npos) << s.ToString();
+  std::string v;
+  ASSERT_OK(first->Read(3, &v));
+  EXPECT_EQ(v, RecordBytes(3, 100));
+  first.reset();
+  second = OpenOrDie(db, locked);
+  EXPECT_EQ(second->size(), 24000u);
+  ASSERT_OK(second->Read(3, &v));
+  EXPECT_EQ(v, std::string(4000, 'a'));
+}
+
+// Record i as commit `gen` of LiveWriter writes it: i and gen, then a byte
+// of both, repeated; every fourth record on 1-3 overflow pages.
+std::string LiveValue(uint32_t i, uint32_t gen) {
+  const size_t size = i % 4 == 0 ? 2100 + (gen * 131 + i * 17) % 10000 : 40 + (gen * 7 + i) % 400;
+  std::string v(size, static_cast<char>(i * 31 + gen));
+  std::memcpy(v.data(), &i, 4);
+  std::memcpy(v.data() + 4, &gen, 4);
+  return v;
+}
+
+// Whether `v` is record i as some commit wrote it.
+bool IsLiveValue(uint32_t i, const std::string& v) {
+  uint32_t key = 0, gen = 0;
+  if (v.size() < 8) return false;
+  std::memcpy(&key, v.data(), 4);
+  std::memcpy(&gen, v.data() + 4, 4);
+  return key == i && v == LiveValue(i, gen);
+}
+
+// A writer in a child process: commits `count` records (gen 0), writes a
+// byte to `ready`, then rewrites 20 of them per transaction until `seconds`
+// have passed. Exits with the number of commits (capped at 255) or 0 on error.
+pid_t StartLiveWriter(const std::string& dir, uint32_t count, double seconds, int ready) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  MDB_env* env = nullptr;
+  if (mdb_env_create(&env) || mdb_env_set_mapsize(env, 256ull << 20) || mdb_env_open(env, dir.c_str(), MDB_NOSYNC, 0644))
+    _exit(0);
+  auto commit = [&](uint32_t gen, uint32_t first, uint32_t n, uint32_t step) {
+    MDB_txn* txn = nullptr;
+    MDB_dbi dbi;
+    if (mdb_txn_begin(env, nullptr, 0, &txn) || mdb_dbi_open(txn, nullptr, 0, &dbi)) _exit(0);
+    for (uint32_t k = 0; k < n; ++k) {
+      const uint32_t i = (first + k * step) % count;
+      char key[4] = {static_cast<char>(i >> 24), static_cast<char>(i >> 16), static_cast<char>(i >> 8),
+                     static_cast<char>(i)};
+      std::string value = LiveValue(i, gen);
+      MDB_val kv{4, key}, vv{value.size(), value.data()};
+      if (mdb_put(txn, dbi, &kv, &vv, 0)) _exit(0);
+    }
+    if (mdb_txn_commit(txn)) _exit(0);
+  };
+  commit(0, 0, count, 1);
+  if (write(ready, "r", 1) != 1) _exit(0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  uint32_t gen = 1;
+  for (; std::chrono::steady_clock::now() < deadline; ++gen) commit(gen, gen * 7919, 20, 37);
+  mdb_env_close(env);
+  _exit(gen > 255 ? 255 : static_cast<int>(gen));
+}
+
+// lock=True readers of one database in two threads of this process open,
+// check and close again and again while a writer commits: each open walks
+// a snapshot that the writer keeps from reuse, so none reports damage and
+// every record read is one a commit wrote for it (the pages it reads are
+// never the writer's newer ones).
+TEST(ReaderTest, LockReadersReopeningBesideACommittingWriterReadTheirSnapshots) {
+  TempDir dir;
+  const std::string db = dir.Sub("db");
+  std::filesystem::create_directory(db);
+  constexpr uint32_t kCount = 300;
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t writer = StartLiveWriter(db, kCount, 3.0, ready[1]);
+  ASSERT_GE(writer, 0);
+  char byte;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  std::atomic<bool> stop{false};
+  std::atomic<int> opens{0};
+  std::vector<std::string> errors[2];
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      ReaderOptions options = NoSavedIndex();
+      options.lock = true;
+      options.mode = t == 0 ? AccessMode::kMmap : AccessMode::kPread;
+      std::string v;
+      for (uint64_t round = 0; !stop.load(); ++round) {
+        std::unique_ptr<Reader> r;
+        Status s = Reader::Open(db, options, &r);
+        ++opens;
+        if (!s.ok()) {
+          errors[t].push_back(s.ToString());
+          continue;
+        }
+        if (r->size() != kCount) errors[t].push_back(std::to_string(r->size()) + " records");
+        for (uint64_t i = round % 7; i < r->size(); i += 29) {
+          s = r->Read(i, &v);
+          if (!s.ok() || !IsLiveValue(static_cast<uint32_t>(i), v))
+            errors[t].push_back("record " + std::to_string(i) + ": " + (s.ok() ? "other bytes" : s.ToString()));
+        }
+      }
+    });
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(writer, &status, 0), writer);
+  stop = true;
+  for (auto& th : threads) th.join();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_GT(WEXITSTATUS(status), 20) << "commits while the readers opened";
+  EXPECT_GT(opens.load(), 40);
+  for (int t = 0; t < 2; ++t)
+    EXPECT_TRUE(errors[t].empty()) << errors[t].size() << " wrong, first: " << errors[t].front();
+  std::printf("%d opens beside %d+ commits\n", opens.load(), WEXITSTATUS(status));
+}
+
+// A child after fork that drops its copy of a lock=True reader unused leaves
+// the parent's snapshot alone: ending the transaction there would free the
+// parent's slot of the lock file, shared by both.
+TEST(ReaderTest, ChildDroppingAnInheritedSnapshotKeepsTheParents) {
+  TempDir dir;
+  const std::string db = dir.Sub("db");
+  testing::WriteNumberedLmdb(db, 200, 3000);
+  ReaderOptions locked = NoSavedIndex();
+  locked.lock = true;
+  auto snapshot = OpenOrDie(db, locked);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    snapshot.reset();
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  RewriteAll(db, 200, 3000, 'a');
+  RewriteAll(db, 200, 3000, 'b');
+  RewriteAll(db, 200, 3000, 'c');
+  std::string v;
+  int changed = 0;
+  for (uint64_t i = 0; i < 200; ++i) {
+    ASSERT_OK(snapshot->Read(i, &v));
+    changed += v != RecordBytes(i, 3000);
+  }
+  EXPECT_EQ(changed, 0);
 }
 
 // A shard set of thousands of parts maps thousands of files: mappings past

@@ -1,11 +1,15 @@
 #include "lmdb/lmdb_env.h"
 
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "corpus/corpus_format.h"
 
@@ -37,6 +41,135 @@ Status LockFileProblem(const DataLocation& location, int rc) {
   if (!S_ISREG(st.st_mode))
     return Status::IOError("lock=True: the lock file " + lock + " is not a regular file", rc);
   return Status::OK();
+}
+
+// The environments this process has open, one per database: the data file's
+// device and inode, and whether it was opened as a directory (its lock file
+// is then lock.mdb beside it, else PATH-lock).
+using EnvKey = std::tuple<dev_t, ino_t, bool>;
+
+std::mutex& EnvsMutex() {
+  static std::mutex* mu = new std::mutex();  // never destroyed: in use until exit
+  return *mu;
+}
+
+std::map<EnvKey, std::weak_ptr<LmdbSharedEnv>>& Envs() {
+  static auto* envs = new std::map<EnvKey, std::weak_ptr<LmdbSharedEnv>>();
+  return *envs;
+}
+
+// A fork while another thread holds EnvsMutex would leave it held forever
+// in the child, whose reader must open its own environment.
+void HoldEnvsAcrossFork() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    pthread_atfork([] { EnvsMutex().lock(); }, [] { EnvsMutex().unlock(); }, [] { EnvsMutex().unlock(); });
+  });
+}
+
+}  // namespace
+
+// One MDB_env of a database, shared by every LmdbEnv of it in this process.
+// liblmdb keeps one reader table per database, in the lock file, and an
+// environment's close clears every slot this process holds in it, whichever
+// environment took them (mdb.c, mdb_env_close0); a second environment of the
+// same file also takes its locks anew, and can reset the whole table when
+// no other process has it open (mdb_env_setup_locks), and its close drops
+// the process's fcntl locks on the lock file (lmdb.h, Caveats). Either way
+// the snapshot another reader in this process holds is no longer seen by
+// the writer, which reuses its pages while that reader walks or reads them.
+// So a process opens each database once; every LmdbEnv begins its own read
+// transaction in it (MDB_NOTLS: each takes a slot of its own).
+struct LmdbSharedEnv {
+  MDB_env* env = nullptr;
+  pid_t pid = 0;          // the process that opened it: a forked child never closes it
+  // Destroyed with EnvsMutex held (LmdbEnv::Close, SharedEnvironment).
+  std::mutex mu;          // serializes mdb_txn_begin, mdb_txn_abort and map resizes
+  int live_txns = 0;      // read transactions begun and not yet ended (guarded by mu)
+  ~LmdbSharedEnv() {
+    if (env != nullptr && pid == ::getpid()) mdb_env_close(env);
+  }
+};
+
+namespace {
+
+// This process's environment of the database `location` names (whose data
+// file `data_fd` has open), opened with MDB_RDONLY | MDB_NORDAHEAD | MDB_NOTLS
+// when it has none yet (or only one a parent process opened before fork).
+Status SharedEnvironment(const DataLocation& location, int data_fd, std::shared_ptr<LmdbSharedEnv>* out) {
+  const std::string& where = location.data_path;
+  struct stat st;
+  if (::fstat(data_fd, &st) != 0) return Status::FromErrno(errno, "fstat", where);
+  const EnvKey key{st.st_dev, st.st_ino, location.subdir};
+  HoldEnvsAcrossFork();
+  std::lock_guard<std::mutex> lock(EnvsMutex());
+  auto& envs = Envs();
+  auto found = envs.find(key);
+  if (found != envs.end()) {
+    std::shared_ptr<LmdbSharedEnv> env = found->second.lock();
+    if (env && env->pid == ::getpid()) {
+      *out = std::move(env);
+      return Status::OK();
+    }
+    // Closed, or a parent's before fork. (An entry stays once its database
+    // is closed, until it is opened again: a few bytes per database.)
+    envs.erase(found);
+  }
+  auto env = std::make_shared<LmdbSharedEnv>();
+  int rc = mdb_env_create(&env->env);
+  if (rc != MDB_SUCCESS) {
+    env->env = nullptr;
+    return Status::FromLmdb(rc, "mdb_env_create", where);
+  }
+  env->pid = ::getpid();
+  unsigned flags = MDB_RDONLY | MDB_NORDAHEAD | MDB_NOTLS;
+  if (!location.subdir) flags |= MDB_NOSUBDIR;
+  rc = mdb_env_open(env->env, location.path.c_str(), flags, 0644);
+  if (rc != MDB_SUCCESS) {
+    LMDBLOADER_RETURN_IF_ERROR(LockFileProblem(location, rc));
+    return Status::FromLmdb(rc, "mdb_env_open", where);
+  }
+  envs[key] = env;
+  *out = std::move(env);
+  return Status::OK();
+}
+
+// Begins a read transaction in `shared`. A writer that raised its map size
+// since the environment was opened makes liblmdb refuse (MDB_MAP_RESIZED)
+// until the environment adopts the new size, which lmdb.h allows only while
+// no transaction of it is active in this process.
+Status BeginRead(LmdbSharedEnv& shared, const std::string& where, MDB_txn** txn) {
+  std::lock_guard<std::mutex> lock(shared.mu);
+  int rc = mdb_txn_begin(shared.env, nullptr, MDB_RDONLY, txn);
+  if (rc == MDB_MAP_RESIZED && shared.live_txns == 0) {
+    rc = mdb_env_set_mapsize(shared.env, 0);
+    if (rc == MDB_SUCCESS) rc = mdb_txn_begin(shared.env, nullptr, MDB_RDONLY, txn);
+  }
+  if (rc == MDB_MAP_RESIZED)
+    return Status::IOError("open " + where + " with lock=True: a writer grew the database's map past the one "
+                           "that another reader of it in this process still holds a snapshot in "
+                           "(MDB_MAP_RESIZED); close that reader to open this one");
+  if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_txn_begin", where);
+  ++shared.live_txns;
+  return Status::OK();
+}
+
+// Whether `tree` has the counts of the main tree `txn` copied from its meta
+// page (mdb_stat reads only that copy: no page of the file). Under the
+// environment's lock: mdb_dbi_open sets the environment's comparator.
+bool SameMainTree(LmdbSharedEnv& shared, MDB_txn* txn, const LmdbTree& tree) {
+  std::lock_guard<std::mutex> lock(shared.mu);
+  MDB_dbi dbi;
+  MDB_stat st;
+  if (mdb_dbi_open(txn, nullptr, 0, &dbi) != MDB_SUCCESS || mdb_stat(txn, dbi, &st) != MDB_SUCCESS) return false;
+  return st.ms_depth == tree.depth && st.ms_branch_pages == tree.branch_pages && st.ms_leaf_pages == tree.leaf_pages &&
+         st.ms_overflow_pages == tree.overflow_pages && st.ms_entries == tree.entries;
+}
+
+void EndRead(LmdbSharedEnv& shared, MDB_txn* txn) {
+  std::lock_guard<std::mutex> lock(shared.mu);
+  mdb_txn_abort(txn);
+  --shared.live_txns;
 }
 
 }  // namespace
@@ -78,27 +211,41 @@ Status LmdbEnv::Open(const DataLocation& location, bool lock, const std::string&
   // liblmdb sees the file only after its meta pages passed the checks.
   LMDBLOADER_RETURN_IF_ERROR(e->file_.ReadMeta(0, &e->meta_));
   if (lock) {
-    int rc = mdb_env_create(&e->env_);
-    if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_env_create", where);
-    unsigned flags = MDB_RDONLY | MDB_NORDAHEAD | MDB_NOTLS;
-    if (!location.subdir) flags |= MDB_NOSUBDIR;
-    rc = mdb_env_open(e->env_, location.path.c_str(), flags, 0644);
-    if (rc != MDB_SUCCESS) {
-      LMDBLOADER_RETURN_IF_ERROR(LockFileProblem(location, rc));
-      return Status::FromLmdb(rc, "mdb_env_open", where);
-    }
-    // The snapshot's meta page can be overwritten by a writer's second commit
-    // after ours began: read it right away, and begin again if it is gone.
+    LMDBLOADER_RETURN_IF_ERROR(SharedEnvironment(location, e->file_.fd(), &e->env_));
+    e->pid_ = ::getpid();
+    // liblmdb copies the snapshot's trees from its meta page when the
+    // transaction begins (mdb_txn_renew0) but hands out neither their root
+    // pages nor the last page, so the walk reads that meta page again from
+    // the file, where the writer's second commit after ours rewrites it (the
+    // two meta pages take turns). A read that finds it gone begins again. A
+    // read that overlapped the rewrite could hold the new trees under the old
+    // id (mdb_env_write_meta writes the id last): the page read is taken only
+    // when the main tree's counts are the ones liblmdb copied, and when, read
+    // after it, neither meta page holds a later commit yet (the commit that
+    // rewrites ours comes after the next one, so it had not begun).
+    constexpr int kAttempts = 16;
     Status found;
-    for (int attempt = 0; attempt < 8; ++attempt) {
-      rc = mdb_txn_begin(e->env_, nullptr, MDB_RDONLY, &e->txn_);
-      if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_txn_begin", where);
-      found = e->file_.ReadMeta(mdb_txn_id(e->txn_), &e->meta_);
-      if (!found.IsNotFound()) break;
-      mdb_txn_abort(e->txn_);
+    for (int attempt = 1;; ++attempt) {
+      LMDBLOADER_RETURN_IF_ERROR(BeginRead(*e->env_, where, &e->txn_));
+      const uint64_t txnid = mdb_txn_id(e->txn_);
+      found = e->file_.ReadMeta(txnid, &e->meta_);
+      if (found.ok()) {
+        uint64_t committed = 0;
+        LMDBLOADER_RETURN_IF_ERROR(
+            ReadCommittedTxnid(e->file_.fd(), nullptr, e->meta_.page_size, where, &committed));
+        const bool same_trees = SameMainTree(*e->env_, e->txn_, e->meta_.main_tree);
+        if (same_trees && (committed == txnid || attempt == kAttempts)) break;
+        if (!same_trees && attempt == kAttempts)
+          found = Status::Corruption("open " + where + ": meta page " + std::to_string(e->meta_.page) +
+                                     " of transaction " + std::to_string(txnid) +
+                                     " holds another main tree than the one liblmdb's read transaction copied");
+      } else if (!found.IsNotFound()) {
+        return found;
+      }
+      EndRead(*e->env_, e->txn_);
       e->txn_ = nullptr;
+      if (attempt == kAttempts) return found;
     }
-    LMDBLOADER_RETURN_IF_ERROR(found);
   }
   if (db_name.empty()) {
     e->tree_ = e->meta_.main_tree;
@@ -121,11 +268,19 @@ Status LmdbEnv::Open(const DataLocation& location, bool lock, const std::string&
 void LmdbEnv::Close() {
   // Null the handles first so a second Close (or the destructor) is a no-op.
   MDB_txn* txn = txn_;
-  MDB_env* env = env_;
+  std::shared_ptr<LmdbSharedEnv> env = std::move(env_);
   txn_ = nullptr;
-  env_ = nullptr;
-  if (txn) mdb_txn_abort(txn);
-  if (env) mdb_env_close(env);
+  env_.reset();
+  // In a child after fork the transaction's slot is the parent's (the lock
+  // file is shared memory): ending it there would end the parent's snapshot.
+  if (txn != nullptr && env && pid_ == ::getpid()) EndRead(*env, txn);
+  // The environment closes with the last LmdbEnv of it in the process that
+  // opened it (~LmdbSharedEnv), under the lock its opening takes: a reader
+  // opening it again meanwhile must not open a second environment while the
+  // first one's close is still to clear this process's slots.
+  if (!env) return;
+  std::lock_guard<std::mutex> lock(EnvsMutex());
+  env.reset();
 }
 
 LmdbEnv::~LmdbEnv() { Close(); }

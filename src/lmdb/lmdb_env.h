@@ -5,12 +5,16 @@
 // in lock mode, and only to open the environment and hold one read
 // transaction (the snapshot that keeps a concurrent writer from reusing the
 // pages the index points to); it reads nothing but the meta pages, which
-// LmdbFile checked first. Owns MDB_env* and MDB_txn*; not copyable; closing is
-// idempotent. Never used after fork(): a child opens its own (lmdb.h, Caveats).
+// LmdbFile checked first. Every LmdbEnv of one database in a process shares
+// one MDB_env (LmdbSharedEnv, lmdb_env.cc says why) and owns its MDB_txn; not
+// copyable; closing is idempotent. Never used after fork(): a child opens its
+// own (lmdb.h, Caveats), and closing the parent's there leaves liblmdb alone.
 #ifndef LMDBLOADER_SRC_LMDB_ENV_H_
 #define LMDBLOADER_SRC_LMDB_ENV_H_
 
 #include <lmdb.h>
+
+#include <sys/types.h>
 
 #include <memory>
 #include <string>
@@ -20,6 +24,8 @@
 #include "reader/record_index.h"
 
 namespace lmdbloader {
+
+struct LmdbSharedEnv;
 
 // Where an environment's files are: a directory holding data.mdb, or a single
 // file opened with MDB_NOSUBDIR.
@@ -55,8 +61,9 @@ class LmdbEnv {
 
  private:
   LmdbEnv() = default;
-  MDB_env* env_ = nullptr;  // lock mode only
-  MDB_txn* txn_ = nullptr;  // lock mode only
+  std::shared_ptr<LmdbSharedEnv> env_;  // lock mode only
+  MDB_txn* txn_ = nullptr;              // lock mode only
+  pid_t pid_ = 0;                       // the process that began txn_
   LmdbFile file_;
   LmdbMeta meta_;
   LmdbTree tree_;

@@ -282,6 +282,15 @@ Status LmdbFile::ReadMeta(uint64_t want_txnid, LmdbMeta* out) {
       return Status::Corruption(where + "the " + std::string(name) + " tree's depth " + std::to_string(t->depth) +
                                 " is outside 1..32");
   }
+  // The walk's bound on the file is its size now, not at Open: a writer
+  // writes every page a commit's trees reach before that commit's meta page
+  // (mdb_txn_commit: mdb_page_flush, then mdb_env_write_meta), growing the
+  // file as it goes, so a size taken after reading the meta page covers the
+  // snapshot, where one taken before it can miss the pages of a commit made
+  // in between (a sound file then read as truncated).
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) return Status::FromErrno(errno, "fstat", path_);
+  file_size_ = static_cast<uint64_t>(st.st_size);
   *out = meta;
   return Status::OK();
 }

@@ -117,6 +117,8 @@ class LmdbFile {
   // Reads and checks both meta pages and picks the one LMDB would use (the
   // higher transaction id), or, when `txnid` is not 0, the one that holds it
   // (NotFound when neither does). Corruption naming the file otherwise.
+  // Takes file_size() again once the meta page is read: walks of that meta
+  // are bounded by the file as it is after its commit.
   Status ReadMeta(uint64_t txnid, LmdbMeta* meta);
 
   // The header of the named database `name` in `meta`'s main tree. NotFound

@@ -238,9 +238,10 @@ Status Reader::ReopenHandles() {
     Part& p = *parts_[i];
     if (p.env) {
       // The parent's environment must not be touched here, not even closed
-      // (mdb_env_close would act on the parent's lock-file state): let go of
-      // it without closing, and open this process's own snapshot.
-      (void)p.env.release();
+      // (mdb_env_close would act on the parent's lock-file state): LmdbEnv
+      // lets go of it in a child without calling liblmdb. Open this
+      // process's own snapshot.
+      p.env.reset();
       LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(p.location, true, options_.db_name, &p.env));
       if (!(p.env->identity() == p.index.identity)) {
         RecordIndex fresh;
