@@ -327,14 +327,29 @@ void BindBatchRing(py::module_& m) {
       .def_property_readonly("slots", &BatchRing::slots)
       .def_property_readonly("slot_bytes", &BatchRing::slot_bytes)
       .def_property_readonly("total_bytes", &BatchRing::total_bytes)
+      .def_property_readonly("reserved_bytes", &BatchRing::reserved_bytes)
       .def_property_readonly("backing", &BatchRing::backing_name)
+      .def_property_readonly("retired", &BatchRing::retired)
       .def("acquire", [](BatchRing& ring) -> py::object {
         uint32_t slot = 0;
         uint64_t generation = 0;
         if (!ring.Acquire(&slot, &generation)) return py::none();
         return py::make_tuple(slot, generation);
       })
+      // Reserving and giving back pages (tens of MiB at a time) let the
+      // worker's other threads (the queue's feeder) run meanwhile.
+      .def("reserve", [](BatchRing& ring, uint32_t slot, uint64_t bytes) {
+        Status s;
+        {
+          py::gil_scoped_release release;
+          s = ring.Reserve(slot, bytes);
+        }
+        ThrowIfError(s);
+      }, py::arg("slot"), py::arg("bytes"))
       .def("release", &BatchRing::Release)
+      .def("return_free_slots", &BatchRing::ReturnFreeSlots, py::call_guard<py::gil_scoped_release>())
+      .def("retire", &BatchRing::Retire, py::call_guard<py::gil_scoped_release>())
+      .def("generation", &BatchRing::generation)
       .def("held", &BatchRing::held)
       .def_buffer([](BatchRing& ring) {  // every slot, one after another
         return py::buffer_info(ring.slot_data(0), 1, py::format_descriptor<uint8_t>::format(), 1,

@@ -1,11 +1,13 @@
 // BatchRing: slots taken and freed by generation, shared with another
-// process through the descriptor, memory reserved up front.
+// process through the descriptor, memory reserved a slot at a time as
+// batches use it and given back when the producer no longer needs it.
 #include "lmdbloader/batch_ring.h"
 
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <set>
 
@@ -102,12 +104,139 @@ TEST(BatchRingTest, AMemfdRingCannotBeResizedUnderItsMappings) {
   std::memset(ring->slot_data(1), 7, 8192);  // every slot still there
 }
 
-TEST(BatchRingTest, MemoryTheBackingCannotHoldFailsAtCreationNamingIt) {
+TEST(BatchRingTest, MemoryTheBackingCannotHoldFailsWhenReservedNamingIt) {
   std::unique_ptr<BatchRing> ring;
-  // More than any test machine's /dev/shm holds: refused up front, not SIGBUS later.
-  Status s = BatchRing::Create(4, uint64_t{1} << 40, RingBacking::kShm, &ring);
+  // More than any test machine's /dev/shm holds: the ring is address space
+  // only until a slot is reserved, and that is refused up front, not SIGBUS later.
+  ASSERT_OK(BatchRing::Create(4, uint64_t{1} << 40, RingBacking::kShm, &ring));
+  EXPECT_EQ(ring->reserved_bytes(), 4096u) << "only the header page is reserved at creation";
+  uint32_t slot;
+  uint64_t gen;
+  ASSERT_TRUE(ring->Acquire(&slot, &gen));
+  Status s = ring->Reserve(slot, uint64_t{1} << 40);
   ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Status::Code::kIOError);
+  EXPECT_EQ(s.sys_errno(), ENOSPC) << s.message();
   EXPECT_NE(s.message().find("for the batch ring in /dev/shm"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("bytes free there"), std::string::npos) << s.message();
+  EXPECT_EQ(ring->reserved_bytes(), 4096u) << "a refused reservation leaves nothing behind";
+  ASSERT_OK(ring->Reserve(slot, 8192));  // what fits is still reserved
+  EXPECT_EQ(ring->reserved_bytes(), 4096u + 8192u);
+}
+
+// A ring's memory as the kernel counts it: the header page and, per slot, the
+// pages reserved for the largest batch it has held.
+TEST(BatchRingTest, ASlotTakesMemoryOnlyForWhatItsBatchesUse) {
+  for (RingBacking backing : {RingBacking::kMemfd, RingBacking::kShm}) {
+    std::unique_ptr<BatchRing> ring;
+    ASSERT_OK(BatchRing::Create(4, 1 << 20, backing, &ring));
+    EXPECT_EQ(ring->total_bytes(), 4096u + 4 * (1u << 20));
+    EXPECT_EQ(ring->reserved_bytes(), 4096u);
+    uint32_t slot;
+    uint64_t gen;
+    ASSERT_TRUE(ring->Acquire(&slot, &gen));
+    EXPECT_EQ(slot, 0u) << "the lowest free slot is taken";
+    ASSERT_OK(ring->Reserve(slot, 5000));  // two pages
+    EXPECT_EQ(ring->reserved_bytes(), 4096u + 8192u);
+    ASSERT_OK(ring->Reserve(slot, 3000));  // already there
+    ASSERT_OK(ring->Reserve(slot, 12288));  // grows by one page
+    EXPECT_EQ(ring->reserved_bytes(), 4096u + 12288u);
+    std::memset(ring->slot_data(slot), 1, 12288);
+    EXPECT_EQ(ring->reserved_bytes(), 4096u + 12288u) << "writing reserved pages takes nothing more";
+    EXPECT_EQ(ring->Reserve(slot, (1 << 20) + 1).code(), Status::Code::kInvalidArgument);
+    EXPECT_EQ(ring->Reserve(4, 1).code(), Status::Code::kInvalidArgument);
+    // Released and taken again: the same slot, its pages still reserved.
+    ASSERT_TRUE(ring->Release(slot, gen));
+    ASSERT_TRUE(ring->Acquire(&slot, &gen));
+    EXPECT_EQ(slot, 0u);
+    EXPECT_EQ(ring->reserved_bytes(), 4096u + 12288u);
+    // Only the creator reserves: another process's view has no bookkeeping.
+    std::unique_ptr<BatchRing> other;
+    ASSERT_OK(BatchRing::Attach(::dup(ring->fd()), &other));
+    EXPECT_EQ(other->Reserve(1, 4096).code(), Status::Code::kInvalidArgument);
+    EXPECT_EQ(other->reserved_bytes(), 4096u + 12288u) << "counted from the segment, in any process";
+  }
+}
+
+TEST(BatchRingTest, FreeSlotsGiveTheirMemoryBackAndAreReservedAgainWhenTaken) {
+  std::unique_ptr<BatchRing> ring;
+  ASSERT_OK(BatchRing::Create(3, 64 << 10, RingBacking::kMemfd, &ring));
+  uint32_t slot[3];
+  uint64_t gen[3];
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(ring->Acquire(&slot[i], &gen[i]));
+    ASSERT_OK(ring->Reserve(slot[i], 64 << 10));
+    std::memset(ring->slot_data(slot[i]), 0x40 + i, 64 << 10);
+  }
+  ASSERT_TRUE(ring->Release(slot[0], gen[0]));
+  ASSERT_TRUE(ring->Release(slot[2], gen[2]));
+  EXPECT_EQ(ring->ReturnFreeSlots(), 2u * (64 << 10));
+  EXPECT_EQ(ring->reserved_bytes(), 4096u + (64u << 10)) << "the held slot keeps its pages";
+  for (int i = 0; i < (64 << 10); ++i) ASSERT_EQ(ring->slot_data(slot[1])[i], 0x41) << "the held batch at " << i;
+  EXPECT_EQ(ring->ReturnFreeSlots(), 0u);
+  uint32_t s;
+  uint64_t g;
+  ASSERT_TRUE(ring->Acquire(&s, &g));
+  EXPECT_EQ(ring->slot_data(s)[0], 0) << "a given-back slot reads as zeros";
+  ASSERT_OK(ring->Reserve(s, 4096));
+  EXPECT_EQ(ring->reserved_bytes(), 4096u + (64u << 10) + 4096u);
+}
+
+// The producer exits (a DataLoader worker at the end of an epoch) while the
+// consumer still holds one batch: the free slots' memory goes back at once,
+// the held batch stays intact, and its memory goes back when it is released.
+TEST(BatchRingTest, ARetiredRingGivesBackFreeSlotsAtOnceAndHeldOnesAtRelease) {
+  std::unique_ptr<BatchRing> consumer;
+  uint32_t held_slot = 0;
+  uint64_t held_gen = 0;
+  {
+    std::unique_ptr<BatchRing> producer;
+    ASSERT_OK(BatchRing::Create(3, 64 << 10, RingBacking::kMemfd, &producer));
+    uint32_t slot[2];
+    uint64_t gen[2];
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_TRUE(producer->Acquire(&slot[i], &gen[i]));
+      ASSERT_OK(producer->Reserve(slot[i], 64 << 10));
+      std::memset(producer->slot_data(slot[i]), 0x70 + i, 64 << 10);
+    }
+    ASSERT_OK(BatchRing::Attach(::dup(producer->fd()), &consumer));
+    ASSERT_TRUE(consumer->Release(slot[0], gen[0]));  // the consumer is done with batch 0
+    EXPECT_EQ(consumer->reserved_bytes(), 4096u + 2 * (64u << 10)) << "a live producer's slots stay reserved";
+    held_slot = slot[1];
+    held_gen = gen[1];
+    EXPECT_FALSE(consumer->retired());
+    producer->Retire();
+    EXPECT_TRUE(consumer->retired()) << "the flag is in the shared header";
+  }  // the producer's descriptor and mapping are gone
+  EXPECT_EQ(consumer->reserved_bytes(), 4096u + (64u << 10));
+  for (int i = 0; i < (64 << 10); ++i) ASSERT_EQ(consumer->slot_data(held_slot)[i], 0x71) << "held batch at " << i;
+  EXPECT_EQ(consumer->generation(held_slot), held_gen);
+  ASSERT_TRUE(consumer->Release(held_slot, held_gen));
+  EXPECT_EQ(consumer->reserved_bytes(), 4096u) << "released on a retired ring: given back";
+  EXPECT_EQ(consumer->generation(held_slot), 0u);
+}
+
+TEST(BatchRingTest, AConsumerRetiresTheRingOfAProducerThatDiedWithoutDoingSo) {
+  std::unique_ptr<BatchRing> consumer;
+  uint32_t slot[2];
+  uint64_t gen[2];
+  {
+    std::unique_ptr<BatchRing> producer;
+    ASSERT_OK(BatchRing::Create(2, 64 << 10, RingBacking::kShm, &producer));
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_TRUE(producer->Acquire(&slot[i], &gen[i]));
+      ASSERT_OK(producer->Reserve(slot[i], 64 << 10));
+    }
+    ASSERT_TRUE(producer->Release(slot[0], gen[0]));
+    ASSERT_OK(BatchRing::Attach(::dup(producer->fd()), &consumer));
+  }
+  EXPECT_EQ(consumer->reserved_bytes(), 4096u + 2 * (64u << 10));
+  consumer->Retire();  // the free slot, whole: this process never knew how much of it was used
+  EXPECT_EQ(consumer->reserved_bytes(), 4096u + (64u << 10));
+  EXPECT_FALSE(consumer->Release(slot[1], gen[1] + 1)) << "another batch's release frees nothing";
+  EXPECT_EQ(consumer->reserved_bytes(), 4096u + (64u << 10));
+  ASSERT_TRUE(consumer->Release(slot[1], gen[1]));
+  EXPECT_EQ(consumer->reserved_bytes(), 4096u);
 }
 
 }  // namespace

@@ -15,6 +15,14 @@ storage holds), never at the next iteration: kept batches stay intact. When
 every slot is held the ring grows up to a cap; past it the batch takes the
 default path (counted, never blocking).
 
+Memory: a worker's ring has a slot for each batch the DataLoader can have
+waiting on that worker (``prefetch_factor``), one for the batch the consumer
+holds and one for the batch it still holds while asking for the next. A slot
+takes memory only when a batch first needs it, and only as much as the
+largest batch it has held, so a worker's ring holds no more than the batches
+it has had in flight at once. When a worker exits, its ring's free slots give
+their memory back at once and each held one when its batch is dropped.
+
 The output equals ``default_collate``'s: same structure, types, dtypes, shapes
 and values. Outside a worker (``num_workers=0``) this is ``default_collate``.
 """
@@ -48,17 +56,21 @@ class Collate:
     """A ``collate_fn`` whose tensors travel through a per-worker ring of
     reused shared-memory slots (see the module's docstring).
 
-    ``slots``: slots a ring holds (default ``prefetch_factor`` x workers + 2,
-    so every batch a loader can have in flight, and two the consumer holds,
-    find one). ``slot_bytes``: bytes a slot holds (default: the worker's
-    first batch, plus a quarter, at least 64 KiB). ``max_ring_bytes``: what a
-    worker's rings may grow to when batches are kept and every slot is held,
-    or a batch outgrows its slot (default: twice the first ring); past it a
-    batch takes the default path. Shared memory per worker is therefore known
-    up front: ``slots`` x ``slot_bytes`` at first, ``max_ring_bytes`` at most.
-    ``backing``: "auto" (memfd, else /dev/shm), "memfd" or "shm"; memory the
-    backing cannot reserve is an OSError at the first batch naming it and the
-    size, never a SIGBUS later.
+    ``slots``: slots a worker's ring holds (default ``prefetch_factor`` + 2:
+    the batches the DataLoader can have waiting on one worker, the one the
+    consumer holds and the one it holds while asking for the next; pass the
+    DataLoader's ``prefetch_factor``, as :class:`DataLoader` does). A slot
+    takes memory (whole pages) only when a batch first needs it, as much as
+    the largest batch it has held. ``slot_bytes``: bytes a slot can hold
+    (default: the worker's first batch, plus a quarter, at least 64 KiB).
+    ``max_ring_bytes``: what a worker's rings may span when batches are kept
+    and every slot is held, or a batch outgrows its slot (default: twice the
+    first ring); past it a batch takes the default path. A worker's shared
+    memory is therefore at most ``slots`` x ``slot_bytes`` while batches are
+    dropped, ``max_ring_bytes`` when they are kept. ``backing``: "auto"
+    (memfd, else /dev/shm), "memfd" or "shm"; memory the backing cannot
+    reserve is an OSError at the batch that needs it, naming the backing and
+    the size, never a SIGBUS.
     """
 
     def __init__(self, *, slots=None, slot_bytes=None, max_ring_bytes=None, prefetch_factor=2, backing="auto"):
@@ -137,47 +149,79 @@ class _WorkerRings:
     def __init__(self, config, info):
         self.config = config
         self.pid = os.getpid()
-        self.slots = min(config.slots or config.prefetch_factor * info.num_workers + 2, _core.BatchRing.MAX_SLOTS)
+        # Per worker, not per loader: the DataLoader keeps at most
+        # prefetch_factor batches dispatched to one worker (round robin), and
+        # the consumer holds its batch, and the previous one while it asks
+        # for the next (with one worker both are this worker's).
+        self.slots = min(config.slots or config.prefetch_factor + 2, _core.BatchRing.MAX_SLOTS)
         self.needed = 0  # the largest batch that did not fit its slot: later slots are at least this big
         self.segments = []
+        self.span = 0  # address space of the rings, what max_ring_bytes caps
         self.cap = config.max_ring_bytes
         self.counts = {"batches": 0, "in_ring": 0, "fallback_full": 0, "fallback_oversize": 0,
                        "ring_bytes": 0, "rings": 0}
+        _retire_rings_at_exit()
 
     def new_segment(self, slot_bytes):
-        ring = _core.BatchRing.create(self.slots, slot_bytes, self.config.backing)
+        try:
+            ring = _core.BatchRing.create(self.slots, slot_bytes, self.config.backing)
+        except OSError as e:
+            raise OSError(e.errno, f"lmdbloader.collate: {e}") from None
         seg = _Segment(ring)
         self.segments.append(seg)
-        self.counts["ring_bytes"] += ring.total_bytes
+        self.span += ring.total_bytes
         self.counts["rings"] += 1
         if self.cap is None:
             self.cap = 2 * ring.total_bytes
         return seg
 
     def first_segment(self, batch_bytes):
-        """The ring, sized from the worker's first batch. Memory the backing
-        cannot reserve is an error here, at the first batch: the default path
-        would fill the same memory and die of SIGBUS mid-epoch."""
-        try:
-            self.new_segment(self.config.slot_bytes or _slot_size(batch_bytes))
-        except OSError as e:
-            raise OSError(e.errno, f"lmdbloader.collate: {e}; lower slots= or slot_bytes= "
-                                   f"(lmdbloader.Collate)") from None
+        """The ring, sized from the worker's first batch (address space only:
+        its slots take memory as batches fill them)."""
+        self.new_segment(self.config.slot_bytes or _slot_size(batch_bytes))
 
-    def acquire(self, need):
-        """(segment, slot, generation) of a free slot of at least `need` bytes, or None."""
+    def acquire(self, need, reserved=None):
+        """(segment, slot, generation) of a free slot of at least `need` bytes,
+        its first `reserved` bytes (default `need`) backed by memory, or None
+        when every slot is held and the rings may not grow. OSError when the
+        memory cannot be reserved."""
+        got = None
         for seg in sorted(self.segments, key=lambda s: s.ring.slot_bytes):
             if seg.ring.slot_bytes >= need:
-                got = seg.ring.acquire()
-                if got is not None:
-                    return seg, got[0], got[1]
-        # Every slot big enough is held (batches kept), or none is big enough: grow within the cap.
-        slot_bytes = max([s.ring.slot_bytes for s in self.segments] + [_slot_size(need)])
-        if self.counts["ring_bytes"] + 4096 + self.slots * slot_bytes <= self.cap:
+                taken = seg.ring.acquire()
+                if taken is not None:
+                    got = seg, taken[0], taken[1]
+                    break
+        if got is None:
+            # Every slot big enough is held (batches kept), or none is big enough: grow within the cap.
+            slot_bytes = max([s.ring.slot_bytes for s in self.segments] + [_slot_size(need)])
+            if self.span + 4096 + self.slots * slot_bytes > self.cap:
+                return None
             seg = self.new_segment(slot_bytes)
-            got = seg.ring.acquire()
-            return seg, got[0], got[1]
-        return None
+            taken = seg.ring.acquire()
+            got = seg, taken[0], taken[1]
+        try:
+            _reserve(got[0], got[1], need if reserved is None else reserved)
+        except BaseException:
+            got[0].ring.release(got[1], got[2])
+            raise
+        self.trim(got[0])
+        return got
+
+    def trim(self, using):
+        """Gives back the memory of free slots this worker no longer needs:
+        those of rings grown for kept batches, once none of theirs is held
+        and a batch found a slot elsewhere, and those too small for the
+        batches now made."""
+        for seg in self.segments:
+            if seg is using or seg.ring.reserved_bytes <= 4096:
+                continue
+            if seg.ring.slot_bytes < self.needed or (seg is not self.segments[0] and seg.ring.held() == 0):
+                seg.ring.return_free_slots()
+
+    def retire(self):
+        for seg in self.segments:
+            seg.ring.retire()
 
     def collate(self, batch):
         self.counts["batches"] += 1
@@ -200,10 +244,12 @@ class _WorkerRings:
             self.counts["fallback_full"] += 1
         elif builder.fell_back == "oversize":
             self.counts["fallback_oversize"] += 1
+        self.counts["ring_bytes"] = sum(seg.ring.reserved_bytes for seg in self.segments)
         return _Batch(self.config._token, self.pid, dict(self.counts), data)
 
 
 _rings_of_this_process = {}
+_retiring_in = None  # the process whose exit retires its rings
 
 
 def _worker_rings(config, info):
@@ -211,6 +257,38 @@ def _worker_rings(config, info):
     if rings is None or rings.pid != os.getpid():
         rings = _rings_of_this_process[config._token] = _WorkerRings(config, info)
     return rings
+
+
+def _retire_rings_at_exit():
+    """When this worker exits, its rings give their free slots' memory back
+    and have the main process give back each held slot's when its batch is
+    dropped: an epoch's rings do not outlive its batches. A DataLoader worker
+    leaves through multiprocessing, which runs these finalizers on the way
+    out (not atexit: it ends with os._exit). A worker killed before it can
+    is retired by the main process when it next receives a ring."""
+    global _retiring_in
+    if _retiring_in == os.getpid():
+        return
+    _retiring_in = os.getpid()
+    from multiprocessing import util
+    util.Finalize(None, _retire_rings, exitpriority=0)
+
+
+def _retire_rings():
+    for rings in _rings_of_this_process.values():
+        if rings.pid == os.getpid():
+            rings.retire()
+
+
+def _reserve(segment, slot, nbytes):
+    """Backs the first `nbytes` of `slot` with memory before they are written:
+    memory the backing cannot hold is an OSError here, at this batch, never a
+    SIGBUS when a page is first written."""
+    try:
+        segment.ring.reserve(slot, nbytes)
+    except OSError as e:
+        raise OSError(e.errno, f"lmdbloader.collate: {e}; fewer workers, a lower prefetch_factor or smaller "
+                               "batches need less (lmdbloader.Collate)") from None
 
 
 def _slot_size(total):
@@ -314,13 +392,15 @@ class _BatchBuilder:
         return made if made is not None else default()
 
     def _take(self, need):
-        got = self.rings.acquire(max(need, self.rings.needed))
+        got = self.rings.acquire(max(need, self.rings.needed), reserved=need)
         if got is None:
             self.fell_back = "full"
             return
         self.segment, self.slot, self.generation = got
 
     def _slot_tensor(self, dtype, numel, shape):
+        """A tensor over the slot's next bytes, reserved first."""
+        _reserve(self.segment, self.slot, self.used + numel * dtype.itemsize)
         start = self.slot * self.segment.ring.slot_bytes + self.used
         return torch.frombuffer(self.segment.ring, dtype=dtype, count=numel, offset=start).view(shape)
 
@@ -396,6 +476,18 @@ _received = {}  # collate token -> {worker pid: latest counts}
 _delivered_counts = collections.Counter()
 
 
+def _forget_attached_rings():
+    """In a forked child: the parent's rings are not the child's to drop or
+    free (the batches it inherited keep their own rings alive), and a lock
+    another thread held at the fork would never be released."""
+    global _lock
+    _lock = threading.Lock()
+    _attached.clear()
+
+
+os.register_at_fork(after_in_child=_forget_attached_rings)
+
+
 def _alive(pid):
     try:
         os.kill(pid, 0)
@@ -406,6 +498,24 @@ def _alive(pid):
     return True
 
 
+def _drop_rings_of_exited_workers():
+    """Rings whose worker has exited, dropped when another ring arrives. A
+    worker that exits normally has retired its rings (their memory goes back
+    as their batches are dropped); one that was killed has not, so it is
+    done here. A slot held with no batch of it in this process holds a batch
+    that was never received (its pickle was left in the DataLoader's queue
+    when the iterator shut down): nothing will read it, so it is freed."""
+    for key, (owner, ring) in list(_attached.items()):
+        if _alive(owner):
+            continue
+        del _attached[key]
+        ring.retire()
+        for slot in range(ring.slots):
+            generation = ring.generation(slot)
+            if generation and (key, slot, generation) not in _leases:
+                ring.release(slot, generation)
+
+
 def _rebuild_tensor(key, carrier, pid, slot, generation, offset, dtype, shape):
     with _lock:
         entry = _attached.get(key)
@@ -413,11 +523,7 @@ def _rebuild_tensor(key, carrier, pid, slot, generation, offset, dtype, shape):
             if carrier is None:
                 raise RuntimeError(f"lmdbloader.collate: a batch names a ring of worker {pid} that this process "
                                    "never received (batches of a worker must be unpickled in the order sent)")
-            # Rings of workers that are gone are dropped here (their memory
-            # goes with the last batch still using them).
-            for k, (owner, _) in list(_attached.items()):
-                if not _alive(owner):
-                    del _attached[k]
+            _drop_rings_of_exited_workers()
             entry = _attached[key] = (pid, _core.BatchRing.attach(carrier.detach()))
         lease = _leases.get((key, slot, generation))
         if lease is None:
@@ -444,7 +550,7 @@ def _received_stats(token):
                "fallback_full": sum(w["fallback_full"] for w in workers.values()),
                "fallback_oversize": sum(w["fallback_oversize"] for w in workers.values()),
                "worker_ring_bytes": sum(w["ring_bytes"] for w in workers.values()),
-               "attached_ring_bytes": sum(r.total_bytes for _, r in _attached.values()),
+               "attached_ring_bytes": sum(r.reserved_bytes for _, r in _attached.values()),
                "workers": workers}
     return out
 

@@ -10,24 +10,31 @@
 // a mapped buffer. A ring is created once per worker, its descriptor crosses
 // once, and later batches name only (slot, generation).
 //
-// Layout: one header page (magic, slot count, slot size, then one 64-bit
-// state word per slot), then the slots, each page-aligned. A slot's state is
-// 0 when free and the generation of the batch in it when held. The producer
-// takes a free slot (Acquire), fills it and hands (slot, generation) on; the
-// holder frees it (Release) when nothing refers to the batch any more.
-// Release names the generation, so a late or repeated release never frees a
-// slot's next batch. State words are lock-free atomics in the shared mapping:
-// any process that maps the segment may release.
+// Layout: one header page (magic, slot count, slot size, the retired flag,
+// then one 64-bit state word per slot), then the slots, each page-aligned. A
+// slot's state is 0 when free and the generation of the batch in it when
+// held. The producer takes a free slot (Acquire), fills it and hands
+// (slot, generation) on; the holder frees it (Release) when nothing refers to
+// the batch any more. Release names the generation, so a late or repeated
+// release never frees a slot's next batch. State words are lock-free atomics
+// in the shared mapping: any process that maps the segment may release.
 //
 // Backing: a memfd (Linux 3.17; no name, nothing in /dev/shm, freed when the
 // last descriptor and mapping are gone, whoever dies first), else a POSIX
-// shared-memory file unlinked at once. Either way every page is reserved at
-// creation (fallocate), so a file system or cgroup too small for the ring
-// fails Create with a clear error, never a SIGBUS when a slot is first
-// written.
+// shared-memory file unlinked at once.
 //
-// Thread-safety: Acquire is for one producer thread; Release and the
-// accessors may be called from any thread of any process mapping the ring.
+// Memory: a ring spans address space for every slot but holds memory only for
+// what batches have used. The producer reserves a slot's pages (fallocate)
+// before it writes them (Reserve), up to the largest batch the slot has held,
+// so a file system or cgroup too small for a batch fails that Reserve with a
+// clear error, never a SIGBUS when the page is first written. Pages go back
+// to the system (a hole punched in the segment) when the producer gives up a
+// free slot (ReturnFreeSlots), and once the producer is gone (Retire): its
+// free slots at once, each held one when its batch is released.
+//
+// Thread-safety: Acquire, Reserve and ReturnFreeSlots are for one producer
+// thread of the ring's creator; Release, Retire and the accessors may be
+// called from any thread of any process mapping the ring.
 // Not fork-aware: a forked child inherits the mapping and the slots its
 // parent holds; it must not release those (that would free them under the
 // parent) nor Acquire on its parent's ring. Python's RingLease releases
@@ -38,6 +45,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "lmdbloader/status.h"
 
@@ -55,42 +63,74 @@ class BatchRing {
   static constexpr uint32_t kMaxSlots = 500;
 
   // Creates a ring of `slots` slots of at least `slot_bytes` bytes (rounded up
-  // to whole pages). InvalidArgument for 0 or too many slots or a zero size;
-  // IOError naming the backing and the size when the memory cannot be
-  // reserved (ENOSPC, ENOMEM).
+  // to whole pages). Only the header page is reserved: slots take memory when
+  // Reserve gives it to them. InvalidArgument for 0 or too many slots or a
+  // zero size; IOError naming the backing when the segment cannot be made.
   static Status Create(uint32_t slots, uint64_t slot_bytes, RingBacking backing, std::unique_ptr<BatchRing>* out);
 
   // Maps the ring behind `fd` (a descriptor received from its creator), which
-  // this takes over and closes. Corruption when the segment is not a ring.
+  // this takes over and keeps (close-on-exec) to count the ring's memory.
+  // Corruption when the segment is not a ring.
   static Status Attach(int fd, std::unique_ptr<BatchRing>* out);
 
   ~BatchRing();
   BatchRing(const BatchRing&) = delete;
   BatchRing& operator=(const BatchRing&) = delete;
 
-  // The descriptor to hand to another process (owned by the ring; -1 after Attach).
+  // The ring's descriptor, owned by the ring (the creator's is the one to
+  // hand to another process).
   int fd() const { return fd_; }
   uint32_t slots() const { return slots_; }
   uint64_t slot_bytes() const { return slot_bytes_; }
-  // Bytes of shared memory the ring holds (header and slots).
+  // Bytes of address space the ring spans (header and every slot).
   uint64_t total_bytes() const { return map_bytes_; }
+  // Bytes of memory the ring's pages hold now, as the kernel counts them
+  // (the segment's allocated blocks), whoever reserved them; 0 if that
+  // cannot be read.
+  uint64_t reserved_bytes() const;
   const char* backing_name() const { return backing_; }
 
-  // Start of slot `slot`'s bytes (slot < slots()).
+  // Start of slot `slot`'s bytes (slot < slots()). Only the first bytes
+  // Reserve gave the slot may be written.
   char* slot_data(uint32_t slot) const { return data_ + uint64_t{slot} * slot_bytes_; }
 
   // Takes a free slot for a new batch: true with the slot and the batch's
-  // generation (never 0), false when every slot is held.
+  // generation (never 0), false when every slot is held. The lowest free
+  // slot is taken, so a ring uses no more slots than it has held at once.
   bool Acquire(uint32_t* slot, uint64_t* generation);
+  // Backs the first `bytes` of `slot` (rounded up to pages) with memory if
+  // they are not yet; a no-op when they are. Only the ring's creator reserves
+  // (InvalidArgument otherwise, or for a slot out of range or more bytes than
+  // a slot holds). IOError naming the backing, the size and the reason
+  // (ENOSPC, ENOMEM) when the memory cannot be had; nothing of this call is
+  // left reserved then.
+  Status Reserve(uint32_t slot, uint64_t bytes);
   // Frees `slot` if it still holds `generation`; false otherwise (already
-  // freed, or out of range).
+  // freed, or out of range). On a retired ring the slot's memory goes back to
+  // the system too.
   bool Release(uint32_t slot, uint64_t generation);
+  // Gives the memory of every free slot back to the system (creator only;
+  // a slot taken later is reserved again). Returns the bytes given back.
+  uint64_t ReturnFreeSlots();
+  // The producer is gone, or about to be: marks the ring retired (in the
+  // shared header, for every process mapping it) and gives back the memory of
+  // every free slot; a held slot's goes back when its batch is released. The
+  // creator must not Acquire after this. Call it from the creator as it
+  // exits, or from a process that knows the creator has exited.
+  void Retire();
+  bool retired() const;
+  // The generation of the batch in `slot`, 0 when free (or out of range).
+  uint64_t generation(uint32_t slot) const;
   // Slots held now.
   uint32_t held() const;
 
  private:
   BatchRing() = default;
   uint64_t* state(uint32_t slot) const;
+  uint64_t* retired_word() const;
+  // Punches out `slot`'s pages (the creator: those it reserved; any other
+  // process: the whole slot). The slot must be free and stay free meanwhile.
+  uint64_t GiveBack(uint32_t slot);
 
   int fd_ = -1;
   char* map_ = nullptr;
@@ -100,6 +140,9 @@ class BatchRing {
   uint64_t slot_bytes_ = 0;
   uint64_t next_generation_ = 0;
   const char* backing_ = "memfd";
+  // The creator's count of each slot's reserved bytes (whole pages); empty
+  // in a process that attached the ring.
+  std::vector<uint64_t> reserved_;
 };
 
 }  // namespace lmdbloader

@@ -16,7 +16,8 @@ namespace {
 
 constexpr uint64_t kMagic = 0x474e4952'4c444d4cull;  // "LMDLRING" little-endian
 constexpr uint64_t kPage = 4096;
-constexpr uint64_t kStatesAt = 64;  // header: magic, slots, slot bytes; states after
+constexpr uint64_t kRetiredAt = 24;  // header: magic, slots, slot bytes, retired flag
+constexpr uint64_t kStatesAt = 64;   // then the state words
 
 uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
@@ -50,6 +51,15 @@ std::string FreeBytes(const char* backing) {
   return ", " + std::to_string(uint64_t{fs.f_bavail} * fs.f_frsize) + " bytes free there";
 }
 
+// fallocate(2) of [offset, offset + len): 0 or the errno. Retried when a
+// signal interrupts it (tmpfs undoes the interrupted call's pages first).
+int Fallocate(int fd, uint64_t offset, uint64_t len) {
+  while (::fallocate(fd, 0, static_cast<off_t>(offset), static_cast<off_t>(len)) != 0) {
+    if (errno != EINTR) return errno;
+  }
+  return 0;
+}
+
 }  // namespace
 
 Status BatchRing::Create(uint32_t slots, uint64_t slot_bytes, RingBacking backing, std::unique_ptr<BatchRing>* out) {
@@ -62,19 +72,20 @@ Status BatchRing::Create(uint32_t slots, uint64_t slot_bytes, RingBacking backin
   r->slots_ = slots;
   r->slot_bytes_ = RoundUp(slot_bytes, kPage);
   r->map_bytes_ = kPage + uint64_t{slots} * r->slot_bytes_;
+  r->reserved_.assign(slots, 0);
   LMDBLOADER_RETURN_IF_ERROR(NewSegment(backing, &r->fd_, &r->backing_));
-  // Reserve every page now: a full /dev/shm or a tight cgroup fails here,
-  // not with SIGBUS when a worker first writes a slot.
+  // The segment's size is address space only (tmpfs files are sparse); the
+  // header page is reserved now, each slot's pages by Reserve.
   int err = ::ftruncate(r->fd_, static_cast<off_t>(r->map_bytes_)) == 0 ? 0 : errno;
-  if (err == 0) err = ::posix_fallocate(r->fd_, 0, static_cast<off_t>(r->map_bytes_));
+  if (err == 0) err = Fallocate(r->fd_, 0, kPage);
   if (err != 0)
-    return Status::IOError("reserve " + std::to_string(r->map_bytes_) + " bytes of shared memory (" +
-                               std::to_string(slots) + " slots of " + std::to_string(r->slot_bytes_) +
-                               " bytes) for the batch ring in " + r->backing_ + ": " + std::strerror(err) +
-                               FreeBytes(r->backing_),
+    return Status::IOError("make a batch ring of " + std::to_string(slots) + " slots of " +
+                               std::to_string(r->slot_bytes_) + " bytes in " + r->backing_ + ": " +
+                               std::strerror(err) + FreeBytes(r->backing_),
                            err);
   // A memfd's size is then sealed: no process it reaches can shrink it under
   // another's mapping (which would turn reads of a slot into SIGBUS).
+  // Punching holes stays allowed (only a write seal forbids it).
   if (std::strcmp(r->backing_, "memfd") == 0)
     (void)::fcntl(r->fd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
   void* p = ::mmap(nullptr, r->map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd_, 0);
@@ -84,7 +95,7 @@ Status BatchRing::Create(uint32_t slots, uint64_t slot_bytes, RingBacking backin
   std::memcpy(r->map_, &kMagic, 8);
   std::memcpy(r->map_ + 8, &r->slots_, 4);
   std::memcpy(r->map_ + 16, &r->slot_bytes_, 8);
-  // The pages are zero: every state word says free.
+  // The header page is zero: not retired, every state word says free.
   *out = std::move(r);
   return Status::OK();
 }
@@ -110,8 +121,9 @@ Status BatchRing::Attach(int fd, std::unique_ptr<BatchRing>* out) {
       r->slot_bytes_ > size || r->slot_bytes_ % kPage != 0 || kPage + uint64_t{r->slots_} * r->slot_bytes_ != size)
     return Status::Corruption("a received batch ring has a damaged header");
   r->data_ = r->map_ + kPage;
-  ::close(r->fd_);  // the mapping keeps the segment
-  r->fd_ = -1;
+  // Kept to count the ring's memory (fstat); a process this one starts with
+  // exec must not keep the segment alive.
+  (void)::fcntl(r->fd_, F_SETFD, FD_CLOEXEC);
   *out = std::move(r);
   return Status::OK();
 }
@@ -141,10 +153,76 @@ bool BatchRing::Acquire(uint32_t* slot, uint64_t* generation) {
   return false;
 }
 
+uint64_t* BatchRing::retired_word() const { return reinterpret_cast<uint64_t*>(map_ + kRetiredAt); }
+
+Status BatchRing::Reserve(uint32_t slot, uint64_t bytes) {
+  if (reserved_.empty())
+    return Status::InvalidArgument("only the process that created a batch ring reserves its memory");
+  if (slot >= slots_ || bytes > slot_bytes_)
+    return Status::InvalidArgument("a batch ring of " + std::to_string(slots_) + " slots of " +
+                                   std::to_string(slot_bytes_) + " bytes has no " + std::to_string(bytes) +
+                                   " bytes in slot " + std::to_string(slot));
+  const uint64_t want = RoundUp(bytes, kPage);
+  const uint64_t have = reserved_[slot];
+  if (want <= have) return Status::OK();
+  const uint64_t at = static_cast<uint64_t>(slot_data(slot) - map_) + have;
+  const int err = Fallocate(fd_, at, want - have);
+  if (err != 0)
+    return Status::IOError("reserve " + std::to_string(want - have) + " bytes of shared memory (slot " +
+                               std::to_string(slot) + " of " + std::to_string(slots_) + ", " +
+                               std::to_string(want) + " bytes in all) for the batch ring in " + backing_ + ": " +
+                               std::strerror(err) + FreeBytes(backing_),
+                           err);
+  reserved_[slot] = want;
+  return Status::OK();
+}
+
 bool BatchRing::Release(uint32_t slot, uint64_t generation) {
   if (slot >= slots_ || generation == 0) return false;
   uint64_t expected = generation;
-  return __atomic_compare_exchange_n(state(slot), &expected, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  // Sequentially consistent with Retire: either this sees the ring retired
+  // and gives the slot back, or Retire sees the slot free and does.
+  if (!__atomic_compare_exchange_n(state(slot), &expected, 0, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+    return false;
+  if (__atomic_load_n(retired_word(), __ATOMIC_SEQ_CST) != 0) GiveBack(slot);
+  return true;
+}
+
+uint64_t BatchRing::GiveBack(uint32_t slot) {
+  uint64_t bytes = reserved_.empty() ? slot_bytes_ : reserved_[slot];
+  if (bytes == 0) return 0;
+  // MADV_REMOVE punches a hole in the segment under the mapping: the pages
+  // leave every process's mapping and the memory is free, while the segment
+  // keeps its size. Failing that (a backing without hole punching), the
+  // pages stay until the last mapping goes.
+  if (::madvise(slot_data(slot), bytes, MADV_REMOVE) != 0) return 0;
+  if (!reserved_.empty()) reserved_[slot] = 0;
+  return bytes;
+}
+
+uint64_t BatchRing::ReturnFreeSlots() {
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < slots_ && !reserved_.empty(); ++i)
+    if (reserved_[i] != 0 && __atomic_load_n(state(i), __ATOMIC_ACQUIRE) == 0) bytes += GiveBack(i);
+  return bytes;
+}
+
+void BatchRing::Retire() {
+  __atomic_store_n(retired_word(), 1, __ATOMIC_SEQ_CST);
+  for (uint32_t i = 0; i < slots_; ++i)
+    if (__atomic_load_n(state(i), __ATOMIC_SEQ_CST) == 0) GiveBack(i);
+}
+
+bool BatchRing::retired() const { return __atomic_load_n(retired_word(), __ATOMIC_ACQUIRE) != 0; }
+
+uint64_t BatchRing::generation(uint32_t slot) const {
+  return slot < slots_ ? __atomic_load_n(state(slot), __ATOMIC_ACQUIRE) : 0;
+}
+
+uint64_t BatchRing::reserved_bytes() const {
+  struct stat st;
+  if (fd_ < 0 || ::fstat(fd_, &st) != 0) return 0;
+  return static_cast<uint64_t>(st.st_blocks) * 512;
 }
 
 uint32_t BatchRing::held() const {

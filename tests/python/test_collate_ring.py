@@ -4,12 +4,14 @@ batches kept by the consumer stay intact; nothing blocks, leaks or is left in
 /dev/shm, whatever process dies."""
 
 import collections
+import errno
 import gc
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -519,6 +521,193 @@ def test_a_workers_shared_memory_stays_within_the_rings_cap_by_the_kernels_count
     assert collate.stats()["fallback_full"] > 0  # what did not fit took the default path instead of growing
     for k, batch in enumerate(kept):
         assert torch.equal(batch, torch.stack(samples[8 * k:8 * k + 8]))
+
+
+def meminfo_shmem():
+    """The system's shared memory (/proc/meminfo Shmem), bytes: tmpfs, memfd and shm pages, whoever maps them."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("Shmem:"):
+                return int(line.split()[1]) << 10
+    raise AssertionError("no Shmem line in /proc/meminfo")
+
+
+class ShmemPeak:
+    """The system's Shmem above what it was at the start, sampled every
+    millisecond by a thread and at every call of sample() (each batch)."""
+
+    def __init__(self):
+        self.base = meminfo_shmem()
+        self.peak = 0
+        self.running = True
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def sample(self):
+        now = meminfo_shmem() - self.base
+        self.peak = max(self.peak, now)
+        return now
+
+    def settled(self):
+        """Shmem now, the least of a few readings over 50 ms: what stays, not
+        another process's batch passing through."""
+        readings = []
+        for _ in range(6):
+            readings.append(self.sample())
+            time.sleep(0.01)
+        return min(readings)
+
+    def _run(self):
+        while self.running:
+            self.sample()
+            time.sleep(0.001)
+
+    def close(self):
+        self.running = False
+        self.thread.join()
+        return self.peak
+
+
+BIG_ROWS, BIG_COLS, BIG_BATCH = 1280, 1024, 4   # 5 MiB float32 samples, 20 MiB batches
+
+
+def rings_held_by(stats):
+    """Bytes the rings of a collate's workers hold (allocated blocks), counted
+    in this process, whichever other rings it maps."""
+    return sum(r.reserved_bytes for pid, r in ring_batches._attached.values() if pid in stats["workers"])
+
+
+def until_every_dispatched_batch_is_made(it, timeout=60):
+    """Waits until the workers have made every batch the DataLoader has asked
+    of them (its result queue holds them all): a consumer slower than its
+    workers, the moment a loader holds the most, whichever path is faster."""
+    deadline = time.monotonic() + timeout
+    while it._worker_result_queue.qsize() < it._tasks_outstanding and time.monotonic() < deadline:
+        time.sleep(0.002)
+
+
+def shmem_of_a_loader(workers, persistent, make_collate, epochs=2):
+    """Peak Shmem while a training-like loop runs, holding one batch while it
+    asks for the next once every batch asked of the workers is made (each
+    worker's prefetch_factor batches waiting); Shmem after each epoch once its
+    last batch is dropped; the bytes the rings of this loader's workers hold
+    then, by their own allocated blocks; and the collate_fn. Shmem is the
+    whole system's: a run during which another process's shared memory came
+    or went (Shmem after an epoch not what the rings hold, or not back where
+    it started once the loader is gone) is run again."""
+    for _ in range(5):
+        collate_fn = make_collate()
+        peak, after, rings, end = _shmem_of_one_run(workers, persistent, collate_fn, epochs)
+        held = rings or [0] * epochs
+        if abs(end) <= 4 << 20 and all(abs(a - h) <= 4 << 20 for a, h in zip(after, held)):
+            break
+    return peak, after, rings, collate_fn
+
+
+def _shmem_of_one_run(workers, persistent, collate_fn, epochs):
+    batches = 3 * workers + 2
+    loader = DataLoader(Numbered(batches * BIG_BATCH, rows=BIG_ROWS, cols=BIG_COLS), batch_size=BIG_BATCH,
+                        num_workers=workers, persistent_workers=persistent, collate_fn=collate_fn, timeout=120)
+    gc.collect()
+    shm = ShmemPeak()
+    after, rings = [], []
+    try:
+        for _ in range(epochs):
+            it = iter(loader)
+            seen = 0
+            while True:
+                until_every_dispatched_batch_is_made(it)
+                shm.sample()
+                try:
+                    batch = next(it)
+                except StopIteration:
+                    break
+                assert batch["x"].shape == (BIG_BATCH, BIG_ROWS, BIG_COLS)
+                assert batch["label"].tolist() == list(range(seen, seen + BIG_BATCH))
+                seen += BIG_BATCH
+            assert seen == batches * BIG_BATCH
+            del batch, it
+            gc.collect()
+            after.append(shm.settled())
+            if collate_fn is not None:
+                rings.append(rings_held_by(collate_fn.stats()))
+        del loader  # persistent workers exit
+        gc.collect()
+        end = shm.settled()
+    finally:
+        peak = shm.close()
+    return peak, after, rings, end
+
+
+@pytest.mark.parametrize("workers", [2, 4, 8])
+def test_rings_hold_at_most_the_default_paths_peak_plus_a_slot_per_worker(workers):
+    """The rings' shared memory, as the kernel counts it system-wide, against
+    torch's default path measured the same way in the same test: within its
+    peak plus one slot per worker at every moment, persistent workers or not;
+    workers that exit give back what their rings held once the batches are
+    dropped. (Reserving every slot up front, prefetch_factor x workers + 2
+    slots a worker, held 15 batches with 2 workers where this bound is 7.)"""
+    mib = 1 << 20
+    batch_bytes = BIG_BATCH * BIG_ROWS * BIG_COLS * 4
+    slot = ring_batches._slot_size(batch_bytes)
+    for persistent in (True, False):
+        default_peak, default_after, _, _ = shmem_of_a_loader(workers, persistent, lambda: None)
+        ring_peak, ring_after, rings_after, collate = shmem_of_a_loader(workers, persistent, lmdbloader.Collate)
+        bound = default_peak + workers * slot
+        figures = (f"{workers} workers, persistent={persistent}, batches of {batch_bytes / mib:.0f} MiB: "
+                   f"default path peak {default_peak / mib:.0f} MiB, after each epoch "
+                   f"{[round(a / mib) for a in default_after]}; rings peak {ring_peak / mib:.0f} MiB, after each "
+                   f"epoch {[round(a / mib) for a in ring_after]} (by their own blocks "
+                   f"{[round(a / mib) for a in rings_after]}); bound {bound / mib:.0f} MiB")
+        print(figures)
+        assert default_peak >= 2 * workers * batch_bytes, f"the default path's queues did not fill: {figures}"
+        assert ring_peak <= bound, figures
+        stats = collate.stats()
+        assert stats["in_ring"] == stats["batches"] == 2 * (3 * workers + 2), stats
+        if persistent:
+            assert all(a <= bound for a in ring_after), figures
+            # The same bound by the rings' own allocated blocks (no other process's memory in them).
+            assert all(a <= bound for a in rings_after), figures
+        else:
+            assert all(a <= batch_bytes // 2 for a in ring_after), f"exited workers' rings kept memory: {figures}"
+            assert all(a <= workers * 4096 for a in rings_after), figures  # each ring's header page
+
+
+def test_a_consumer_that_keeps_batches_grows_the_ring_and_gets_the_memory_back_when_it_drops_them():
+    """Kept batches grow a worker's rings (up to max_ring_bytes); once they are
+    dropped, the grown ring's slots give their memory back at the worker's next
+    batch, by the rings' own allocated blocks."""
+    samples = [torch.full((64 << 10,), i % 251, dtype=torch.uint8) for i in range(96)]   # 512 KiB batches
+    collate = lmdbloader.Collate()
+    loader = DataLoader(Samples(samples), batch_size=8, num_workers=1, persistent_workers=True, collate_fn=collate)
+    kept = list(loader)
+    grown = collate.stats()
+    assert max(w["rings"] for w in grown["workers"].values()) == 2 and grown["fallback_full"] > 0, grown
+    for k, batch in enumerate(kept):
+        assert torch.equal(batch, torch.stack(samples[8 * k:8 * k + 8])), f"kept batch {k}"
+    held = rings_held_by(grown)
+    del kept, batch
+    gc.collect()
+    for _ in loader:  # dropped as it goes
+        pass
+    after = rings_held_by(collate.stats())
+    slot = 512 << 10
+    assert after <= 2 * 4096 + 4 * slot < held, (held, after)
+
+
+def test_memory_short_for_a_slot_is_an_oserror_at_that_batch_naming_the_backing():
+    """Later slots are reserved as batches first need them: memory the backing
+    cannot give then is an OSError at that batch (never SIGBUS), and the slot
+    is not left taken."""
+    rings = ring_batches._WorkerRings(lmdbloader.Collate(slots=2, slot_bytes="1TiB", backing="shm"), None)
+    rings.first_segment(8192)
+    seg, slot, generation = rings.acquire(8192)
+    assert seg.ring.reserved_bytes == 4096 + 8192
+    with pytest.raises(OSError) as e:
+        rings.acquire(1 << 40)  # more than /dev/shm holds
+    assert e.value.errno == errno.ENOSPC, e.value
+    assert "for the batch ring in /dev/shm" in str(e.value) and "lmdbloader.collate" in str(e.value), e.value
+    assert seg.ring.held() == 1 and seg.ring.reserved_bytes == 4096 + 8192
 
 
 def test_lmdbloader_memory_reports_a_rings_pages_as_shared_memory():
