@@ -124,14 +124,9 @@ void BytesToFloats(const uint8_t* src, uint32_t n, Float4* dst) {
   }
 }
 
-size_t Capacity(const std::vector<uint32_t>& v) { return v.capacity() * sizeof(uint32_t); }
-size_t Capacity(const std::vector<float>& v) { return v.capacity() * sizeof(float); }
-size_t Capacity(const std::vector<Float4>& v) { return v.capacity() * sizeof(Float4); }
-
-// Grows v to n elements, keeping its capacity when large enough.
 template <class T>
-void Size(std::vector<T>* v, size_t n) {
-  v->resize(n);
+size_t Capacity(const std::vector<T>& v) {
+  return v.capacity() * sizeof(T);
 }
 
 // Bytes the vector holds once it has n elements.
@@ -235,15 +230,15 @@ Status Resampler::Prepare(const ResampleGeometry& g, const OutputSpec& spec, voi
                                    std::to_string(s_->max_bytes));
   }
   try {
-    Size(&s_->h_start, ow);
-    Size(&s_->h_weights, size_t{ow} * h_taps_);
-    Size(&s_->v_first, oh);
-    Size(&s_->v_count, oh);
-    Size(&s_->v_weights, size_t{oh} * v_taps_);
-    Size(&s_->taps, h_taps_);
-    Size(&s_->row, row_len);
-    Size(&s_->ring, size_t{v_taps_} * ring_row_);
-    Size(&s_->acc, ow);
+    s_->h_start.resize(ow);
+    s_->h_weights.resize(size_t{ow} * h_taps_);
+    s_->v_first.resize(oh);
+    s_->v_count.resize(oh);
+    s_->v_weights.resize(size_t{oh} * v_taps_);
+    s_->taps.resize(h_taps_);
+    s_->row.resize(row_len);
+    s_->ring.resize(size_t{v_taps_} * ring_row_);
+    s_->acc.resize(ow);
   } catch (const std::bad_alloc&) {
     s_->Release();
     return Status::IOError("out of memory for " + std::to_string(need) + " bytes of image scratch", ENOMEM);
