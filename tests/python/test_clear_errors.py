@@ -173,14 +173,20 @@ def test_a_full_disk_during_convert_is_no_space_left_naming_the_path(tmp_path, s
     assert os.listdir(small_file_system) == []  # nothing half-written left behind
 
 
-def test_shard_list_whose_total_disagrees_with_its_parts_is_corruption(tmp_path):
+def shard_set(tmp_path, records, shards):
+    """A shard set of `records` small records in `shards` parts, and its shard list."""
     src = tmp_path / "src.jsonl"
     with open(src, "w") as f:
-        for i in range(10):
+        for i in range(records):
             (tmp_path / f"f{i}").write_bytes(b"x" * 10)
             f.write(json.dumps({"name": f"n{i}", "path": str(tmp_path / f"f{i}")}) + "\n")
     out = tmp_path / "set"
-    lmdbloader.convert(str(src), str(out), kind="jsonl", num_shards=2)
+    lmdbloader.convert(str(src), str(out), kind="jsonl", num_shards=shards)
+    return out
+
+
+def test_shard_list_whose_total_disagrees_with_its_parts_is_corruption(tmp_path):
+    out = shard_set(tmp_path, 10, 2)
     listing = json.loads((out / "shards.json").read_text())
     assert listing["records"] == 10
     assert len(lmdbloader.Reader(str(out))) == 10
@@ -193,13 +199,7 @@ def test_shard_list_whose_total_disagrees_with_its_parts_is_corruption(tmp_path)
 def test_shard_list_total_is_checked_against_parts_that_give_no_count(tmp_path):
     """Parts without "records" of their own: the total is checked against
     what the parts hold when they open (999 for 36 was accepted before)."""
-    src = tmp_path / "src.jsonl"
-    with open(src, "w") as f:
-        for i in range(36):
-            (tmp_path / f"f{i}").write_bytes(b"x" * 10)
-            f.write(json.dumps({"name": f"n{i}", "path": str(tmp_path / f"f{i}")}) + "\n")
-    out = tmp_path / "set"
-    lmdbloader.convert(str(src), str(out), kind="jsonl", num_shards=3)
+    out = shard_set(tmp_path, 36, 3)
     listing = json.loads((out / "shards.json").read_text())
     for part in listing["shards"]:
         del part["records"]
