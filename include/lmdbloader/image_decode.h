@@ -162,6 +162,7 @@ class DecodeScratch {
   // Gives all memory back.
   void Release();
 
+  // The buffers themselves, opaque here (src/image/resample.h defines them).
   struct Rep;
   Rep* rep() { return rep_.get(); }
 
