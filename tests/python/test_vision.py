@@ -6,8 +6,6 @@ spawn and forkserver), against torchvision's own recipe and draws."""
 import io
 import math
 import os
-import subprocess
-import sys
 
 import msgpack
 import numpy as np
@@ -22,9 +20,8 @@ from torchvision_cpu import import_torchvision
 PIL = pytest.importorskip("PIL")
 from PIL import Image  # noqa: E402
 
-tv = import_torchvision()
+import_torchvision()
 import torchvision.transforms as T  # noqa: E402
-import torchvision.transforms.functional as TF  # noqa: E402
 
 def photo(seed, width, height):
     """A photograph-like image: smooth gradients, edges and a little noise."""
