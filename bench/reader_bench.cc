@@ -19,7 +19,7 @@
 #include <map>
 #include <random>
 
-#include "corpus/checksum.h"
+#include "base/checksum.h"
 #include "corpus/corpus_format.h"
 #include "lmdb/index_builder.h"
 #include "lmdbloader/reader.h"

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "corpus/checksum.h"
-#include "reader/index_file.h"
+#include "base/checksum.h"
+#include "lmdb/index_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);

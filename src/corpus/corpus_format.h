@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "lmdb/record_key.h"  // records are keyed by RecordKey(i)
+
 namespace lmdbloader {
 
 inline constexpr std::string_view kMetaPrefix = "__lmdbloader__/";
@@ -33,10 +35,6 @@ inline constexpr const char* kCorpusKeysNames = "names";
 // otherwise be cut to its size modulo 2^32 by a 32-bit length.
 inline constexpr uint64_t kMaxRecordBytes = 0xffffffffull;
 
-// 8-byte big-endian encoding of a record number.
-std::string RecordKey(uint64_t index);
-// True and the number when `key` is exactly 8 bytes.
-bool ParseRecordKey(std::string_view key, uint64_t* index);
 bool IsMetaKey(std::string_view key);
 // Names, strings in records and the manifest are UTF-8 (no overlong forms,
 // surrogates or code points past U+10FFFF).

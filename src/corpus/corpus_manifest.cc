@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "corpus/checksum.h"
+#include "base/checksum.h"
 #include "corpus/corpus_format.h"
 
 namespace lmdbloader {

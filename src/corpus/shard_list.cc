@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <filesystem>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -83,6 +85,26 @@ Status ReadShardList(const std::string& dir, bool* is_set, std::vector<ShardEntr
   std::string text;
   LMDBLOADER_RETURN_IF_ERROR(ReadWholeFile(list_path, &text));
   return ParseShardList(text, dir, list_path, parts, total);
+}
+
+namespace {
+
+// Whether `dir` holds parts that `convert --shard-index` writes.
+bool HoldsShardParts(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.path().filename().string().rfind("part-", 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+Status ResolveDataLocation(const std::string& path, DataLocation* location) {
+  Status s = ResolveLocation(path, location);
+  if (s.ok() || s.sys_errno() != ENOENT || location->data_path.empty() || !HoldsShardParts(path)) return s;
+  return Status::IOError(s.message() + " (the folder holds shard parts but no " + kShardListFile +
+                             ": run `lmdbloader shard-list " + path + "` once every shard is written)",
+                         ENOENT);
 }
 
 }  // namespace lmdbloader

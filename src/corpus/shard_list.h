@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "lmdb/lmdb_env.h"
 #include "lmdbloader/status.h"
 
 namespace lmdbloader {
@@ -31,6 +32,11 @@ Status ParseShardList(const std::string& text, const std::string& dir, const std
 // otherwise `*is_set` is false and `parts` is empty.
 Status ReadShardList(const std::string& dir, bool* is_set, std::vector<ShardEntry>* parts,
                      int64_t* total = nullptr);
+
+// ResolveLocation (lmdb/lmdb_env.h) for a path that may be a shard set's
+// folder: when the folder holds no data.mdb but does hold the parts that
+// `convert --shard-index` writes, the error says to write the shard list.
+Status ResolveDataLocation(const std::string& path, DataLocation* location);
 
 }  // namespace lmdbloader
 

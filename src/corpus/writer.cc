@@ -14,10 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "corpus/checksum.h"
+#include "base/checksum.h"
 #include "corpus/corpus_format.h"
 #include "lmdb/index_builder.h"
-#include "reader/index_file.h"
+#include "lmdb/index_file.h"
 #include "lmdb/lmdb_env.h"
 
 namespace lmdbloader {
@@ -273,7 +273,7 @@ Status CorpusWriter::Finish(const std::string& manifest_json) {
     RecordIndex index;
     LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(target_, &location));
     LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(location, false, "", &env));
-    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, location, "", true, &index));
+    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, location, "", kMetaPrefix, &index));
     LMDBLOADER_RETURN_IF_ERROR(SaveIndex(IndexFileBeside(location, ""), index));
   }
   return Status::OK();

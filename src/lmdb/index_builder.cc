@@ -8,8 +8,6 @@
 #include <fstream>
 #include <string>
 
-#include "corpus/corpus_format.h"
-
 namespace lmdbloader {
 
 Status FindMapping(const void* address, const char** base, uint64_t* length) {
@@ -33,13 +31,13 @@ Status FindMapping(const void* address, const char** base, uint64_t* length) {
 }
 
 Status BuildIndex(LmdbEnv& env, const DataLocation& location, const std::string& db_name,
-                  bool corpus_meta, RecordIndex* index) {
+                  std::string_view meta_prefix, RecordIndex* index) {
   const std::string& where = location.data_path;
   index->identity = env.identity();
   index->db_name = db_name;
   index->set_keys_sorted((env.db_flags() & (kLmdbIntegerKey | kLmdbReverseKey)) == 0);
   index->set_db_flags(static_cast<uint16_t>(env.db_flags()));
-  const bool corpus_meta_allowed = corpus_meta && db_name.empty();
+  const bool meta_allowed = !meta_prefix.empty() && db_name.empty();
   // The tree's own count, capped by what the file could hold (a node takes
   // at least 10 bytes of a page), so a damaged count cannot allocate much.
   index->Reserve(std::min<uint64_t>(env.tree().entries, env.identity().size / 10));
@@ -49,7 +47,7 @@ Status BuildIndex(LmdbEnv& env, const DataLocation& location, const std::string&
     if (item.value_size > UINT32_MAX)
       return Status::Unsupported("open " + where + ": record " + std::to_string(count) + " holds " +
                                  std::to_string(item.value_size) + " bytes; records up to 4 GiB are supported");
-    if (corpus_meta_allowed && IsMetaKey(item.key)) {
+    if (meta_allowed && item.key.substr(0, meta_prefix.size()) == meta_prefix) {
       index->AddMeta(item.key, item.value_offset, static_cast<uint32_t>(item.value_size));
     } else {
       index->Add(item.key, item.value_offset, static_cast<uint32_t>(item.value_size));

@@ -5,19 +5,22 @@
 #define LMDBLOADER_SRC_INDEX_BUILDER_H_
 
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "lmdb/lmdb_env.h"
 #include "lmdbloader/status.h"
-#include "reader/record_index.h"
+#include "lmdb/record_index.h"
 
 namespace lmdbloader {
 
 // Walks `env`'s database and fills `index` (identity and db_name included).
-// With `corpus_meta`, keys under the corpus metadata prefix go to the index's
-// metadata instead of its records. Corruption naming the file and page when
+// Keys starting with `meta_prefix` (when not empty) go to the index's
+// metadata instead of its records: the corpus format's metadata keys
+// (corpus/corpus_format.h), which the caller knows and this layer does not. Corruption naming the file and page when
 // the walk meets damage.
 Status BuildIndex(LmdbEnv& env, const DataLocation& location, const std::string& db_name,
-                  bool corpus_meta, RecordIndex* index);
+                  std::string_view meta_prefix, RecordIndex* index);
 
 // Finds the start and length of the mapping of this process that contains
 // `address` and maps file offset 0 of the same file (/proc/self/maps), since

@@ -6,24 +6,14 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <mutex>
 #include <tuple>
 
-#include "corpus/corpus_format.h"
 
 namespace lmdbloader {
 
 namespace {
-
-// Whether `dir` holds parts that `convert --shard-index` writes.
-bool HoldsShardParts(const std::string& dir) {
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
-    if (entry.path().filename().string().rfind("part-", 0) == 0) return true;
-  return false;
-}
 
 // liblmdb opens (creating it when missing) the lock file beside the data
 // and reports its failures as the environment's: when mdb_env_open fails,
@@ -183,15 +173,7 @@ Status ResolveLocation(const std::string& path, DataLocation* location) {
     location->subdir = true;
     location->data_path = path + (path.back() == '/' ? "" : "/") + "data.mdb";
     struct stat data;
-    if (::stat(location->data_path.c_str(), &data) != 0) {
-      const int err = errno;
-      Status s = Status::FromErrno(err, "open", location->data_path);
-      if (err == ENOENT && HoldsShardParts(path))
-        return Status::IOError(s.message() + " (the folder holds shard parts but no " + kShardListFile +
-                               ": run `lmdbloader shard-list " + path + "` once every shard is written)",
-                               err);
-      return s;
-    }
+    if (::stat(location->data_path.c_str(), &data) != 0) return Status::FromErrno(errno, "open", location->data_path);
   } else if (S_ISREG(st.st_mode)) {
     location->subdir = false;
     location->data_path = path;

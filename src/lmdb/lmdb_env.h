@@ -21,7 +21,7 @@
 
 #include "lmdb/lmdb_pages.h"
 #include "lmdbloader/status.h"
-#include "reader/record_index.h"
+#include "lmdb/record_index.h"
 
 namespace lmdbloader {
 

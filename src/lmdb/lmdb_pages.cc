@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "corpus/checksum.h"
+#include "base/checksum.h"
 #include "io/open_file.h"
 
 namespace lmdbloader {

@@ -3,36 +3,19 @@
 #include "lmdbloader/reader.h"
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <map>
-#include <sstream>
 
-#include <nlohmann/json.hpp>
-
+#include "base/checksum.h"
 #include "io/batch_io.h"
-#include "corpus/checksum.h"
-#include "io/chunk_filler.h"
-#include "corpus/corpus_format.h"
-#include "corpus/corpus_manifest.h"
-#include "lmdb/index_builder.h"
-#include "reader/index_file.h"
-#include "lmdb/lmdb_env.h"
-#include "lmdb/lmdb_pages.h"
-#include "lmdbloader/memory.h"
-#include "io/mapping.h"
 #include "io/open_file.h"
-#include "reader/reader_part.h"
-#include "reader/record_index.h"
 #include "io/residency.h"
-#include "corpus/shard_list.h"
+#include "corpus/corpus_format.h"
+#include "reader/reader_part.h"
 
 namespace lmdbloader {
 

@@ -3,37 +3,20 @@
 // a process's own handles after fork.
 #include "lmdbloader/reader.h"
 
-#include <fcntl.h>
 #include <pthread.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <map>
-#include <sstream>
 
-#include <nlohmann/json.hpp>
+#include <atomic>
 
 #include "io/batch_io.h"
-#include "corpus/checksum.h"
-#include "io/chunk_filler.h"
-#include "corpus/corpus_format.h"
-#include "corpus/corpus_manifest.h"
-#include "lmdb/index_builder.h"
-#include "reader/index_file.h"
-#include "lmdb/lmdb_env.h"
-#include "lmdb/lmdb_pages.h"
-#include "lmdbloader/memory.h"
-#include "io/mapping.h"
 #include "io/open_file.h"
-#include "reader/reader_part.h"
-#include "reader/record_index.h"
 #include "io/residency.h"
+#include "lmdb/index_builder.h"
+#include "lmdb/index_file.h"
+#include "corpus/corpus_format.h"
 #include "corpus/shard_list.h"
+#include "reader/reader_part.h"
 
 namespace lmdbloader {
 
@@ -72,7 +55,7 @@ Reader::Reader() = default;
 Reader::~Reader() = default;
 
 Status Reader::OpenPart(const std::string& path, Part* part, std::string* index_source) {
-  LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(path, &part->location));
+  LMDBLOADER_RETURN_IF_ERROR(ResolveDataLocation(path, &part->location));
   std::unique_ptr<LmdbEnv> env;
   LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(part->location, options_.lock, options_.db_name, &env));
   const IndexPaths paths = IndexFilePaths(part->location, options_, env->identity());
@@ -89,7 +72,7 @@ Status Reader::OpenPart(const std::string& path, Part* part, std::string* index_
   if (!loaded.ok()) {
     // A damaged or stale saved index is rebuilt, never trusted.
     part->index = RecordIndex();
-    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, true, &part->index));
+    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, kMetaPrefix, &part->index));
     *index_source = "built";
     if (!index_path.empty()) {
       Status saved = SaveIndex(index_path, part->index);
@@ -110,7 +93,7 @@ Status Reader::OpenPart(const std::string& path, Part* part, std::string* index_
                               " disagrees with the data (" + meta.message() + "), not used";
     part->index = RecordIndex();
     part->index_file.clear();
-    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, true, &part->index));
+    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, kMetaPrefix, &part->index));
     *index_source = "built: " + wrong;
     meta = LoadCorpusMeta(*part, &corpus);
   }
@@ -119,7 +102,7 @@ Status Reader::OpenPart(const std::string& path, Part* part, std::string* index_
     // Keys that merely start with the metadata prefix in a plain LMDB are
     // records like any other: walk again, keeping them.
     part->index = RecordIndex();
-    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, false, &part->index));
+    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, "", &part->index));
     if (!index_path.empty()) {
       Status saved = SaveIndex(index_path, part->index);
       *index_source = "built" + (saved.ok() ? " (saved to " + index_path + ")" : " (not saved: " + saved.message() + ")");
@@ -245,7 +228,7 @@ Status Reader::ReopenHandles() {
       LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(p.location, true, options_.db_name, &p.env));
       if (!(p.env->identity() == p.index.identity)) {
         RecordIndex fresh;
-        LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*p.env, p.location, options_.db_name, true, &fresh));
+        LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*p.env, p.location, options_.db_name, kMetaPrefix, &fresh));
         if (fresh.size() != p.index.size())
           return Status::Corruption("reopen " + p.location.data_path +
                                     " after fork: the database changed its record count");

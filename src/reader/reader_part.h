@@ -20,7 +20,7 @@
 #include "lmdbloader/reader.h"
 #include "io/mapping.h"
 #include "reader/name_keys.h"
-#include "reader/record_index.h"
+#include "lmdb/record_index.h"
 
 namespace lmdbloader {
 

@@ -70,7 +70,7 @@ def test_checking_the_names_holds_a_piece_of_them_not_all(tmp_path):
 
 def test_a_name_that_is_not_utf8_is_refused_when_written(tmp_path):
     # A corpus's names are text; a reader given one that is not (another
-    # writer's) says which record of which file (tests/corpus_integrity_test.cc).
+    # writer's) says which record of which file (tests/reader/corpus_integrity_test.cc).
     with lmdbloader.CorpusWriter(str(tmp_path / "c")) as w:
         with pytest.raises(ValueError, match="record 0: its name 0x626164fffe is not UTF-8 text .*keyed by names"):
             w._w.add(b"bad\xff\xfe", b"x", {})

@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "corpus/checksum.h"
+#include "base/checksum.h"
 #include "corpus/corpus_format.h"
-#include "reader/index_file.h"
+#include "lmdb/index_file.h"
 #include "lmdbloader/reader.h"
 #include "lmdbloader/writer.h"
 #include "test_util.h"
@@ -63,21 +63,6 @@ Status OpenWith(const std::string& path, std::unique_ptr<Reader>* r, AccessMode 
   o.mode = mode;
   o.verify_checksums = verify ? ChecksumPolicy::kEveryRead : ChecksumPolicy::kOff;
   return Reader::Open(path, o, r);
-}
-
-// Values too large to hold are checked a piece at a time: the streaming
-// form must give the one-shot checksum for any split (the one-shot may take
-// the AVX2 path, the streaming one does not).
-TEST(ChecksumTest, PiecesGiveTheChecksumOfTheWhole) {
-  for (size_t size : {size_t{0}, size_t{1}, size_t{17}, size_t{240}, size_t{4096}, size_t{1 << 20}, size_t{3000001}}) {
-    const std::string bytes = testing::RecordBytes(size, size);
-    for (size_t piece : {size_t{1}, size_t{7}, size_t{64}, size_t{1000}, size_t{1 << 20}}) {
-      if (piece == 1 && size > 5000) continue;
-      ChecksumStream stream;
-      for (size_t at = 0; at < size; at += piece) stream.Add(bytes.data() + at, std::min(piece, size - at));
-      EXPECT_EQ(stream.Value(), Checksum(bytes)) << size << " bytes in pieces of " << piece;
-    }
-  }
 }
 
 TEST(CorpusIntegrityTest, DamagedRecordIsCorruptionNamingRecordAndFileInBothModes) {

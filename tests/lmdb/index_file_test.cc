@@ -1,4 +1,4 @@
-#include "reader/index_file.h"
+#include "lmdb/index_file.h"
 
 #include <fstream>
 

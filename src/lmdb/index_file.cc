@@ -1,4 +1,4 @@
-#include "reader/index_file.h"
+#include "lmdb/index_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "corpus/checksum.h"
+#include "base/checksum.h"
 #include "io/atomic_write.h"
 #include "io/open_file.h"
 

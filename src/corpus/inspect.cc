@@ -11,7 +11,7 @@ namespace {
 
 Status InspectOne(const std::string& path, const std::string& db_name, DatabaseInfo* info) {
   DataLocation location;
-  LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(path, &location));
+  LMDBLOADER_RETURN_IF_ERROR(ResolveDataLocation(path, &location));
   std::unique_ptr<LmdbEnv> env;
   LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(location, false, db_name, &env));
   // The counts LMDB keeps in the tree's header (what mdb_stat reports).
@@ -35,7 +35,7 @@ Status InspectOne(const std::string& path, const std::string& db_name, DatabaseI
 Status ListNamedDatabases(const std::string& path, std::vector<std::string>* names) {
   names->clear();
   DataLocation location;
-  LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(path, &location));
+  LMDBLOADER_RETURN_IF_ERROR(ResolveDataLocation(path, &location));
   std::unique_ptr<LmdbEnv> env;
   LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(location, false, "", &env));
   const LmdbMeta meta = env->meta();
@@ -52,7 +52,7 @@ Status ReadLeafLayout(const std::string& path, const std::string& db_name, LeafL
   LMDBLOADER_RETURN_IF_ERROR(ReadShardList(path, &shard_set, &parts));
   if (shard_set) return Status::Unsupported(path + " is a shard set: its parts have leaf pages of their own");
   DataLocation location;
-  LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(path, &location));
+  LMDBLOADER_RETURN_IF_ERROR(ResolveDataLocation(path, &location));
   std::unique_ptr<LmdbEnv> env;
   LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(location, false, db_name, &env));
   uint64_t keys = 0;  // key nodes seen
@@ -81,7 +81,7 @@ Status CheckPages(const std::string& path, const std::string& db_name, std::vect
   if (!shard_set) parts.push_back({path, -1});
   for (const ShardEntry& part : parts) {
     DataLocation location;
-    LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(part.path, &location));
+    LMDBLOADER_RETURN_IF_ERROR(ResolveDataLocation(part.path, &location));
     std::unique_ptr<LmdbEnv> env;
     Status s = LmdbEnv::Open(location, false, db_name, &env);
     if (!s.ok()) {

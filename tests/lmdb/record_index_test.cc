@@ -1,4 +1,4 @@
-#include "reader/record_index.h"
+#include "lmdb/record_index.h"
 
 #include <gtest/gtest.h>
 

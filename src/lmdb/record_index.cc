@@ -1,8 +1,8 @@
-#include "reader/record_index.h"
+#include "lmdb/record_index.h"
 
 #include <algorithm>
 
-#include "corpus/corpus_format.h"
+#include "lmdb/record_key.h"
 
 namespace lmdbloader {
 

@@ -134,7 +134,7 @@ Status OpenForCopy(const std::string& path, DataLocation* location, std::unique_
   std::vector<ShardEntry> parts;
   LMDBLOADER_RETURN_IF_ERROR(ReadShardList(path, &shard_set, &parts));
   if (shard_set) return Status::InvalidArgument("copy " + path + ": a shard set is many environments; copy its folder");
-  LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(path, location));
+  LMDBLOADER_RETURN_IF_ERROR(ResolveDataLocation(path, location));
   return LmdbEnv::Open(*location, false, "", env);
 }
 

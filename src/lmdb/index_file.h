@@ -11,7 +11,7 @@
 #include "lmdb/lmdb_env.h"
 #include "lmdbloader/options.h"
 #include "lmdbloader/status.h"
-#include "reader/record_index.h"
+#include "lmdb/record_index.h"
 
 namespace lmdbloader {
 
