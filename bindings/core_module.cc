@@ -542,23 +542,18 @@ PYBIND11_MODULE(_core, m) {
     return v;
   });
 
-  m.def("convert", [](const std::string& kind, const std::string& source, const std::string& output,
-                      bool overwrite, const std::string& order, uint64_t seed, uint32_t frame_step,
-                      uint32_t num_shards, int32_t shard_index, bool skip_bad, bool progress,
-                      const std::string& db) {
+  // The converter's options by name as text (ConvertOptionList), as the
+  // reader's: the library parses and checks each one.
+  m.def("convert_options", [] {
+    py::list out;
+    const ConvertOptions defaults;
+    for (const OptionInfo& o : ConvertOptionList())
+      out.append(py::make_tuple(o.name, o.kind, o.values, o.help, ConvertOptionValue(defaults, o.name)));
+    return out;
+  });
+  m.def("convert", [](const std::map<std::string, std::string>& given) {
     ConvertOptions o;
-    o.source_kind = kind;
-    o.source = source;
-    o.output = output;
-    o.overwrite = overwrite;
-    o.order = order;
-    o.seed = seed;
-    o.frame_step = frame_step;
-    o.num_shards = num_shards;
-    o.shard_index = shard_index;
-    o.skip_bad = skip_bad;
-    o.progress = progress;
-    o.db_name = db;
+    for (const auto& [name, text] : given) ThrowIfError(SetConvertOption(name, text, &o));
     ConvertSummary summary;
     Status s;
     {

@@ -8,38 +8,33 @@
 #include <nlohmann/json.hpp>
 
 #include "lmdbloader/convert.h"
+#include "tools/option_flags.h"
 
 namespace lmdbloader {
 namespace {
 
 struct ConvertFlags {
-  ConvertOptions options;
+  GivenOptions given;
   bool as_json = false;
   bool no_progress = false;
   std::string shard_list_dir;
 };
 ConvertFlags flags;
 CLI::App* convert_cmd = nullptr;
+const FlagSpellings kSpellings = {{"kind", "--from"}, {"source", "source"}, {"output", "output"}, {"progress", ""}};
 CLI::App* shard_list_cmd = nullptr;
 
 }  // namespace
 
 void ConvertCommand::Register(CLI::App* app) {
-  ConvertOptions& o = flags.options;
   convert_cmd = app->add_subcommand("convert", "write a corpus from image folders, video frame folders, "
                                                "a JSONL manifest or an existing LMDB");
-  convert_cmd->add_option("--from", o.source_kind, "image_folder, video_folder, jsonl or lmdb")->required();
-  convert_cmd->add_option("source", o.source, "source folder, manifest or LMDB")->required();
-  convert_cmd->add_option("output", o.output, "corpus to write (a folder of shards with --num-shards)")->required();
-  convert_cmd->add_flag("--overwrite", o.overwrite, "replace an existing output");
-  convert_cmd->add_option("--order", o.order, "given, sorted (default) or shuffle");
-  convert_cmd->add_option("--seed", o.seed, "seed for --order shuffle");
-  convert_cmd->add_option("--frame-step", o.frame_step, "video_folder: keep every k-th frame");
-  convert_cmd->add_option("--num-shards", o.num_shards, "split into this many shards");
-  convert_cmd->add_option("--shard-index", o.shard_index,
-                          "write only this shard (one job of an array); then run `lmdbloader shard-list`");
-  convert_cmd->add_flag("--skip-bad", o.skip_bad, "skip bad inputs and list them in the summary");
-  convert_cmd->add_option("--db", o.db_name, "lmdb source: named database");
+  // Every option of the library's list (ConvertOptionList); the source and
+  // output are positional, the kind is --from, and the progress line is the
+  // command's own choice (--no-progress, and only on a terminal).
+  AddOptionFlags(convert_cmd, ConvertOptionList(),
+                 [](const std::string& name) { return ConvertOptionValue(ConvertOptions(), name); }, &flags.given,
+                 kSpellings);
   convert_cmd->add_flag("--json", flags.as_json, "print the summary as JSON");
   convert_cmd->add_flag("--no-progress", flags.no_progress, "no progress line on stderr");
 
@@ -58,7 +53,16 @@ int ConvertCommand::Run() {
     std::printf("%s/shards.json: %llu records\n", flags.shard_list_dir.c_str(), (unsigned long long)records);
     return 0;
   }
-  ConvertOptions& o = flags.options;
+  ConvertOptions o;
+  for (const auto& [name, text] : flags.given) {
+    Status s = SetConvertOption(name, text, &o);
+    if (!s.ok()) {
+      const auto spelled = kSpellings.find(name);
+      const std::string flag = spelled == kSpellings.end() ? FlagName(name) : spelled->second;
+      std::fprintf(stderr, "lmdbloader convert: %s %s: %s\n", flag.c_str(), text.c_str(), s.message().c_str());
+      return 2;
+    }
+  }
   o.progress = !flags.no_progress && ::isatty(2);
   ConvertSummary summary;
   Status s = Convert(o, &summary);

@@ -18,6 +18,7 @@
 #include "lmdbloader/reader.h"
 #include "lmdbloader/scan.h"
 #include "tools/convert_command.h"
+#include "tools/option_flags.h"
 
 namespace lmdbloader {
 namespace {
@@ -54,22 +55,12 @@ bool ParseIndex(const std::string& text, uint64_t* index, bool* too_big) {
 // comes from LMDBLOADER_RSS_BUDGET, as in Python.
 struct OpenFlags {
   std::string path;
-  std::vector<std::pair<std::string, std::string>> given;  // option name, text, in the order written
+  GivenOptions given;
 
   void Add(CLI::App* cmd) {
     cmd->add_option("path", path, "LMDB directory, data file, or corpus / shard set")->required();
-    for (const ReaderOptionInfo& o : ReaderOptionList()) {
-      std::string flag = "--" + std::string(o.name);
-      std::replace(flag.begin(), flag.end(), '_', '-');
-      const std::string name = o.name, defaults = ReaderOptionValue(ReaderOptions(), name);
-      const std::string help = std::string(o.help) + " [" + o.values + "; default " +
-                               (defaults.empty() ? "empty" : defaults) + "]";
-      if (std::string(o.kind) == "bool")
-        cmd->add_flag_function(flag, [this, name](int64_t) { given.emplace_back(name, "true"); }, help);
-      else
-        cmd->add_option_function<std::string>(flag, [this, name](const std::string& v) { given.emplace_back(name, v); },
-                                              help);
-    }
+    AddOptionFlags(cmd, ReaderOptionList(), [](const std::string& name) { return ReaderOptionValue(ReaderOptions(), name); },
+                   &given);
     // The checksum policy's short forms.
     cmd->add_flag_function("--no-verify-checksums", [this](int64_t) { given.emplace_back("verify_checksums", "false"); },
                            "corpora: skip checking each record's checksum (--verify-checksums false)");
@@ -83,9 +74,7 @@ struct OpenFlags {
     LMDBLOADER_RETURN_IF_ERROR(ReaderOptionsFromEnvironment(options));
     for (const auto& [name, text] : given) {
       Status s = SetReaderOption(name, text, options);
-      std::string flag = "--" + name;
-      std::replace(flag.begin(), flag.end(), '_', '-');
-      if (!s.ok()) return Status::InvalidArgument(flag + " " + text + ": " + s.message());
+      if (!s.ok()) return Status::InvalidArgument(FlagName(name) + " " + text + ": " + s.message());
     }
     return Status::OK();
   }

@@ -15,7 +15,7 @@
 from . import _core
 from .errors import (ConvertError, CorruptedError, DecodeError, Error, ReadonlyError,
                      UnsupportedError)
-from ._convert import convert, write_shard_list
+from ._convert import convert, convert_options, write_shard_list
 from .reader import Reader
 from .sampler import LocalitySampler
 from .writer import CorpusWriter
@@ -23,7 +23,7 @@ from .writer import CorpusWriter
 __version__ = _core.__version__
 
 __all__ = ["Reader", "CorpusWriter", "LmdbDataset", "collate", "Collate", "DataLoader", "ring_stats",
-           "ImageDecode", "ClipDecode", "LocalitySampler", "convert", "write_shard_list", "Error", "CorruptedError", "UnsupportedError",
+           "ImageDecode", "ClipDecode", "LocalitySampler", "convert", "convert_options", "write_shard_list", "Error", "CorruptedError", "UnsupportedError",
            "DecodeError", "ReadonlyError", "ConvertError", "__version__"]
 _NEED_TORCH = {"LmdbDataset": "dataset", "collate": "batches", "Collate": "batches", "DataLoader": "batches",
                "ring_stats": "batches", "ImageDecode": "vision", "ClipDecode": "vision"}

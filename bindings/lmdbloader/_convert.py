@@ -1,40 +1,45 @@
-"""lmdbloader.convert(): the converter, the same C++ code as `lmdbloader convert`."""
+"""lmdbloader.convert(): the converter, the same C++ code as `lmdbloader convert`.
+
+Each option's name, default and check live once, in the C++ core
+(``ConvertOptionList`` in include/lmdbloader/convert.h); keywords are turned
+into the text the core parses, as the reader's are (``_options``).
+"""
 
 import os
 
 from . import _core
+from ._options import option_texts
 from .errors import ConvertError
 
-_KINDS = ("image_folder", "video_folder", "jsonl", "lmdb")
+# name -> kind, from the core.
+KINDS = {name: kind for name, kind, *_ in _core.convert_options()}
 
 
-def convert(source, output, *, kind, overwrite=False, order="sorted", seed=0, frame_step=1,
-            num_shards=1, shard_index=None, skip_bad=False, progress=False, db=None):
+def convert(source, output, *, kind, **options):
     """Writes a corpus from ``source`` (see ``lmdbloader convert --help``) and
     returns the summary: outputs, records, bytes, seconds, skipped.
 
-    Bad input or options raise ConvertError (an lmdbloader.Error and a
+    ``kind``: image_folder, video_folder, jsonl or lmdb. Options, each as
+    ``lmdbloader.convert_options()`` lists it with its default: overwrite,
+    order (given, sorted, shuffle), seed, frame_step, num_shards, shard_index
+    (None: every shard), skip_bad, progress, db. An unknown keyword is a
+    TypeError; a value of the right type that the core refuses is a
+    ConvertError. Bad input raises ConvertError (an lmdbloader.Error and a
     ValueError) naming the file or line; nothing is left at ``output`` then.
     """
-    if kind not in _KINDS:
-        raise ValueError(f"kind must be one of {', '.join(_KINDS)}; got {kind!r}")
-    # What the core's integer types carry; the shard limit is the core's (MAX_SHARDS).
-    limits = {"seed": (seed, 0, 2**64 - 1), "frame_step": (frame_step, 1, 2**31 - 1),
-              "num_shards": (num_shards, 1, _core.MAX_SHARDS)}
-    if shard_index is not None:
-        limits["shard_index"] = (shard_index, 0, _core.MAX_SHARDS - 1)
-    for what, (value, low, high) in limits.items():
-        if isinstance(value, bool) or not isinstance(value, int) and not hasattr(value, "__index__"):
-            raise ConvertError(f"{what} must be an integer, got {type(value).__name__}")
-        if not low <= int(value) <= high:
-            raise ConvertError(f"{what} must be between {low} and {high}, got {value}")
+    given = dict(options, kind=kind, source=os.fspath(source), output=os.fspath(output))
+    if given.get("db") == "":
+        given["db"] = None
     try:
-        return _core.convert(kind, os.fspath(source), os.fspath(output), bool(overwrite), order,
-                             int(seed), int(frame_step), int(num_shards),
-                             -1 if shard_index is None else int(shard_index), bool(skip_bad),
-                             bool(progress), db or "")
+        texts = option_texts(given, KINDS, "convert")
+        return _core.convert(texts)
     except ValueError as e:  # the core's InvalidArgument: bad input or options
         raise ConvertError(str(e)) from None
+
+
+def convert_options():
+    """The converter's options: (name, kind, what it accepts, help, default) each."""
+    return list(_core.convert_options())
 
 
 def write_shard_list(folder):

@@ -18,15 +18,21 @@ KINDS = {name: kind for name, kind, *_ in _core.reader_options()}
 
 
 def reader_option_texts(options, owner="Reader"):
-    """{name: text} for the core from keyword arguments; None keeps the
-    core's default. TypeError for an unknown keyword or a value of the wrong
-    type, naming it; the core checks the values themselves (ValueError)."""
+    """{name: text} for the core from a Reader's keyword arguments."""
+    return option_texts(options, KINDS, owner)
+
+
+def option_texts(options, kinds, owner):
+    """{name: text} for the core from keyword arguments, by the kinds of a
+    core option table; None keeps the core's default. TypeError for an
+    unknown keyword or a value of the wrong type, naming it; the core checks
+    the values themselves (ValueError)."""
     texts = {}
     for name, value in options.items():
-        kind = KINDS.get(name)
+        kind = kinds.get(name)
         if kind is None:
             raise TypeError(f"{owner}() got an unexpected keyword argument {name!r} "
-                            f"(options: {', '.join(KINDS)})")
+                            f"(options: {', '.join(kinds)})")
         if value is not None:
             texts[name] = _text(name, kind, value)
     return texts

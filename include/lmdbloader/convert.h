@@ -22,18 +22,29 @@
 #include <string_view>
 #include <vector>
 
+#include "lmdbloader/options.h"
 #include "lmdbloader/status.h"
 
 namespace lmdbloader {
 
+// What a corpus is written from (the list at the top of this file).
+enum class SourceKind { kImageFolder, kVideoFolder, kJsonl, kLmdb };
+
+// The order of the records: the listing's (file order, manifest lines, the
+// LMDB's keys), by name, or shuffled with a seed.
+enum class RecordOrder { kGiven, kSorted, kShuffle };
+
+// Fields are set in C++ directly, or by name from text with
+// SetConvertOption; ConvertOptionList() describes each one (its name, what
+// it accepts, its help), and is what the command's flags and Python's
+// keywords are made from.
 struct ConvertOptions {
-  std::string source_kind;  // "image_folder", "video_folder", "jsonl", "lmdb"
+  SourceKind source_kind = SourceKind::kImageFolder;  // "kind"; the command's --from
   std::string source;       // folder, manifest file, or LMDB path
   std::string output;       // the corpus, or with num_shards > 1 the shard folder
   bool overwrite = false;
-  // Records: "given" (listing / file order), "sorted" (by name) or "shuffle".
-  std::string order = "sorted";
-  uint64_t seed = 0;        // for "shuffle"
+  RecordOrder order = RecordOrder::kSorted;
+  uint64_t seed = 0;        // for kShuffle
   uint32_t frame_step = 1;  // video_folder: keep every k-th frame
   // Write shard `shard_index` of `num_shards` (records split in contiguous
   // ranges after ordering) to <output>/part-IIIII-of-NNNNN. shard_index -1
@@ -42,8 +53,24 @@ struct ConvertOptions {
   int32_t shard_index = -1;
   bool skip_bad = false;   // skip bad inputs and list them instead of failing
   bool progress = false;   // progress line on stderr
-  std::string db_name;     // lmdb source: named database
+  std::string db_name;     // lmdb source: named database ("db")
 };
+
+// The options by name, as ReaderOptionList (options.h) describes the
+// reader's: name (Python's keyword; the command's flag is --name, '_'
+// written '-', except `kind`, which the command calls --from, and `source`
+// and `output`, which it takes as positional arguments), kind of value, what
+// it accepts and help.
+const std::vector<OptionInfo>& ConvertOptionList();
+// Sets option `name` from its text form. InvalidArgument naming the option
+// and what it accepts (integers out of range included); for an unknown name,
+// naming every known one.
+Status SetConvertOption(std::string_view name, std::string_view value, ConvertOptions* options);
+// Option `name`'s value as SetConvertOption reads it ("" for an unknown name).
+std::string ConvertOptionValue(const ConvertOptions& options, std::string_view name);
+// The names the enums are written with ("image_folder", "shuffle", ...).
+const char* SourceKindName(SourceKind kind);
+const char* RecordOrderName(RecordOrder order);
 
 struct ConvertSummary {
   std::vector<std::string> outputs;  // corpora written

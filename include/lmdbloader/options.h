@@ -178,13 +178,15 @@ Status ValidateOptions(const ReaderOptions& options);
 // (`--rss-budget 64MiB`) and Python (`rss_budget="64MiB"`) accept. Each
 // option's name, default and check are written once, in options.cc; the
 // fronts add none of their own and pass values through as text.
-struct ReaderOptionInfo {
+// ConvertOptionList (convert.h) describes the converter's the same way.
+struct OptionInfo {
   const char* name;     // Python's keyword; the command's flag is --name, '_' written '-'
   const char* kind;     // how a front passes a value: bytes, bool, int, choice, text or checksums
-  const char* values;   // what it accepts, as help and errors say it
+  std::string values;   // what it accepts, as help and errors say it (choices from their enum's table)
   const char* help;
 };
-const std::vector<ReaderOptionInfo>& ReaderOptionList();
+using ReaderOptionInfo = OptionInfo;
+const std::vector<OptionInfo>& ReaderOptionList();
 
 // Sets option `name` from its text form ("64MiB", "true", "mmap", "once").
 // InvalidArgument naming the option and what it accepts; for an unknown

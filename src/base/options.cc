@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/enum_names.h"
+
 namespace lmdbloader {
 
 Status ParseByteSize(std::string_view text, uint64_t* bytes) {
@@ -44,64 +46,39 @@ Status ParseByteSize(std::string_view text, uint64_t* bytes) {
   return Status::OK();
 }
 
-Status ParseAccessMode(std::string_view text, AccessMode* mode) {
-  if (text == "auto") *mode = AccessMode::kAuto;
-  else if (text == "pread") *mode = AccessMode::kPread;
-  else if (text == "mmap") *mode = AccessMode::kMmap;
-  else
-    return Status::InvalidArgument("mode must be one of auto, pread, mmap; got '" + std::string(text) + "'");
-  return Status::OK();
-}
+namespace {
 
-const char* AccessModeName(AccessMode mode) {
-  switch (mode) {
-    case AccessMode::kAuto: return "auto";
-    case AccessMode::kPread: return "pread";
-    case AccessMode::kMmap: return "mmap";
-  }
-  return "unknown";
-}
+// Each enum's names, written once: parsing, naming, checking a value and
+// the lists that help shows all read these.
+constexpr EnumName<AccessMode> kAccessModes[] = {
+    {AccessMode::kAuto, "auto"}, {AccessMode::kPread, "pread"}, {AccessMode::kMmap, "mmap"}};
+constexpr EnumName<IoEngine> kIoEngines[] = {
+    {IoEngine::kAuto, "auto"}, {IoEngine::kIoUring, "io_uring"}, {IoEngine::kThreads, "threads"},
+    {IoEngine::kSync, "sync"}};
+constexpr EnumName<CachePolicy> kCachePolicies[] = {
+    {CachePolicy::kAuto, "auto"}, {CachePolicy::kFill, "fill"}, {CachePolicy::kExact, "exact"},
+    {CachePolicy::kDrop, "drop"}};
+// As Python spells them (True, "once", False) in lower case, as the
+// command line takes them.
+constexpr EnumName<ChecksumPolicy> kChecksumPolicies[] = {
+    {ChecksumPolicy::kEveryRead, "true"}, {ChecksumPolicy::kFirstRead, "once"}, {ChecksumPolicy::kOff, "false"}};
+
+const char* Known(const char* name) { return name ? name : "unknown"; }
+
+}  // namespace
+
+Status ParseAccessMode(std::string_view text, AccessMode* mode) { return ParseName(kAccessModes, "mode", text, mode); }
+const char* AccessModeName(AccessMode mode) { return Known(NameOf(kAccessModes, mode)); }
 
 Status ParseIoEngine(std::string_view text, IoEngine* engine) {
-  if (text == "auto") *engine = IoEngine::kAuto;
-  else if (text == "io_uring") *engine = IoEngine::kIoUring;
-  else if (text == "threads") *engine = IoEngine::kThreads;
-  else if (text == "sync") *engine = IoEngine::kSync;
-  else
-    return Status::InvalidArgument("io_engine must be one of auto, io_uring, threads, sync; got '" +
-                                   std::string(text) + "'");
-  return Status::OK();
+  return ParseName(kIoEngines, "io_engine", text, engine);
 }
-
-const char* IoEngineName(IoEngine engine) {
-  switch (engine) {
-    case IoEngine::kAuto: return "auto";
-    case IoEngine::kIoUring: return "io_uring";
-    case IoEngine::kThreads: return "threads";
-    case IoEngine::kSync: return "sync";
-  }
-  return "unknown";
-}
+const char* IoEngineName(IoEngine engine) { return Known(NameOf(kIoEngines, engine)); }
 
 Status ParseCachePolicy(std::string_view text, CachePolicy* policy) {
-  if (text == "auto") *policy = CachePolicy::kAuto;
-  else if (text == "fill") *policy = CachePolicy::kFill;
-  else if (text == "exact") *policy = CachePolicy::kExact;
-  else if (text == "drop") *policy = CachePolicy::kDrop;
-  else
-    return Status::InvalidArgument("cache must be one of auto, fill, exact, drop; got '" + std::string(text) + "'");
-  return Status::OK();
+  return ParseName(kCachePolicies, "cache", text, policy);
 }
-
-const char* CachePolicyName(CachePolicy policy) {
-  switch (policy) {
-    case CachePolicy::kAuto: return "auto";
-    case CachePolicy::kFill: return "fill";
-    case CachePolicy::kExact: return "exact";
-    case CachePolicy::kDrop: return "drop";
-  }
-  return "unknown";
-}
+const char* CachePolicyName(CachePolicy policy) { return Known(NameOf(kCachePolicies, policy)); }
 
 namespace {
 
@@ -124,16 +101,10 @@ Status CheckMmapWindow(uint64_t window) {
 Status ValidateOptions(const ReaderOptions& options) {
   LMDBLOADER_RETURN_IF_ERROR(CheckQueueDepth(options.queue_depth, std::to_string(options.queue_depth)));
   LMDBLOADER_RETURN_IF_ERROR(CheckMmapWindow(options.mmap_window));
-  if (options.io_engine != IoEngine::kAuto && options.io_engine != IoEngine::kIoUring &&
-      options.io_engine != IoEngine::kThreads && options.io_engine != IoEngine::kSync)
-    return Status::InvalidArgument("invalid io_engine");
-  if (options.cache_policy != CachePolicy::kAuto && options.cache_policy != CachePolicy::kFill &&
-      options.cache_policy != CachePolicy::kExact && options.cache_policy != CachePolicy::kDrop)
-    return Status::InvalidArgument("invalid cache policy");
-  if (options.mode != AccessMode::kAuto && options.mode != AccessMode::kPread && options.mode != AccessMode::kMmap)
-    return Status::InvalidArgument("invalid access mode");
-  if (options.verify_checksums != ChecksumPolicy::kEveryRead && options.verify_checksums != ChecksumPolicy::kFirstRead &&
-      options.verify_checksums != ChecksumPolicy::kOff)
+  if (!NameOf(kIoEngines, options.io_engine)) return Status::InvalidArgument("invalid io_engine");
+  if (!NameOf(kCachePolicies, options.cache_policy)) return Status::InvalidArgument("invalid cache policy");
+  if (!NameOf(kAccessModes, options.mode)) return Status::InvalidArgument("invalid access mode");
+  if (!NameOf(kChecksumPolicies, options.verify_checksums))
     return Status::InvalidArgument("invalid checksum policy");
   return Status::OK();
 }
@@ -147,29 +118,18 @@ Status ParseBool(std::string_view name, std::string_view text, bool* value) {
 }
 
 Status ParseChecksumPolicy(std::string_view text, ChecksumPolicy* policy) {
-  if (text == "true") *policy = ChecksumPolicy::kEveryRead;
-  else if (text == "once") *policy = ChecksumPolicy::kFirstRead;
-  else if (text == "false") *policy = ChecksumPolicy::kOff;
-  else
-    return Status::InvalidArgument("verify_checksums must be True, False or \"once\"; got '" + std::string(text) +
-                                   "'");
-  return Status::OK();
+  if (ParseName(kChecksumPolicies, "verify_checksums", text, policy).ok()) return Status::OK();
+  // Python's spelling, which is what most users type.
+  return Status::InvalidArgument("verify_checksums must be True, False or \"once\"; got '" + std::string(text) + "'");
 }
 
-const char* ChecksumPolicyName(ChecksumPolicy policy) {
-  switch (policy) {
-    case ChecksumPolicy::kEveryRead: return "true";
-    case ChecksumPolicy::kFirstRead: return "once";
-    case ChecksumPolicy::kOff: return "false";
-  }
-  return "unknown";
-}
+const char* ChecksumPolicyName(ChecksumPolicy policy) { return Known(NameOf(kChecksumPolicies, policy)); }
 
 namespace {
 
 // One option: its description, how to set it from text, how to read it back.
 struct OptionEntry {
-  ReaderOptionInfo info;
+  OptionInfo info;
   Status (*set)(std::string_view text, ReaderOptions* o);
   std::string (*get)(const ReaderOptions& o);
 };
@@ -186,7 +146,7 @@ const std::vector<OptionEntry>& Entries() {
         "from $LMDBLOADER_RSS_BUDGET when set)"},
        [](std::string_view t, ReaderOptions* o) { return SetBytes("rss_budget", t, &o->rss_budget); },
        [](const ReaderOptions& o) { return std::to_string(o.rss_budget); }},
-      {{"mode", "choice", "auto, pread or mmap", "how record bytes reach the caller"},
+      {{"mode", "choice", NameList(kAccessModes, " or "), "how record bytes reach the caller"},
        [](std::string_view t, ReaderOptions* o) { return ParseAccessMode(t, &o->mode); },
        [](const ReaderOptions& o) { return std::string(AccessModeName(o.mode)); }},
       {{"lock", "bool", "true or false", "use LMDB's lock file and hold a read transaction"},
@@ -205,11 +165,11 @@ const std::vector<OptionEntry>& Entries() {
          return Status::OK();
        },
        [](const ReaderOptions& o) { return o.index_dir; }},
-      {{"verify_checksums", "checksums", "true, false or once",
+      {{"verify_checksums", "checksums", NameList(kChecksumPolicies, " or "),
         "corpora: check each record's checksum on every read, never, or once"},
        [](std::string_view t, ReaderOptions* o) { return ParseChecksumPolicy(t, &o->verify_checksums); },
        [](const ReaderOptions& o) { return std::string(ChecksumPolicyName(o.verify_checksums)); }},
-      {{"io_engine", "choice", "auto, io_uring, threads or sync", "how batched reads reach the device "
+      {{"io_engine", "choice", NameList(kIoEngines, " or "), "how batched reads reach the device "
         "(auto: io_uring, else threads)"},
        [](std::string_view t, ReaderOptions* o) { return ParseIoEngine(t, &o->io_engine); },
        [](const ReaderOptions& o) { return std::string(IoEngineName(o.io_engine)); }},
@@ -224,7 +184,7 @@ const std::vector<OptionEntry>& Entries() {
          return Status::OK();
        },
        [](const ReaderOptions& o) { return std::to_string(o.queue_depth); }},
-      {{"cache", "choice", "auto, fill, exact or drop", "what reads leave in the page cache"},
+      {{"cache", "choice", NameList(kCachePolicies, " or "), "what reads leave in the page cache"},
        [](std::string_view t, ReaderOptions* o) { return ParseCachePolicy(t, &o->cache_policy); },
        [](const ReaderOptions& o) { return std::string(CachePolicyName(o.cache_policy)); }},
       {{"mmap_window", "bytes", "a byte size of at least 64KiB",
@@ -246,9 +206,9 @@ const std::vector<OptionEntry>& Entries() {
 
 }  // namespace
 
-const std::vector<ReaderOptionInfo>& ReaderOptionList() {
-  static const std::vector<ReaderOptionInfo> list = [] {
-    std::vector<ReaderOptionInfo> out;
+const std::vector<OptionInfo>& ReaderOptionList() {
+  static const std::vector<OptionInfo> list = [] {
+    std::vector<OptionInfo> out;
     for (const OptionEntry& e : Entries()) out.push_back(e.info);
     return out;
   }();

@@ -15,6 +15,7 @@
 #include <msgpack.hpp>
 #include <nlohmann/json.hpp>
 
+#include "convert/source_listing.h"
 #include "corpus/corpus_format.h"
 #include "lmdb/lmdb_pages.h"
 #include "io/atomic_write.h"
@@ -29,255 +30,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-// One record to be written, as found while listing the source.
-struct Item {
-  std::string name;
-  std::vector<std::string> files;  // one image, or the frames of a video
-  bool frames = false;             // files form a list of frames
-  bool has_label = false;
-  int64_t label = 0;
-  json extra = json::object();     // jsonl: other scalar fields
-  uint64_t position = 0;           // lmdb source: record position
-  std::string origin;              // where the item came from, for errors
-};
-
-struct Listing {
-  std::vector<Item> items;
-  std::vector<std::string> label_names;
-  std::vector<std::string> skipped;
-  // lmdb source: what the corpus is keyed by, its schema (null: records as
-  // they were), and its columns by record position (from a corpus source).
-  CorpusKeys keys = CorpusKeys::kRecordNumbers;
-  json schema;
-  std::map<std::string, std::vector<double>> columns;
-};
-
-std::vector<fs::path> SortedEntries(const fs::path& dir, bool want_dirs) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.path().filename().string().rfind('.', 0) == 0) continue;  // hidden
-    if (want_dirs ? e.is_directory(ec) : e.is_regular_file(ec)) out.push_back(e.path());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-// Record and class names are msgpack strings and JSON in the manifest: they
-// must be UTF-8, which file names need not be.
-Status CheckName(const fs::path& path) {
-  if (IsUtf8(path.filename().string())) return Status::OK();
-  return Status::InvalidArgument(path.string() + ": the name is not valid UTF-8 (record and class names must be)");
-}
-
-Status ListFolders(const ConvertOptions& o, bool video, Listing* listing) {
-  std::error_code ec;
-  if (!fs::is_directory(o.source, ec))
-    return Status::IOError("open " + o.source + ": not a directory", ENOTDIR);
-  std::vector<fs::path> classes = SortedEntries(o.source, true);
-  for (size_t c = 0; c < classes.size(); ++c) {
-    LMDBLOADER_RETURN_IF_ERROR(CheckName(classes[c]));
-    listing->label_names.push_back(classes[c].filename().string());
-    std::string cls = classes[c].filename().string();
-    if (!video) {
-      for (const fs::path& f : SortedEntries(classes[c], false)) {
-        LMDBLOADER_RETURN_IF_ERROR(CheckName(f));
-        Item it;
-        it.name = cls + "/" + f.filename().string();
-        it.files = {f.string()};
-        it.has_label = true;
-        it.label = static_cast<int64_t>(c);
-        it.origin = f.string();
-        listing->items.push_back(std::move(it));
-      }
-      continue;
-    }
-    for (const fs::path& v : SortedEntries(classes[c], true)) {
-      LMDBLOADER_RETURN_IF_ERROR(CheckName(v));
-      Item it;
-      it.name = cls + "/" + v.filename().string();
-      it.frames = true;
-      it.has_label = true;
-      it.label = static_cast<int64_t>(c);
-      it.origin = v.string();
-      std::vector<fs::path> frames = SortedEntries(v, false);
-      for (size_t k = 0; k < frames.size(); k += o.frame_step) it.files.push_back(frames[k].string());
-      if (it.files.empty()) {
-        std::string why = v.string() + ": empty folder (no frames)";
-        if (!o.skip_bad) return Status::InvalidArgument(why);
-        listing->skipped.push_back(why);
-        continue;
-      }
-      listing->items.push_back(std::move(it));
-    }
-  }
-  if (listing->items.empty())
-    return Status::InvalidArgument("no " + std::string(video ? "videos" : "images") + " found under " + o.source +
-                                   " (expected " + (video ? "class/video/frame files" : "class/image files") + ")");
-  return Status::OK();
-}
-
-// Resolves a manifest path against `root`; false when it leaves the root.
-bool ResolveInside(const fs::path& root, const std::string& relative, std::string* out) {
-  std::error_code ec;
-  fs::path p = fs::weakly_canonical(root / relative, ec);
-  if (ec) return false;
-  std::string s = p.string(), r = root.string();
-  if (s.size() <= r.size() || s.compare(0, r.size(), r) != 0 || s[r.size()] != '/') return false;
-  *out = s;
-  return true;
-}
-
-Status ListJsonl(const ConvertOptions& o, Listing* listing) {
-  // A regular file only, as for every file a corpus is made of: std::ifstream
-  // opens a directory and reads nothing ("no records"), and waits forever on
-  // a FIFO.
-  int fd = -1;
-  LMDBLOADER_RETURN_IF_ERROR(OpenReadOnly(o.source, &fd));
-  ::close(fd);
-  std::ifstream in(o.source);
-  if (!in) return Status::FromErrno(errno ? errno : ENOENT, "open", o.source);
-  std::error_code ec;
-  fs::path root = fs::canonical(fs::absolute(o.source).parent_path(), ec);
-  std::map<std::string, size_t> seen;  // name -> line
-  std::string line;
-  size_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    std::string where = o.source + ":" + std::to_string(number);
-    auto bad = [&](const std::string& why) -> Status {
-      if (!o.skip_bad) return Status::InvalidArgument(where + ": " + why);
-      listing->skipped.push_back(where + ": " + why);
-      return Status::OK();
-    };
-    json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      LMDBLOADER_RETURN_IF_ERROR(bad("not a JSON object"));
-      continue;
-    }
-    Item it;
-    it.origin = where;
-    if (!j.contains("name") || !j["name"].is_string()) {
-      LMDBLOADER_RETURN_IF_ERROR(bad("missing string field 'name'"));
-      continue;
-    }
-    it.name = j["name"].get<std::string>();
-    std::vector<std::string> rel;
-    if (j.contains("path") && j["path"].is_string()) {
-      rel.push_back(j["path"].get<std::string>());
-    } else if (j.contains("paths") && j["paths"].is_array() && !j["paths"].empty()) {
-      it.frames = true;
-      for (const auto& p : j["paths"]) rel.push_back(p.is_string() ? p.get<std::string>() : std::string());
-    } else {
-      LMDBLOADER_RETURN_IF_ERROR(bad("needs 'path' (a string) or 'paths' (a list of strings)"));
-      continue;
-    }
-    bool ok = true;
-    for (const std::string& r : rel) {
-      std::string resolved;
-      if (r.empty() || !ResolveInside(root, r, &resolved)) {
-        LMDBLOADER_RETURN_IF_ERROR(bad("path '" + r + "' is outside " + root.string()));
-        ok = false;
-        break;
-      }
-      it.files.push_back(resolved);
-    }
-    if (!ok) continue;
-    if (j.contains("label")) {
-      // Labels go to an int64 column read as float64 on the way: exact up to 2^53.
-      constexpr int64_t kExact = int64_t{1} << 53;
-      if (!j["label"].is_number_integer() ||
-          (j["label"].is_number_unsigned() ? j["label"].get<uint64_t>() > static_cast<uint64_t>(kExact)
-                                           : std::llabs(j["label"].get<int64_t>()) > kExact)) {
-        LMDBLOADER_RETURN_IF_ERROR(bad("'label' must be an integer between -2^53 and 2^53"));
-        continue;
-      }
-      it.has_label = true;
-      it.label = j["label"].get<int64_t>();
-    }
-    for (auto& [k, v] : j.items()) {
-      if (k == "name" || k == "path" || k == "paths" || k == "label") continue;
-      if (k == "image" || k == "frames") {
-        LMDBLOADER_RETURN_IF_ERROR(bad("field '" + k + "' is reserved: it holds the bytes of 'path' or 'paths'"));
-        ok = false;
-        break;
-      }
-      if (v.is_number_integer() && !v.is_number_unsigned() && std::llabs(v.get<int64_t>()) > (int64_t{1} << 53)) {
-        LMDBLOADER_RETURN_IF_ERROR(bad("field '" + k + "' is an integer beyond 2^53, which its column cannot hold exactly"));
-        ok = false;
-        break;
-      }
-      if (v.is_number_unsigned() && v.get<uint64_t>() > (uint64_t{1} << 53)) {
-        LMDBLOADER_RETURN_IF_ERROR(bad("field '" + k + "' is an integer beyond 2^53, which its column cannot hold exactly"));
-        ok = false;
-        break;
-      }
-      if (!v.is_primitive() || v.is_null()) {
-        LMDBLOADER_RETURN_IF_ERROR(bad("field '" + k + "' is not a scalar"));
-        ok = false;
-        break;
-      }
-      it.extra[k] = v;
-    }
-    if (!ok) continue;
-    auto [pos, inserted] = seen.emplace(it.name, number);
-    if (!inserted) {
-      LMDBLOADER_RETURN_IF_ERROR(bad("duplicate name '" + it.name + "' (first on line " +
-                                     std::to_string(pos->second) + ")"));
-      continue;
-    }
-    listing->items.push_back(std::move(it));
-  }
-  if (listing->items.empty()) return Status::InvalidArgument(o.source + ": no records");
-  return Status::OK();
-}
-
-Status ListLmdb(const ConvertOptions& o, Reader& source, Listing* listing) {
-  const std::string where = o.source + (o.db_name.empty() ? "" : " (database '" + o.db_name + "')");
-  // A corpus names each record by its source key, one value a name.
-  if (source.db_flags() & kLmdbDupSort)
-    return Status::InvalidArgument(where + ": holds sorted duplicates (MDB_DUPSORT: several values under one key); a "
-                                   "corpus keeps one record a name, so it cannot be converted as it is");
-  // An LMDB's keys are bytes of any kind (packed integers, hashes): they
-  // become the names of a corpus keyed by names, so that get(key) still
-  // finds each value. A corpus converts to an equal corpus: its names, keys,
-  // columns, schema and label names carry over.
-  const bool corpus = source.is_corpus();
-  listing->keys = corpus ? source.corpus_keys() : CorpusKeys::kNames;
-  for (uint64_t i = 0; i < source.size(); ++i) {
-    Item it;
-    LMDBLOADER_RETURN_IF_ERROR(corpus ? source.Name(i, &it.name) : source.Key(i, &it.name));
-    it.position = i;
-    it.origin = where + " record " + std::to_string(i);
-    listing->items.push_back(std::move(it));
-  }
-  if (!corpus) return Status::OK();
-  const json manifest = json::parse(source.manifest(), nullptr, /*allow_exceptions=*/false);
-  if (manifest.is_object() && manifest.contains("schema")) listing->schema = manifest["schema"];
-  if (manifest.is_object() && manifest.contains("label_names") && manifest["label_names"].is_array())
-    for (const json& label : manifest["label_names"])
-      if (label.is_string()) listing->label_names.push_back(label.get<std::string>());
-  if (!manifest.is_object() || !manifest.contains("columns") || !manifest["columns"].is_object()) return Status::OK();
-  for (const auto& [column, type] : manifest["columns"].items()) {
-    std::string bytes;
-    LMDBLOADER_RETURN_IF_ERROR(source.ReadColumn(column, &bytes));
-    const bool integral = type.is_object() && type.contains("dtype") && type["dtype"] == "<i8";
-    std::vector<double>& values = listing->columns[column];
-    values.resize(bytes.size() / 8);
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (integral) {
-        int64_t v = 0;
-        std::memcpy(&v, bytes.data() + i * 8, 8);
-        values[i] = static_cast<double>(v);
-      } else {
-        std::memcpy(&values[i], bytes.data() + i * 8, 8);
-      }
-    }
-  }
-  return Status::OK();
-}
 
 Status ReadFile(const std::string& path, std::string* out) {
   // A regular file only: a FIFO named in a manifest would wait for a writer.
@@ -404,10 +156,10 @@ Status WriteOne(const ConvertOptions& o, const Listing& listing, size_t begin, s
     }
     progress.Update(i + 1 - begin, writer->bytes());
   }
-  json manifest = {{"source", {{"kind", o.source_kind}, {"path", o.source}}},
+  json manifest = {{"source", {{"kind", SourceKindName(o.source_kind)}, {"path", o.source}}},
                    {"schema", lmdb_source ? (listing.schema.is_null() ? json{{"encoding", "as-is"}} : listing.schema)
                                           : json{{"encoding", "msgpack"},
-                                                 {"fields", o.source_kind == "video_folder"
+                                                 {"fields", o.source_kind == SourceKind::kVideoFolder
                                                                 ? json::array({"frames", "label", "name"})
                                                                 : json::array({"image", "label", "name"})}}}};
   if (!listing.label_names.empty()) manifest["label_names"] = listing.label_names;
@@ -430,8 +182,9 @@ std::string ShardName(uint32_t index, uint32_t count) {
 Status Convert(const ConvertOptions& o, ConvertSummary* summary) {
   auto start = std::chrono::steady_clock::now();
   if (o.output.empty()) return Status::InvalidArgument("no output path given");
-  if (o.order != "given" && o.order != "sorted" && o.order != "shuffle")
-    return Status::InvalidArgument("order must be given, sorted or shuffle; got '" + o.order + "'");
+  // What ConvertOptionList checks for options given by name, checked again
+  // for fields a C++ caller set directly.
+  if (std::string(RecordOrderName(o.order)) == "unknown") return Status::InvalidArgument("invalid record order");
   if (o.frame_step < 1) return Status::InvalidArgument("frame_step must be at least 1");
   if (o.num_shards < 1 || o.num_shards > kMaxShards)
     return Status::InvalidArgument("num_shards must be between 1 and " + std::to_string(kMaxShards) + ", got " +
@@ -444,25 +197,24 @@ Status Convert(const ConvertOptions& o, ConvertSummary* summary) {
                                    std::to_string(o.num_shards));
   Listing listing;
   std::unique_ptr<Reader> lmdb_source;
-  if (o.source_kind == "image_folder" || o.source_kind == "video_folder") {
-    LMDBLOADER_RETURN_IF_ERROR(ListFolders(o, o.source_kind == "video_folder", &listing));
-  } else if (o.source_kind == "jsonl") {
+  if (o.source_kind == SourceKind::kImageFolder || o.source_kind == SourceKind::kVideoFolder) {
+    LMDBLOADER_RETURN_IF_ERROR(ListFolders(o, o.source_kind == SourceKind::kVideoFolder, &listing));
+  } else if (o.source_kind == SourceKind::kJsonl) {
     LMDBLOADER_RETURN_IF_ERROR(ListJsonl(o, &listing));
-  } else if (o.source_kind == "lmdb") {
+  } else if (o.source_kind == SourceKind::kLmdb) {
     ReaderOptions ro;
     ro.db_name = o.db_name;
     ro.index_dir = "none";  // never write into the source
     LMDBLOADER_RETURN_IF_ERROR(Reader::Open(o.source, ro, &lmdb_source));
     LMDBLOADER_RETURN_IF_ERROR(ListLmdb(o, *lmdb_source, &listing));
   } else {
-    return Status::InvalidArgument("unknown source kind '" + o.source_kind +
-                                   "' (expected image_folder, video_folder, jsonl or lmdb)");
+    return Status::InvalidArgument("invalid source kind");
   }
   summary->skipped = listing.skipped;
-  if (o.order == "sorted") {
+  if (o.order == RecordOrder::kSorted) {
     std::stable_sort(listing.items.begin(), listing.items.end(),
                      [](const Item& a, const Item& b) { return a.name < b.name; });
-  } else if (o.order == "shuffle") {
+  } else if (o.order == RecordOrder::kShuffle) {
     std::mt19937_64 rng(o.seed);
     std::shuffle(listing.items.begin(), listing.items.end(), rng);
   }

@@ -29,7 +29,7 @@ TEST(ConverterTest, AnImageFolderBecomesACorpusInNameOrder) {
   TempDir dir;
   ImageFolder(dir.Sub("src"), 3);
   ConvertOptions o;
-  o.source_kind = "image_folder";
+  o.source_kind = SourceKind::kImageFolder;
   o.source = dir.Sub("src");
   o.output = dir.Sub("out");
   ConvertSummary summary;
@@ -46,7 +46,7 @@ TEST(ConverterTest, ShardsAreListedAndTheirCountIsBounded) {
   TempDir dir;
   ImageFolder(dir.Sub("src"), 5);
   ConvertOptions o;
-  o.source_kind = "image_folder";
+  o.source_kind = SourceKind::kImageFolder;
   o.source = dir.Sub("src");
   o.output = dir.Sub("set");
   o.num_shards = 3;
@@ -66,7 +66,7 @@ TEST(ConverterTest, AManifestThatIsADirectoryOrAnUnknownKindIsNamed) {
   TempDir dir;
   fs::create_directories(dir.Sub("m.jsonl"));
   ConvertOptions o;
-  o.source_kind = "jsonl";
+  o.source_kind = SourceKind::kJsonl;
   o.source = dir.Sub("m.jsonl");
   o.output = dir.Sub("out");
   ConvertSummary summary;
@@ -76,9 +76,10 @@ TEST(ConverterTest, AManifestThatIsADirectoryOrAnUnknownKindIsNamed) {
   o.source = dir.Sub("fifo.jsonl");  // would wait for a writer forever if opened as a stream
   s = Convert(o, &summary);
   EXPECT_NE(s.message().find("fifo.jsonl: not a regular file (a FIFO)"), std::string::npos) << s.message();
-  o.source_kind = "tarball";
-  s = Convert(o, &summary);
-  EXPECT_NE(s.message().find("unknown source kind 'tarball'"), std::string::npos) << s.message();
+  s = SetConvertOption("kind", "tarball", &o);
+  EXPECT_NE(s.message().find("kind must be one of image_folder, video_folder, jsonl, lmdb; got 'tarball'"),
+            std::string::npos)
+      << s.message();
   EXPECT_FALSE(fs::exists(dir.Sub("out")));
 }
 

@@ -1,0 +1,140 @@
+// The converter's options, each written once: its name, what it accepts, its
+// check and its help (convert.h). The command's flags and Python's keywords
+// are made from this table and pass their values through as text.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/enum_names.h"
+#include "lmdbloader/convert.h"
+
+namespace lmdbloader {
+namespace {
+
+constexpr EnumName<SourceKind> kSourceKinds[] = {{SourceKind::kImageFolder, "image_folder"},
+                                                 {SourceKind::kVideoFolder, "video_folder"},
+                                                 {SourceKind::kJsonl, "jsonl"},
+                                                 {SourceKind::kLmdb, "lmdb"}};
+constexpr EnumName<RecordOrder> kRecordOrders[] = {
+    {RecordOrder::kGiven, "given"}, {RecordOrder::kSorted, "sorted"}, {RecordOrder::kShuffle, "shuffle"}};
+
+// A decimal integer in [low, high] into *field; InvalidArgument naming the
+// option otherwise (not a number, or out of range, however large).
+template <typename T>
+Status SetInt(const char* name, std::string_view text, int64_t low, uint64_t high, T* field) {
+  const bool negative = !text.empty() && text[0] == '-';
+  const std::string_view digits = negative ? text.substr(1) : text;
+  bool ok = !digits.empty() && digits.size() <= 20;
+  uint64_t magnitude = 0;
+  for (char c : digits) {
+    const uint64_t d = static_cast<uint64_t>(c - '0');
+    ok = ok && c >= '0' && c <= '9' && magnitude <= (UINT64_MAX - d) / 10;
+    if (ok) magnitude = magnitude * 10 + d;
+  }
+  if (!ok)
+    return Status::InvalidArgument(std::string(name) + " must be an integer, got '" + std::string(text) + "'");
+  const bool in_range = negative ? low < 0 && magnitude <= static_cast<uint64_t>(-low)
+                                 : magnitude <= high && (low <= 0 || magnitude >= static_cast<uint64_t>(low));
+  if (!in_range)
+    return Status::InvalidArgument(std::string(name) + " must be between " + std::to_string(low) + " and " +
+                                   std::to_string(high) + ", got " + std::string(text));
+  *field = negative ? static_cast<T>(-static_cast<int64_t>(magnitude)) : static_cast<T>(magnitude);
+  return Status::OK();
+}
+
+Status SetText(std::string_view text, std::string* field) {
+  *field = std::string(text);
+  return Status::OK();
+}
+
+std::string BoolText(bool b) { return b ? "true" : "false"; }
+
+struct ConvertEntry {
+  OptionInfo info;
+  Status (*set)(std::string_view text, ConvertOptions* o);
+  std::string (*get)(const ConvertOptions& o);
+};
+
+const std::vector<ConvertEntry>& Entries() {
+  static const std::vector<ConvertEntry> entries = {
+      {{"kind", "choice", NameList(kSourceKinds, " or "), "what the source is"},
+       [](std::string_view t, ConvertOptions* o) { return ParseName(kSourceKinds, "kind", t, &o->source_kind); },
+       [](const ConvertOptions& o) { return std::string(SourceKindName(o.source_kind)); }},
+      {{"source", "text", "a folder, manifest or LMDB path", "what to convert"},
+       [](std::string_view t, ConvertOptions* o) { return SetText(t, &o->source); },
+       [](const ConvertOptions& o) { return o.source; }},
+      {{"output", "text", "a path", "corpus to write (a folder of shards with num_shards > 1)"},
+       [](std::string_view t, ConvertOptions* o) { return SetText(t, &o->output); },
+       [](const ConvertOptions& o) { return o.output; }},
+      {{"overwrite", "bool", "true or false", "replace an existing output"},
+       [](std::string_view t, ConvertOptions* o) { return ParseBool("overwrite", t, &o->overwrite); },
+       [](const ConvertOptions& o) { return BoolText(o.overwrite); }},
+      {{"order", "choice", NameList(kRecordOrders, " or "),
+        "the records' order: the listing's, by name, or shuffled with seed"},
+       [](std::string_view t, ConvertOptions* o) { return ParseName(kRecordOrders, "order", t, &o->order); },
+       [](const ConvertOptions& o) { return std::string(RecordOrderName(o.order)); }},
+      {{"seed", "int", "0 to 2**64-1", "seed for order shuffle"},
+       [](std::string_view t, ConvertOptions* o) { return SetInt("seed", t, 0, UINT64_MAX, &o->seed); },
+       [](const ConvertOptions& o) { return std::to_string(o.seed); }},
+      {{"frame_step", "int", "1 to 2147483647", "video_folder: keep every k-th frame"},
+       [](std::string_view t, ConvertOptions* o) { return SetInt("frame_step", t, 1, INT32_MAX, &o->frame_step); },
+       [](const ConvertOptions& o) { return std::to_string(o.frame_step); }},
+      {{"num_shards", "int", "1 to 99999", "split the records into this many shards"},
+       [](std::string_view t, ConvertOptions* o) { return SetInt("num_shards", t, 1, kMaxShards, &o->num_shards); },
+       [](const ConvertOptions& o) { return std::to_string(o.num_shards); }},
+      {{"shard_index", "int", "0 to 99998; -1: every shard",
+        "write only this shard (one job of an array); then run `lmdbloader shard-list`"},
+       [](std::string_view t, ConvertOptions* o) {
+         return SetInt("shard_index", t, -1, kMaxShards - 1, &o->shard_index);
+       },
+       [](const ConvertOptions& o) { return std::to_string(o.shard_index); }},
+      {{"skip_bad", "bool", "true or false", "skip bad inputs and list them in the summary"},
+       [](std::string_view t, ConvertOptions* o) { return ParseBool("skip_bad", t, &o->skip_bad); },
+       [](const ConvertOptions& o) { return BoolText(o.skip_bad); }},
+      {{"progress", "bool", "true or false", "a progress line on stderr (the command: unless --no-progress, "
+        "when stderr is a terminal)"},
+       [](std::string_view t, ConvertOptions* o) { return ParseBool("progress", t, &o->progress); },
+       [](const ConvertOptions& o) { return BoolText(o.progress); }},
+      {{"db", "text", "a database name", "lmdb source: named database (empty: the main one)"},
+       [](std::string_view t, ConvertOptions* o) { return SetText(t, &o->db_name); },
+       [](const ConvertOptions& o) { return o.db_name; }},
+  };
+  return entries;
+}
+
+}  // namespace
+
+const char* SourceKindName(SourceKind kind) {
+  const char* name = NameOf(kSourceKinds, kind);
+  return name ? name : "unknown";
+}
+
+const char* RecordOrderName(RecordOrder order) {
+  const char* name = NameOf(kRecordOrders, order);
+  return name ? name : "unknown";
+}
+
+const std::vector<OptionInfo>& ConvertOptionList() {
+  static const std::vector<OptionInfo> list = [] {
+    std::vector<OptionInfo> out;
+    for (const ConvertEntry& e : Entries()) out.push_back(e.info);
+    return out;
+  }();
+  return list;
+}
+
+Status SetConvertOption(std::string_view name, std::string_view value, ConvertOptions* options) {
+  for (const ConvertEntry& e : Entries())
+    if (name == e.info.name) return e.set(value, options);
+  std::string known;
+  for (const ConvertEntry& e : Entries()) known += (known.empty() ? "" : ", ") + std::string(e.info.name);
+  return Status::InvalidArgument("unknown option '" + std::string(name) + "' (options: " + known + ")");
+}
+
+std::string ConvertOptionValue(const ConvertOptions& options, std::string_view name) {
+  for (const ConvertEntry& e : Entries())
+    if (name == e.info.name) return e.get(options);
+  return "";
+}
+
+}  // namespace lmdbloader
