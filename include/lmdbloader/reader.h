@@ -35,12 +35,9 @@
 #ifndef LMDBLOADER_READER_H_
 #define LMDBLOADER_READER_H_
 
-#include <sys/types.h>
-
-#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,10 +79,6 @@ struct ColumnChunk {
   std::string dtype;    // numpy's name of the values: "<i8" or "<f8", from the manifest
 };
 
-class BatchIo;
-class ResidencyGovernor;
-struct ReadRequest;
-
 class Reader {
  public:
   // Opens `path`: a directory holding data.mdb, an LMDB data file, or a
@@ -102,14 +95,14 @@ class Reader {
   Reader(const Reader&) = delete;
   Reader& operator=(const Reader&) = delete;
 
-  uint64_t size() const { return size_; }
-  const std::string& path() const { return path_; }
-  const ReaderOptions& options() const { return options_; }
+  uint64_t size() const;
+  const std::string& path() const;
+  const ReaderOptions& options() const;
   // What the budget lets each part of this reader hold (its index paid first).
-  const MemoryBudget& budget() const { return budget_; }
-  AccessMode mode() const { return mode_; }  // kPread or kMmap, never kAuto
+  const MemoryBudget& budget() const;
+  AccessMode mode() const;  // kPread or kMmap, never kAuto
   // The cache policy in effect (kAuto resolved at open).
-  CachePolicy cache_policy() const { return cache_policy_; }
+  CachePolicy cache_policy() const;
 
   // LMDB's flags of the database read (lmdb.h's MDB_DUPSORT, MDB_INTEGERKEY,
   // MDB_REVERSEKEY, MDB_DUPFIXED, MDB_INTEGERDUP, MDB_REVERSEDUP). With
@@ -171,8 +164,8 @@ class Reader {
   Status Get(std::string_view key, std::string* value);
 
   // Corpus metadata. manifest() is the JSON manifest, empty for a plain LMDB.
-  bool is_corpus() const { return !manifest_.empty(); }
-  const std::string& manifest() const { return manifest_; }
+  bool is_corpus() const;
+  const std::string& manifest() const;
   // Name of record `index` (corpora keep names; OutOfRange past the end,
   // NotFound for a database without names).
   Status Name(uint64_t index, std::string* name);
@@ -204,55 +197,11 @@ class Reader {
   ReaderStats stats();
 
  private:
-  struct Part;
+  // Everything else, private (src/reader/reader_rep.h): the public methods
+  // forward to it, so the header stays the same when the state changes.
+  struct Rep;
   Reader();
-  Status OpenPart(const std::string& path, Part* part, std::string* index_source);
-  Status EnsureProcess();  // reopens handles after fork()
-  Status ShrankUnderMapping(const Part& part) const;
-  // IOError naming the file when a writer committed to a plain LMDB opened
-  // without the lock file since it was opened: its pages are the snapshot's
-  // only until a later writer reuses them, so what was read may be wrong.
-  Status CheckSnapshot() const;
-  Status ReopenHandles();
-  Status Locate(uint64_t index, Part** part, uint64_t* local);
-  Status CopyOut(Part& part, uint64_t local, char* dst);
-  // mmap mode: tells the governor, and remaps every remap_every bytes.
-  Status NoteMapped(Part& part, uint64_t offset, uint64_t size);
-  Status PreadAt(Part& part, uint64_t offset, uint64_t size, char* dst);
-  // pread mode: the cache policy around a batch of reads.
-  Status ReadRequests(const ReadRequest* requests, Part* const* parts, size_t count);
-  unsigned FillParallel() const;  // chunks of a batch filled at once (cache policy fill)
-  Status ReadMeta(Part& part, const std::string& key, std::string* bytes);
-  // ReadMeta, then the value's checksum from the manifest (when it has one).
-  Status ReadCheckedMeta(Part& part, const std::string& key, std::string* bytes);
-  // The value's checksum from the manifest (when it has one), read a piece
-  // at a time: for values too large to hold.
-  Status CheckMeta(Part& part, const std::string& key);
-  // Checks and loads a corpus's manifest, columns and record checksums;
-  // `corpus` false for a plain LMDB.
-  Status LoadCorpusMeta(Part& part, bool* corpus);
-  // Corruption naming the record and file when its checksum differs.
-  Status VerifyRecord(const Part& part, uint64_t local, const char* data, uint64_t size) const;
-
-  std::string path_;
-  ReaderOptions options_;
-  AccessMode mode_ = AccessMode::kPread;
-  uint64_t size_ = 0;
-  MemoryBudget budget_{0};
-  std::vector<std::unique_ptr<Part>> parts_;
-  std::vector<uint64_t> part_ends_;  // global end position of each part
-  std::string manifest_;
-  std::string index_source_;
-  std::unique_ptr<ResidencyGovernor> governor_;
-  std::unique_ptr<BatchIo> io_;  // pread mode; recreated in a forked child
-  std::string io_fallback_;
-  CachePolicy cache_policy_ = CachePolicy::kExact;
-  uint64_t generation_ = 0;  // fork generation the handles belong to
-  std::mutex reopen_mu_;
-  std::atomic<uint64_t> records_read_{0};
-  std::atomic<uint64_t> bytes_read_{0};
-  std::atomic<uint64_t> bytes_since_remap_{0};
-  std::atomic<uint64_t> remaps_{0};
+  std::unique_ptr<Rep> rep_;
 };
 
 }  // namespace lmdbloader

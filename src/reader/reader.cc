@@ -15,11 +15,11 @@
 #include "io/open_file.h"
 #include "io/residency.h"
 #include "corpus/corpus_format.h"
-#include "reader/reader_part.h"
+#include "reader/reader_rep.h"
 
 namespace lmdbloader {
 
-Status Reader::CheckSnapshot() const {
+Status Reader::Rep::CheckSnapshot() const {
   // Only a plain LMDB, always a single part, is watched.
   const Part& p = *parts_.front();
   if (!p.watched) return Status::OK();
@@ -39,7 +39,7 @@ Status Reader::CheckSnapshot() const {
                          "open it with lock=True (--lock) while a writer may change it, or reopen it");
 }
 
-Status Reader::Locate(uint64_t index, Part** part, uint64_t* local) {
+Status Reader::Rep::Locate(uint64_t index, Part** part, uint64_t* local) {
   if (index >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, index, size_));
   if (parts_.size() == 1) {
     *part = parts_[0].get();
@@ -52,9 +52,9 @@ Status Reader::Locate(uint64_t index, Part** part, uint64_t* local) {
   return Status::OK();
 }
 
-unsigned Reader::db_flags() const { return parts_.front()->index.db_flags(); }
+unsigned Reader::Rep::db_flags() const { return parts_.front()->index.db_flags(); }
 
-Status Reader::ValueSize(uint64_t index, uint64_t* size) const {
+Status Reader::Rep::ValueSize(uint64_t index, uint64_t* size) const {
   if (index >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, index, size_));
   size_t k = parts_.size() == 1
                  ? 0 : std::upper_bound(part_ends_.begin(), part_ends_.end(), index) - part_ends_.begin();
@@ -62,7 +62,7 @@ Status Reader::ValueSize(uint64_t index, uint64_t* size) const {
   return Status::OK();
 }
 
-Status Reader::PreadAt(Part& part, uint64_t offset, uint64_t size, char* dst) {
+Status Reader::Rep::PreadAt(Part& part, uint64_t offset, uint64_t size, char* dst) {
   ReadRequest r;
   r.fd = part.fd;
   r.offset = offset;
@@ -73,7 +73,7 @@ Status Reader::PreadAt(Part& part, uint64_t offset, uint64_t size, char* dst) {
   return ReadRequests(&r, parts, 1);
 }
 
-Status Reader::ReadRequests(const ReadRequest* requests, Part* const* parts, size_t count) {
+Status Reader::Rep::ReadRequests(const ReadRequest* requests, Part* const* parts, size_t count) {
   if (cache_policy_ == CachePolicy::kFill) {
     // Only what is left to fill: a warm read allocates nothing here.
     std::vector<ChunkFiller::Range> ranges;
@@ -90,7 +90,7 @@ Status Reader::ReadRequests(const ReadRequest* requests, Part* const* parts, siz
   return s;
 }
 
-Status Reader::VerifyRecord(const Part& part, uint64_t local, const char* data, uint64_t size) const {
+Status Reader::Rep::VerifyRecord(const Part& part, uint64_t local, const char* data, uint64_t size) const {
   if (part.checksums.empty() || options_.verify_checksums == ChecksumPolicy::kOff) return Status::OK();
   if (part.verified && part.verified->Has(local)) return Status::OK();
   if (Checksum(data, size) == part.checksums[local]) {
@@ -107,7 +107,7 @@ Status Reader::VerifyRecord(const Part& part, uint64_t local, const char* data, 
                                                            ", which is wrong if the data file verifies"));
 }
 
-Status Reader::CopyOut(Part& part, uint64_t local, char* dst) {
+Status Reader::Rep::CopyOut(Part& part, uint64_t local, char* dst) {
   const uint64_t offset = part.index.offset(local);
   const uint64_t size = part.index.value_size(local);
   if (mode_ == AccessMode::kPread) {
@@ -125,14 +125,14 @@ Status Reader::CopyOut(Part& part, uint64_t local, char* dst) {
   return Status::OK();
 }
 
-Status Reader::NoteMapped(Part& part, uint64_t offset, uint64_t size) {
+Status Reader::Rep::NoteMapped(Part& part, uint64_t offset, uint64_t size) {
   LMDBLOADER_RETURN_IF_ERROR(governor_->Touched(part.slot, offset, size));
   if (options_.remap_every && bytes_since_remap_.fetch_add(size) + size >= options_.remap_every)
     return Remap();
   return Status::OK();
 }
 
-Status Reader::ReadInto(uint64_t index, char* dst, uint64_t capacity) {
+Status Reader::Rep::ReadInto(uint64_t index, char* dst, uint64_t capacity) {
   LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
   Part* part = nullptr;
   uint64_t local = 0;
@@ -144,7 +144,7 @@ Status Reader::ReadInto(uint64_t index, char* dst, uint64_t capacity) {
   return CopyOut(*part, local, dst);
 }
 
-Status Reader::Read(uint64_t index, std::string* value) {
+Status Reader::Rep::Read(uint64_t index, std::string* value) {
   LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
   Part* part = nullptr;
   uint64_t local = 0;
@@ -153,7 +153,7 @@ Status Reader::Read(uint64_t index, std::string* value) {
   return CopyOut(*part, local, value->data());
 }
 
-Status Reader::ReadBatch(const uint64_t* indices, size_t count, char* const* dsts) {
+Status Reader::Rep::ReadBatch(const uint64_t* indices, size_t count, char* const* dsts) {
   LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
   for (size_t k = 0; k < count; ++k)
     if (indices[k] >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, indices[k], size_));
@@ -191,7 +191,7 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, char* const* dst
   return Status::OK();
 }
 
-Status Reader::View(uint64_t index, RecordView* view) {
+Status Reader::Rep::View(uint64_t index, RecordView* view) {
   if (mode_ != AccessMode::kMmap)
     return Status::InvalidArgument("views need mode=mmap; " + path_ + " was opened in pread mode");
   LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
@@ -214,14 +214,14 @@ Status Reader::View(uint64_t index, RecordView* view) {
   return Status::OK();
 }
 
-unsigned Reader::FillParallel() const {
+unsigned Reader::Rep::FillParallel() const {
   // 4 at once: on a virtio disk, 8 were no faster than 4 (docs/NOTES.md, "Cold reads
   // and the page cache"). Each chunk being filled is mapped (2 MiB of RSS)
   // until its read ends: the budget keeps those to an eighth of itself.
   return budget_.ChunkFillsInFlight(ChunkFiller::kChunk, 4);
 }
 
-void Reader::Prefetch(const uint64_t* indices, size_t count) {
+void Reader::Rep::Prefetch(const uint64_t* indices, size_t count) {
   // Dropping pages behind the reads is for corpora bigger than RAM: nothing
   // read ahead of them.
   if ((mode_ == AccessMode::kPread && cache_policy_ == CachePolicy::kDrop) || !EnsureProcess().ok()) return;
@@ -242,7 +242,7 @@ void Reader::Prefetch(const uint64_t* indices, size_t count) {
   if (!ranges.empty()) ChunkFiller::FillTogether(ranges, FillParallel());
 }
 
-Status Reader::ViewBatch(const uint64_t* indices, size_t count, RecordView* views) {
+Status Reader::Rep::ViewBatch(const uint64_t* indices, size_t count, RecordView* views) {
   if (mode_ != AccessMode::kMmap)
     return Status::InvalidArgument("views need mode=mmap; " + path_ + " was opened in pread mode");
   LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
@@ -253,7 +253,7 @@ Status Reader::ViewBatch(const uint64_t* indices, size_t count, RecordView* view
   return Status::OK();
 }
 
-Status Reader::ShrankUnderMapping(const Part& part) const {
+Status Reader::Rep::ShrankUnderMapping(const Part& part) const {
   struct stat st;
   std::string now = ::fstat(part.fd, &st) == 0 ? std::to_string(st.st_size) + " bytes now" : "size unknown now";
   return Status::IOError(part.location.data_path + ": the file shrank under its mapping (" +
@@ -261,7 +261,7 @@ Status Reader::ShrankUnderMapping(const Part& part) const {
                          "): a read reached past its end (it is being rewritten or was truncated); reopen it");
 }
 
-Status Reader::CheckMappings() const {
+Status Reader::Rep::CheckMappings() const {
   if (mode_ != AccessMode::kMmap) return CheckSnapshot();
   for (const auto& p : parts_) {
     std::shared_ptr<Mapping> map = std::atomic_load(&p->map);
@@ -270,7 +270,7 @@ Status Reader::CheckMappings() const {
   return CheckSnapshot();
 }
 
-Status Reader::Remap() {
+Status Reader::Rep::Remap() {
   if (mode_ != AccessMode::kMmap) return Status::InvalidArgument("Remap needs mode=mmap");
   std::lock_guard<std::mutex> lock(reopen_mu_);
   for (size_t i = 0; i < parts_.size(); ++i) {
@@ -288,7 +288,7 @@ Status Reader::Remap() {
   return Status::OK();
 }
 
-Status Reader::Key(uint64_t index, std::string* key) const {
+Status Reader::Rep::Key(uint64_t index, std::string* key) const {
   if (index >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, index, size_));
   if (parts_.front()->name_keys) {
     const size_t p = static_cast<size_t>(std::upper_bound(part_ends_.begin(), part_ends_.end(), index) - part_ends_.begin());
@@ -304,11 +304,11 @@ Status Reader::Key(uint64_t index, std::string* key) const {
   return Status::OK();
 }
 
-CorpusKeys Reader::corpus_keys() const {
+CorpusKeys Reader::Rep::corpus_keys() const {
   return parts_.front()->name_keys ? CorpusKeys::kNames : CorpusKeys::kRecordNumbers;
 }
 
-void Reader::RecordPositions(std::vector<uint64_t>* positions) const {
+void Reader::Rep::RecordPositions(std::vector<uint64_t>* positions) const {
   positions->clear();
   positions->reserve(size_);
   uint64_t base = 0;
@@ -318,7 +318,7 @@ void Reader::RecordPositions(std::vector<uint64_t>* positions) const {
   }
 }
 
-Status Reader::Find(std::string_view key, uint64_t* index) const {
+Status Reader::Rep::Find(std::string_view key, uint64_t* index) const {
   bool found = false;
   if (parts_.front()->name_keys) {
     // Names are unique within a part, and a shard set's parts hold distinct records.
@@ -335,7 +335,7 @@ Status Reader::Find(std::string_view key, uint64_t* index) const {
   return Status::OK();
 }
 
-uint64_t Reader::LowerBound(std::string_view key) const {
+uint64_t Reader::Rep::LowerBound(std::string_view key) const {
   if (parts_.front()->name_keys) {
     // The smallest name >= key over every part.
     uint64_t best = size_;
@@ -361,13 +361,13 @@ uint64_t Reader::LowerBound(std::string_view key) const {
   return lo;
 }
 
-Status Reader::Get(std::string_view key, std::string* value) {
+Status Reader::Rep::Get(std::string_view key, std::string* value) {
   uint64_t index = 0;
   LMDBLOADER_RETURN_IF_ERROR(Find(key, &index));
   return Read(index, value);
 }
 
-ReaderStats Reader::stats() {
+ReaderStats Reader::Rep::stats() {
   ReaderStats s;
   s.rss_budget = options_.rss_budget;
   s.mode = AccessModeName(mode_);
@@ -398,5 +398,37 @@ ReaderStats Reader::stats() {
     if (p->filler) s.chunks_filled += p->filler->chunks_filled();
   return s;
 }
+
+// The public methods: each forwards to the Rep's, defined above in this file
+// so that the compiler can inline it (one pointer hop on the read path).
+uint64_t Reader::size() const { return rep_->size_; }
+const std::string& Reader::path() const { return rep_->path_; }
+const ReaderOptions& Reader::options() const { return rep_->options_; }
+const MemoryBudget& Reader::budget() const { return rep_->budget_; }
+AccessMode Reader::mode() const { return rep_->mode_; }
+CachePolicy Reader::cache_policy() const { return rep_->cache_policy_; }
+bool Reader::is_corpus() const { return !rep_->manifest_.empty(); }
+const std::string& Reader::manifest() const { return rep_->manifest_; }
+unsigned Reader::db_flags() const { return rep_->db_flags(); }
+Status Reader::ValueSize(uint64_t index, uint64_t* size) const { return rep_->ValueSize(index, size); }
+Status Reader::ReadInto(uint64_t index, char* dst, uint64_t capacity) { return rep_->ReadInto(index, dst, capacity); }
+Status Reader::Read(uint64_t index, std::string* value) { return rep_->Read(index, value); }
+Status Reader::ReadBatch(const uint64_t* indices, size_t count, char* const* dsts) {
+  return rep_->ReadBatch(indices, count, dsts);
+}
+Status Reader::View(uint64_t index, RecordView* view) { return rep_->View(index, view); }
+void Reader::Prefetch(const uint64_t* indices, size_t count) { rep_->Prefetch(indices, count); }
+Status Reader::ViewBatch(const uint64_t* indices, size_t count, RecordView* views) {
+  return rep_->ViewBatch(indices, count, views);
+}
+Status Reader::CheckMappings() const { return rep_->CheckMappings(); }
+CorpusKeys Reader::corpus_keys() const { return rep_->corpus_keys(); }
+Status Reader::Key(uint64_t index, std::string* key) const { return rep_->Key(index, key); }
+Status Reader::Find(std::string_view key, uint64_t* index) const { return rep_->Find(key, index); }
+uint64_t Reader::LowerBound(std::string_view key) const { return rep_->LowerBound(key); }
+Status Reader::Get(std::string_view key, std::string* value) { return rep_->Get(key, value); }
+void Reader::RecordPositions(std::vector<uint64_t>* positions) const { rep_->RecordPositions(positions); }
+Status Reader::Remap() { return rep_->Remap(); }
+ReaderStats Reader::stats() { return rep_->stats(); }
 
 }  // namespace lmdbloader

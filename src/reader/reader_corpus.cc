@@ -10,11 +10,11 @@
 #include "lmdb/index_file.h"
 #include "corpus/corpus_format.h"
 #include "corpus/corpus_manifest.h"
-#include "reader/reader_part.h"
+#include "reader/reader_rep.h"
 
 namespace lmdbloader {
 
-Status Reader::LoadCorpusMeta(Part& part, bool* corpus) {
+Status Reader::Rep::LoadCorpusMeta(Part& part, bool* corpus) {
   *corpus = false;
   const auto& meta = part.index.meta();
   auto manifest = meta.find(std::string(kManifestKey));
@@ -92,7 +92,7 @@ Status Reader::LoadCorpusMeta(Part& part, bool* corpus) {
   return Status::OK();
 }
 
-Status Reader::ReadCheckedMeta(Part& part, const std::string& key, std::string* bytes) {
+Status Reader::Rep::ReadCheckedMeta(Part& part, const std::string& key, std::string* bytes) {
   LMDBLOADER_RETURN_IF_ERROR(ReadMeta(part, key, bytes));
   auto sum = part.meta_sums.find(key);
   if (sum != part.meta_sums.end() && Checksum(*bytes) != sum->second)
@@ -101,7 +101,7 @@ Status Reader::ReadCheckedMeta(Part& part, const std::string& key, std::string* 
   return Status::OK();
 }
 
-Status Reader::CheckMeta(Part& part, const std::string& key) {
+Status Reader::Rep::CheckMeta(Part& part, const std::string& key) {
   auto it = part.index.meta().find(key);
   if (it == part.index.meta().end()) return Status::NotFound(key + " not in " + part.location.data_path);
   auto sum = part.meta_sums.find(key);
@@ -123,7 +123,7 @@ Status Reader::CheckMeta(Part& part, const std::string& key) {
   return Status::OK();
 }
 
-Status Reader::ReadMeta(Part& part, const std::string& key, std::string* bytes) {
+Status Reader::Rep::ReadMeta(Part& part, const std::string& key, std::string* bytes) {
   auto it = part.index.meta().find(key);
   if (it == part.index.meta().end()) return Status::NotFound(key + " not in " + part.location.data_path);
   if (it->second.offset > part.index.identity.size || it->second.size > part.index.identity.size - it->second.offset)
@@ -132,7 +132,7 @@ Status Reader::ReadMeta(Part& part, const std::string& key, std::string* bytes) 
   return PreadAt(part, it->second.offset, it->second.size, bytes->data());
 }
 
-Status Reader::Name(uint64_t index, std::string* name) {
+Status Reader::Rep::Name(uint64_t index, std::string* name) {
   LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
   Part* part = nullptr;
   uint64_t local = 0;
@@ -172,7 +172,7 @@ Status Reader::Name(uint64_t index, std::string* name) {
   return Status::OK();
 }
 
-Status Reader::Column(const std::string& name, std::vector<ColumnChunk>* chunks) const {
+Status Reader::Rep::Column(const std::string& name, std::vector<ColumnChunk>* chunks) const {
   chunks->clear();
   const std::string key = std::string(kColumnPrefix) + name;
   for (const auto& part : parts_) {
@@ -186,7 +186,7 @@ Status Reader::Column(const std::string& name, std::vector<ColumnChunk>* chunks)
   return Status::OK();
 }
 
-Status Reader::ReadColumn(const std::string& name, std::string* bytes) {
+Status Reader::Rep::ReadColumn(const std::string& name, std::string* bytes) {
   LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
   std::vector<ColumnChunk> chunks;
   LMDBLOADER_RETURN_IF_ERROR(Column(name, &chunks));
@@ -203,13 +203,13 @@ Status Reader::ReadColumn(const std::string& name, std::string* bytes) {
   return Status::OK();
 }
 
-Status Reader::SaveIndexBeside() {
+Status Reader::Rep::SaveIndexBeside() {
   for (const auto& part : parts_)
     LMDBLOADER_RETURN_IF_ERROR(SaveIndex(IndexFileBeside(part->location, options_.db_name), part->index));
   return Status::OK();
 }
 
-Status Reader::CheckMetadata() {
+Status Reader::Rep::CheckMetadata() {
   LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
   for (const auto& part : parts_) {
     for (const auto& [key, sum] : part->meta_sums) {
@@ -221,5 +221,14 @@ Status Reader::CheckMetadata() {
   }
   return Status::OK();
 }
+
+// The public methods: each forwards to the Rep's above.
+Status Reader::Name(uint64_t index, std::string* name) { return rep_->Name(index, name); }
+Status Reader::Column(const std::string& name, std::vector<ColumnChunk>* chunks) const {
+  return rep_->Column(name, chunks);
+}
+Status Reader::ReadColumn(const std::string& name, std::string* bytes) { return rep_->ReadColumn(name, bytes); }
+Status Reader::CheckMetadata() { return rep_->CheckMetadata(); }
+Status Reader::SaveIndexBeside() { return rep_->SaveIndexBeside(); }
 
 }  // namespace lmdbloader

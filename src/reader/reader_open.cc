@@ -16,7 +16,7 @@
 #include "lmdb/index_file.h"
 #include "corpus/corpus_format.h"
 #include "corpus/shard_list.h"
-#include "reader/reader_part.h"
+#include "reader/reader_rep.h"
 
 namespace lmdbloader {
 
@@ -50,11 +50,11 @@ Status OpenDataFile(const std::string& path, const FileIdentity& identity, int* 
 
 }  // namespace
 
-Reader::Reader() = default;
+Reader::Reader() : rep_(new Rep) {}
 
 Reader::~Reader() = default;
 
-Status Reader::OpenPart(const std::string& path, Part* part, std::string* index_source) {
+Status Reader::Rep::OpenPart(const std::string& path, Part* part, std::string* index_source) {
   LMDBLOADER_RETURN_IF_ERROR(ResolveDataLocation(path, &part->location));
   std::unique_ptr<LmdbEnv> env;
   LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(part->location, options_.lock, options_.db_name, &env));
@@ -126,10 +126,16 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
   LMDBLOADER_RETURN_IF_ERROR(ValidateOptions(options));
   RegisterForkHandler();
   std::unique_ptr<Reader> r(new Reader());
-  r->path_ = path;
-  r->options_ = options;
-  r->mode_ = options.mode == AccessMode::kMmap ? AccessMode::kMmap : AccessMode::kPread;
-  r->generation_ = g_fork_generation.load();
+  LMDBLOADER_RETURN_IF_ERROR(r->rep_->Open(path, options));
+  *out = std::move(r);
+  return Status::OK();
+}
+
+Status Reader::Rep::Open(const std::string& path, const ReaderOptions& options) {
+  path_ = path;
+  options_ = options;
+  mode_ = options.mode == AccessMode::kMmap ? AccessMode::kMmap : AccessMode::kPread;
+  generation_ = g_fork_generation.load();
 
   // A shard set is a directory with a shard list; anything else is one LMDB.
   bool shard_set = false;
@@ -142,9 +148,9 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
   uint64_t total = 0, index_bytes = 0;
   for (const auto& [part_path, expected] : part_paths) {
     auto part = std::make_unique<Part>();
-    part->slot = r->parts_.size();
+    part->slot = parts_.size();
     std::string source;
-    LMDBLOADER_RETURN_IF_ERROR(r->OpenPart(part_path, part.get(), &source));
+    LMDBLOADER_RETURN_IF_ERROR(OpenPart(part_path, part.get(), &source));
     if (expected >= 0 && part->index.size() != static_cast<uint64_t>(expected))
       return Status::Corruption("open " + part_path + ": shard list says " + std::to_string(expected) +
                                 " records, the shard holds " + std::to_string(part->index.size()));
@@ -153,61 +159,60 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
         return Status::Corruption("open " + part_path + ": a part listed in " + shard_list +
                                   " is not an lmdbloader corpus");
     }
-    if (!r->parts_.empty() && (part->name_keys == nullptr) != (r->parts_.front()->name_keys == nullptr))
+    if (!parts_.empty() && (part->name_keys == nullptr) != (parts_.front()->name_keys == nullptr))
       return Status::Corruption("open " + part_path + ": the parts listed in " + shard_list +
                                 " are not keyed alike (some by names, some by record numbers)");
-    if (r->index_source_.empty()) r->index_source_ = source;
+    if (index_source_.empty()) index_source_ = source;
     total += part->index.size();
     index_bytes += part->index.MemoryBytes() + (part->name_keys ? part->name_keys->MemoryBytes() : 0) +
                    part->checksums.size() * 8 +
                    (part->verified ? part->verified->bytes() : 0);
-    r->part_ends_.push_back(total);
-    r->parts_.push_back(std::move(part));
+    part_ends_.push_back(total);
+    parts_.push_back(std::move(part));
   }
   // The list's total, against what its parts hold (each part's own count,
   // where the list gives one, was checked above).
   if (listed_total >= 0 && static_cast<uint64_t>(listed_total) != total)
     return Status::Corruption("read " + shard_list + ": it says " + std::to_string(listed_total) +
                               " records in all, its parts hold " + std::to_string(total));
-  r->size_ = total;
-  r->budget_ = MemoryBudget(options.rss_budget, index_bytes);
-  LMDBLOADER_RETURN_IF_ERROR(r->budget_.CheckIndexFits(path, total));
+  size_ = total;
+  budget_ = MemoryBudget(options.rss_budget, index_bytes);
+  LMDBLOADER_RETURN_IF_ERROR(budget_.CheckIndexFits(path, total));
 
-  r->manifest_ = r->parts_.front()->manifest;
+  manifest_ = parts_.front()->manifest;
 
-  if (r->mode_ == AccessMode::kPread)
-    LMDBLOADER_RETURN_IF_ERROR(BatchIo::Create(options.io_engine, options.queue_depth, &r->io_, &r->io_fallback_));
+  if (mode_ == AccessMode::kPread)
+    LMDBLOADER_RETURN_IF_ERROR(BatchIo::Create(options.io_engine, options.queue_depth, &io_, &io_fallback_));
   {
-    r->cache_policy_ = options.cache_policy;
-    if (r->cache_policy_ == CachePolicy::kAuto) {
+    cache_policy_ = options.cache_policy;
+    if (cache_policy_ == CachePolicy::kAuto) {
       // Fill only what the page cache can keep: a corpus bigger than RAM
       // would evict each chunk before its other records are read.
       uint64_t data_bytes = 0;
-      for (const auto& p : r->parts_) data_bytes += p->index.identity.size;
+      for (const auto& p : parts_) data_bytes += p->index.identity.size;
       const uint64_t room = PageCacheRoom();
-      r->cache_policy_ =
-          r->budget_.RoomForChunkFills() && data_bytes <= room / 2 ? CachePolicy::kFill : CachePolicy::kExact;
+      cache_policy_ =
+          budget_.RoomForChunkFills() && data_bytes <= room / 2 ? CachePolicy::kFill : CachePolicy::kExact;
     }
-    if (r->cache_policy_ == CachePolicy::kFill)
-      for (auto& p : r->parts_)
+    if (cache_policy_ == CachePolicy::kFill)
+      for (auto& p : parts_)
         LMDBLOADER_RETURN_IF_ERROR(
             ChunkFiller::Create(p->fd, p->index.identity.size, p->location.data_path, &p->filler));
   }
 
-  if (r->mode_ == AccessMode::kMmap) {
-    r->governor_ = std::make_unique<ResidencyGovernor>(r->budget_.MappedAllowance(), options.mmap_window);
-    LMDBLOADER_RETURN_IF_ERROR(r->governor_->Start());
-    for (size_t i = 0; i < r->parts_.size(); ++i) {
-      Part& p = *r->parts_[i];
+  if (mode_ == AccessMode::kMmap) {
+    governor_ = std::make_unique<ResidencyGovernor>(budget_.MappedAllowance(), options.mmap_window);
+    LMDBLOADER_RETURN_IF_ERROR(governor_->Start());
+    for (size_t i = 0; i < parts_.size(); ++i) {
+      Part& p = *parts_[i];
       LMDBLOADER_RETURN_IF_ERROR(Mapping::Map(p.fd, p.index.identity.size, p.location.data_path, &p.map));
-      r->governor_->Attach(i, p.map->data(), p.map->size());
+      governor_->Attach(i, p.map->data(), p.map->size());
     }
   }
-  *out = std::move(r);
   return Status::OK();
 }
 
-Status Reader::EnsureProcess() {
+Status Reader::Rep::EnsureProcess() {
   if (generation_ == g_fork_generation.load(std::memory_order_relaxed)) return Status::OK();
   std::lock_guard<std::mutex> lock(reopen_mu_);
   if (generation_ == g_fork_generation.load()) return Status::OK();
@@ -216,7 +221,7 @@ Status Reader::EnsureProcess() {
   return Status::OK();
 }
 
-Status Reader::ReopenHandles() {
+Status Reader::Rep::ReopenHandles() {
   for (size_t i = 0; i < parts_.size(); ++i) {
     Part& p = *parts_[i];
     if (p.env) {

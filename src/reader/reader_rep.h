@@ -1,0 +1,171 @@
+// Reader::Rep, the Reader's private state and implementation, kept out of
+// the public header so that changing it recompiles only the Reader: its parts
+// (a data file of a shard set each), and what the Reader's three
+// implementation files share: reader.cc (reads, views, keys, stats),
+// reader_open.cc (opening, and reopening after fork) and reader_corpus.cc
+// (corpus metadata). Each public Reader method forwards to the Rep method of
+// the same name. Internal: not part of the public API.
+#ifndef LMDBLOADER_SRC_READER_REP_H_
+#define LMDBLOADER_SRC_READER_REP_H_
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "io/chunk_filler.h"
+#include "lmdb/lmdb_env.h"
+#include "lmdbloader/reader.h"
+#include "io/mapping.h"
+#include "reader/name_keys.h"
+#include "lmdb/record_index.h"
+
+namespace lmdbloader {
+
+class BatchIo;
+class ResidencyGovernor;
+struct ReadRequest;
+
+inline std::string OutOfRangeMessage(const std::string& path, uint64_t index, uint64_t size) {
+  return "index " + std::to_string(index) + " out of range for " + path + " (" +
+         std::to_string(size) + " records)";
+}
+
+// Records whose checksum has matched (ChecksumPolicy::kFirstRead):
+// one bit each, in anonymous memory shared with processes forked later, so
+// workers forked from the reader's process check each record once between
+// them. Setting a bit twice is harmless, so relaxed atomics suffice.
+class VerifiedRecords {
+ public:
+  static Status Create(uint64_t count, std::unique_ptr<VerifiedRecords>* out) {
+    const size_t bytes = static_cast<size_t>((count + 63) / 64 * 8);
+    void* p = bytes == 0 ? nullptr : ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return Status::FromErrno(errno, "mmap", "the record of verified checksums");
+    out->reset(new VerifiedRecords(static_cast<uint64_t*>(p), bytes));
+    return Status::OK();
+  }
+  ~VerifiedRecords() {
+    if (words_ != nullptr) ::munmap(words_, bytes_);
+  }
+  bool Has(uint64_t i) const { return (__atomic_load_n(&words_[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1; }
+  void Add(uint64_t i) { __atomic_fetch_or(&words_[i / 64], uint64_t{1} << (i % 64), __ATOMIC_RELAXED); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  VerifiedRecords(uint64_t* words, size_t bytes) : words_(words), bytes_(bytes) {}
+  uint64_t* words_;
+  size_t bytes_;
+};
+
+struct Reader::Rep {
+  struct Part {
+    size_t slot = 0;  // position in parts_, the governor's slot
+    DataLocation location;
+    RecordIndex index;
+    int fd = -1;
+    std::shared_ptr<Mapping> map;  // mmap mode; read and swapped with std::atomic_load/store
+    std::unique_ptr<LmdbEnv> env;  // lock mode: holds the snapshot the index describes
+    std::string index_file;        // "loaded from PATH" when the index came from a saved file
+    std::atomic<bool> names_checked{false};  // corpora: names and their offsets matched their checksums
+    std::string manifest;          // corpora: the manifest's JSON, checked
+    std::map<std::string, std::string> column_dtypes;  // corpora: column name -> "<i8" or "<f8"
+    std::vector<uint64_t> checksums;            // corpora: XXH3-64 of each record
+    std::unique_ptr<VerifiedRecords> verified;  // ChecksumPolicy::kFirstRead: records already checked
+    std::map<std::string, uint64_t> meta_sums;  // corpora: of each metadata value, by key
+    std::unique_ptr<ChunkFiller> filler;        // cache policy kFill
+    std::unique_ptr<NameKeys> name_keys;        // corpora keyed by names (CorpusKeys::kNames)
+    // A plain LMDB opened without the lock file is watched for a writer's
+    // commit (CheckSnapshot): its two meta pages, mapped where the file system
+    // maps files, else read with pread.
+    bool watched = false;
+    std::shared_ptr<Mapping> meta_pages;
+    ~Part() {
+      if (fd >= 0) ::close(fd);
+    }
+  };
+
+  // The public methods' implementations (see reader.h for what each does).
+  // Open's, on a Rep made for it: fills in the state from `path`.
+  Status Open(const std::string& path, const ReaderOptions& options);
+  unsigned db_flags() const;
+  Status ValueSize(uint64_t index, uint64_t* size) const;
+  Status ReadInto(uint64_t index, char* dst, uint64_t capacity);
+  Status Read(uint64_t index, std::string* value);
+  Status ReadBatch(const uint64_t* indices, size_t count, char* const* dsts);
+  Status View(uint64_t index, RecordView* view);
+  void Prefetch(const uint64_t* indices, size_t count);
+  Status ViewBatch(const uint64_t* indices, size_t count, RecordView* views);
+  Status CheckMappings() const;
+  CorpusKeys corpus_keys() const;
+  Status Key(uint64_t index, std::string* key) const;
+  Status Find(std::string_view key, uint64_t* index) const;
+  uint64_t LowerBound(std::string_view key) const;
+  Status Get(std::string_view key, std::string* value);
+  Status Name(uint64_t index, std::string* name);
+  Status Column(const std::string& name, std::vector<ColumnChunk>* chunks) const;
+  Status ReadColumn(const std::string& name, std::string* bytes);
+  void RecordPositions(std::vector<uint64_t>* positions) const;
+  Status CheckMetadata();
+  Status SaveIndexBeside();
+  Status Remap();
+  ReaderStats stats();
+
+  Status OpenPart(const std::string& path, Part* part, std::string* index_source);
+  Status EnsureProcess();  // reopens handles after fork()
+  Status ShrankUnderMapping(const Part& part) const;
+  // IOError naming the file when a writer committed to a plain LMDB opened
+  // without the lock file since it was opened: its pages are the snapshot's
+  // only until a later writer reuses them, so what was read may be wrong.
+  Status CheckSnapshot() const;
+  Status ReopenHandles();
+  Status Locate(uint64_t index, Part** part, uint64_t* local);
+  Status CopyOut(Part& part, uint64_t local, char* dst);
+  // mmap mode: tells the governor, and remaps every remap_every bytes.
+  Status NoteMapped(Part& part, uint64_t offset, uint64_t size);
+  Status PreadAt(Part& part, uint64_t offset, uint64_t size, char* dst);
+  // pread mode: the cache policy around a batch of reads.
+  Status ReadRequests(const ReadRequest* requests, Part* const* parts, size_t count);
+  unsigned FillParallel() const;  // chunks of a batch filled at once (cache policy fill)
+  Status ReadMeta(Part& part, const std::string& key, std::string* bytes);
+  // ReadMeta, then the value's checksum from the manifest (when it has one).
+  Status ReadCheckedMeta(Part& part, const std::string& key, std::string* bytes);
+  // The value's checksum from the manifest (when it has one), read a piece
+  // at a time: for values too large to hold.
+  Status CheckMeta(Part& part, const std::string& key);
+  // Checks and loads a corpus's manifest, columns and record checksums;
+  // `corpus` false for a plain LMDB.
+  Status LoadCorpusMeta(Part& part, bool* corpus);
+  // Corruption naming the record and file when its checksum differs.
+  Status VerifyRecord(const Part& part, uint64_t local, const char* data, uint64_t size) const;
+
+  std::string path_;
+  ReaderOptions options_;
+  AccessMode mode_ = AccessMode::kPread;
+  uint64_t size_ = 0;
+  MemoryBudget budget_{0};
+  std::vector<std::unique_ptr<Part>> parts_;
+  std::vector<uint64_t> part_ends_;  // global end position of each part
+  std::string manifest_;
+  std::string index_source_;
+  std::unique_ptr<ResidencyGovernor> governor_;
+  std::unique_ptr<BatchIo> io_;  // pread mode; recreated in a forked child
+  std::string io_fallback_;
+  CachePolicy cache_policy_ = CachePolicy::kExact;
+  uint64_t generation_ = 0;  // fork generation the handles belong to
+  std::mutex reopen_mu_;
+  std::atomic<uint64_t> records_read_{0};
+  std::atomic<uint64_t> bytes_read_{0};
+  std::atomic<uint64_t> bytes_since_remap_{0};
+  std::atomic<uint64_t> remaps_{0};
+};
+
+}  // namespace lmdbloader
+
+#endif  // LMDBLOADER_SRC_READER_REP_H_
