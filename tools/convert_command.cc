@@ -60,7 +60,7 @@ int ConvertCommand::Run() {
       const auto spelled = kSpellings.find(name);
       const std::string flag = spelled == kSpellings.end() ? FlagName(name) : spelled->second;
       std::fprintf(stderr, "lmdbloader convert: %s %s: %s\n", flag.c_str(), text.c_str(), s.message().c_str());
-      return 2;
+      return 1;  // as every failure of convert
     }
   }
   o.progress = !flags.no_progress && ::isatty(2);

@@ -24,16 +24,17 @@ template <typename T>
 Status SetInt(const char* name, std::string_view text, int64_t low, uint64_t high, T* field) {
   const bool negative = !text.empty() && text[0] == '-';
   const std::string_view digits = negative ? text.substr(1) : text;
-  bool ok = !digits.empty() && digits.size() <= 20;
+  bool ok = !digits.empty(), overflow = false;
   uint64_t magnitude = 0;
   for (char c : digits) {
+    ok = ok && c >= '0' && c <= '9';
     const uint64_t d = static_cast<uint64_t>(c - '0');
-    ok = ok && c >= '0' && c <= '9' && magnitude <= (UINT64_MAX - d) / 10;
-    if (ok) magnitude = magnitude * 10 + d;
+    if (ok && !overflow && magnitude > (UINT64_MAX - d) / 10) overflow = true;
+    if (ok && !overflow) magnitude = magnitude * 10 + d;
   }
   if (!ok)
     return Status::InvalidArgument(std::string(name) + " must be an integer, got '" + std::string(text) + "'");
-  const bool in_range = negative ? low < 0 && magnitude <= static_cast<uint64_t>(-low)
+  const bool in_range = overflow ? false : negative ? low < 0 && magnitude <= static_cast<uint64_t>(-low)
                                  : magnitude <= high && (low <= 0 || magnitude >= static_cast<uint64_t>(low));
   if (!in_range)
     return Status::InvalidArgument(std::string(name) + " must be between " + std::to_string(low) + " and " +
