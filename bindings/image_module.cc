@@ -23,7 +23,6 @@ DecodeScratch& ThreadScratch() {
   return scratch;
 }
 
-[[noreturn]] void Invalid(const std::string& what) { throw StatusError{Status::InvalidArgument(what)}; }
 
 // A Python object's buffer, held (with a reference to its owner) until
 // released: valid while the GIL is released whatever happens to the object.
@@ -64,14 +63,14 @@ OutputSpec MakeSpec(uint32_t width, uint32_t height, const std::string& layout, 
   } else if (layout == "HWC") {
     spec.layout = PixelLayout::kHWC;
   } else {
-    Invalid("layout must be 'CHW' or 'HWC', not '" + layout + "'");
+    ThrowInvalid("layout must be 'CHW' or 'HWC', not '" + layout + "'");
   }
   if (dtype == "float32") {
     spec.type = PixelType::kFloat32;
   } else if (dtype == "uint8") {
     spec.type = PixelType::kUint8;
   } else {
-    Invalid("dtype must be 'float32' or 'uint8', not '" + dtype + "'");
+    ThrowInvalid("dtype must be 'float32' or 'uint8', not '" + dtype + "'");
   }
   for (int c = 0; c < 3; ++c) {
     spec.mean[c] = mean[c];
@@ -83,7 +82,7 @@ OutputSpec MakeSpec(uint32_t width, uint32_t height, const std::string& layout, 
 
 CropBox MakeBox(const py::handle& obj, size_t index) {
   if (!py::isinstance<py::sequence>(obj) || py::len(obj) != 4) {
-    Invalid("box " + std::to_string(index) + " must be (left, top, width, height)");
+    ThrowInvalid("box " + std::to_string(index) + " must be (left, top, width, height)");
   }
   py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
   CropBox box;
@@ -98,7 +97,7 @@ CropBox MakeBox(const py::handle& obj, size_t index) {
 Buffer OutputBuffer(const py::object& out, size_t need) {
   Buffer buf(out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS, "out");
   if (static_cast<size_t>(buf.view().len) < need) {
-    Invalid("out holds " + std::to_string(buf.view().len) + " bytes; " + std::to_string(need) + " are needed");
+    ThrowInvalid("out holds " + std::to_string(buf.view().len) + " bytes; " + std::to_string(need) + " are needed");
   }
   return buf;
 }
@@ -122,12 +121,12 @@ void DecodeImages(const py::sequence& images, const py::sequence& boxes, const p
   const OutputSpec spec = MakeSpec(out_width, out_height, layout, dtype, mean, std, scale_in_idct);
   const size_t n = images.size();
   if (boxes.size() != n) {
-    Invalid(std::to_string(n) + " images but " + std::to_string(boxes.size()) + " boxes");
+    ThrowInvalid(std::to_string(n) + " images but " + std::to_string(boxes.size()) + " boxes");
   }
   std::unique_ptr<bool[]> flip(new bool[n ? n : 1]());
   if (!flips.is_none()) {
     py::sequence f = flips.cast<py::sequence>();
-    if (f.size() != n) Invalid(std::to_string(n) + " images but " + std::to_string(f.size()) + " flips");
+    if (f.size() != n) ThrowInvalid(std::to_string(n) + " images but " + std::to_string(f.size()) + " flips");
     for (size_t i = 0; i < n; ++i) flip[i] = f[i].cast<bool>();
   }
   std::vector<Buffer> held;
@@ -164,8 +163,8 @@ void ResampleRgb(const py::object& pixels, const py::handle& box_obj, bool flip,
   const bool bytes = v.itemsize == 1 && (v.format == nullptr || std::string_view(v.format) == "B" ||
                                          std::string_view(v.format) == "=B" || std::string_view(v.format) == "<B");
   if (v.ndim != 3 || v.shape[2] != 3 || !bytes || v.strides[2] != 1 || v.strides[1] != 3 || v.strides[0] < 0) {
-    Invalid("pixels must be uint8 of shape (height, width, 3), each row's pixels contiguous "
-            "(numpy.asarray of an RGB PIL image)");
+    ThrowInvalid("pixels must be uint8 of shape (height, width, 3), each row's pixels contiguous "
+                 "(numpy.asarray of an RGB PIL image)");
   }
   const size_t need = spec.width <= kMaxOutputSide && spec.height <= kMaxOutputSide ? spec.bytes() : 0;
   Buffer target = OutputBuffer(out, need);

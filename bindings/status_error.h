@@ -1,9 +1,13 @@
-// What the parts of the _core extension share: a non-OK Status travels to
-// the module's one exception translator (core_module.cc) as a StatusError.
+// What the parts of the _core extension share: a failure travels to the
+// module's one exception translator (status_translate.cc) as a StatusError,
+// and each part registers its functions and classes with one call from
+// PYBIND11_MODULE (core_module.cc).
 #ifndef LMDBLOADER_BINDINGS_STATUS_ERROR_H_
 #define LMDBLOADER_BINDINGS_STATUS_ERROR_H_
 
 #include <pybind11/pybind11.h>
+
+#include <string>
 
 #include "lmdbloader/status.h"
 
@@ -18,8 +22,19 @@ inline void ThrowIfError(const Status& s) {
   if (!s.ok()) throw StatusError{s};
 }
 
-// Adds the image functions (image_module.cc) to the module.
-void RegisterImage(pybind11::module_& m);
+// A bad argument the library never sees: ValueError, through the translator.
+[[noreturn]] inline void ThrowInvalid(std::string message) {
+  throw StatusError{Status::InvalidArgument(std::move(message))};
+}
+
+// The parts, each adding its functions and classes to the module.
+void RegisterStatusTranslator(pybind11::module_& m);  // status_translate.cc
+void RegisterReader(pybind11::module_& m);            // reader_module.cc
+void RegisterRing(pybind11::module_& m);              // ring_module.cc
+void RegisterCorpus(pybind11::module_& m);            // corpus_module.cc
+void RegisterInspect(pybind11::module_& m);           // inspect_module.cc
+void RegisterMemory(pybind11::module_& m);            // memory_module.cc
+void RegisterImage(pybind11::module_& m);             // image_module.cc
 
 }  // namespace lmdbloader
 

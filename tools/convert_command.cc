@@ -9,6 +9,7 @@
 
 #include "lmdbloader/convert.h"
 #include "tools/option_flags.h"
+#include "tools/report_json.h"
 
 namespace lmdbloader {
 namespace {
@@ -70,10 +71,8 @@ int ConvertCommand::Run() {
     std::fprintf(stderr, "lmdbloader convert: %s\n", s.ToString().c_str());
     return 1;
   }
-  nlohmann::json out = {{"outputs", summary.outputs},       {"records", summary.records},
-                        {"bytes", summary.bytes},           {"seconds", summary.seconds},
-                        {"mb_per_s", summary.seconds > 0 ? summary.bytes / summary.seconds / 1e6 : 0.0},
-                        {"skipped", summary.skipped}};
+  nlohmann::json out = {{"mb_per_s", summary.seconds > 0 ? summary.bytes / summary.seconds / 1e6 : 0.0}};
+  AddReportFields(summary, &out);
   if (flags.as_json) {
     std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
   } else {

@@ -19,6 +19,7 @@
 #include "lmdbloader/scan.h"
 #include "tools/convert_command.h"
 #include "tools/option_flags.h"
+#include "tools/report_json.h"
 
 namespace lmdbloader {
 namespace {
@@ -193,7 +194,6 @@ int RunScan(const OpenFlags& flags, int passes, const std::string& order, int ba
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ReaderStats st = r->stats();
   json out = {{"path", flags.path},
-              {"mode", st.mode},
               {"order", order},
               {"passes", passes},
               {"records", r->size() * passes},
@@ -201,19 +201,11 @@ int RunScan(const OpenFlags& flags, int passes, const std::string& order, int ba
               {"seconds", seconds},
               {"records_per_s", seconds > 0 ? r->size() * passes / seconds : 0.0},
               {"mb_per_s", seconds > 0 ? bytes / seconds / 1e6 : 0.0},
-              {"rss_budget_bytes", st.rss_budget},
               {"baseline_rss_bytes", baseline},
               {"peak_rss_bytes", peak},
               {"peak_growth_bytes", peak - baseline},
-              {"drops", st.drops},
-              {"index_bytes", st.index_bytes},
-              {"index_source", st.index_source},
-              {"batch", batch},
-              {"io_engine", st.io_engine},
-              {"io_fallback", st.io_fallback},
-              {"queue_depth", st.queue_depth},
-              {"cache_policy", st.cache_policy},
-              {"chunks_filled", st.chunks_filled}};
+              {"batch", batch}};
+  AddReportFields(st, &out);  // mode, the budget, drops, the index, the I/O chosen
   if (as_json) {
     std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << std::endl;
   } else {
@@ -244,14 +236,13 @@ int RunStat(const OpenFlags& flags, bool as_json) {
   }
   std::sort(sizes.begin(), sizes.end());
   auto pct = [&](double p) { return sizes.empty() ? 0 : sizes[std::min<size_t>(sizes.size() - 1, p * sizes.size())]; };
-  json out = {{"path", flags.path}, {"data_file", info.data_path}, {"file_bytes", info.file_bytes},
-              {"records", r->size()}, {"page_size", info.page_size}, {"depth", info.depth},
-              {"branch_pages", info.branch_pages}, {"leaf_pages", info.leaf_pages},
-              {"overflow_pages", info.overflow_pages}, {"last_txnid", info.last_txnid},
+  json out = {{"path", flags.path},
+              {"records", r->size()},
               {"value_bytes", {{"total", total}, {"min", sizes.empty() ? 0 : sizes.front()}, {"p50", pct(0.5)},
                                {"p90", pct(0.9)}, {"p99", pct(0.99)}, {"max", sizes.empty() ? 0 : sizes.back()},
                                {"mean", sizes.empty() ? 0.0 : double(total) / sizes.size()}}},
               {"corpus", r->is_corpus()}};
+  AddReportFields(info, &out);  // the data file, its pages, depth and last transaction
   if (r->is_corpus()) out["manifest"] = json::parse(r->manifest(), nullptr, false);
   if (as_json) {
     std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << std::endl;

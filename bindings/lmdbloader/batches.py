@@ -88,13 +88,13 @@ class Collate:
         self.max_ring_bytes = None if max_ring_bytes is None else byte_size(max_ring_bytes, "max_ring_bytes")
         self.prefetch_factor = prefetch_factor
         self.backing = backing
-        self._token = secrets.token_hex(8)  # this configuration's rings, in every process
+        self._token = secrets.token_hex(8)
 
     def __call__(self, batch):
         info = torch.utils.data.get_worker_info()
         if info is None:
             if isinstance(batch, (RecordBatch, DecodedBatch)):
-                return batch._collated()
+                return batch.collated()
             return default_collate(batch)
         return _worker_rings(self, info).collate(batch)
 
@@ -103,12 +103,17 @@ class Collate:
                 f"max_ring_bytes={self.max_ring_bytes}, prefetch_factor={self.prefetch_factor}, "
                 f"backing={self.backing!r})")
 
+    @property
+    def token(self):
+        """Names this configuration's rings, in every process."""
+        return self._token
+
     def stats(self):
         """What this process received through this collate's rings: batches,
         those whose tensors all came through a ring, fallbacks (ring full, or
         a batch larger than its slot), and each worker's own counts and ring
         bytes (the shared memory it holds, counted once in PSS)."""
-        return _received_stats(self._token)
+        return _received_stats(self.token)
 
 
 #: The default instance: ``DataLoader(..., collate_fn=lmdbloader.collate)``.
@@ -195,7 +200,7 @@ class _WorkerRings:
         if got is None:
             # Every slot big enough is held (batches kept), or none is big enough: grow within the cap.
             slot_bytes = max([s.ring.slot_bytes for s in self.segments] + [_slot_size(need)])
-            if self.span + 4096 + self.slots * slot_bytes > self.cap:
+            if self.span + _core.BatchRing.bytes_for(self.slots, slot_bytes) > self.cap:
                 return None
             seg = self.new_segment(slot_bytes)
             taken = seg.ring.acquire()
@@ -214,7 +219,7 @@ class _WorkerRings:
         and a batch found a slot elsewhere, and those too small for the
         batches now made."""
         for seg in self.segments:
-            if seg is using or seg.ring.reserved_bytes <= 4096:
+            if seg is using or seg.ring.reserved_bytes <= _core.BatchRing.HEADER_BYTES:
                 continue
             if seg.ring.slot_bytes < self.needed or (seg is not self.segments[0] and seg.ring.held() == 0):
                 seg.ring.return_free_slots()
@@ -227,10 +232,8 @@ class _WorkerRings:
         self.counts["batches"] += 1
         builder = _BatchBuilder(self)
         try:
-            if isinstance(batch, RecordBatch) and batch._tensors is None:
-                data = builder.records(batch)
-            elif isinstance(batch, DecodedBatch) and batch._samples is None:
-                data = batch._into_slot(builder)
+            if isinstance(batch, (RecordBatch, DecodedBatch)) and batch.pending:
+                data = batch.into_slot(builder)
                 builder.place_pending()
             else:
                 data = _collate(batch, collate_fn_map=builder.fn_map)
@@ -245,7 +248,7 @@ class _WorkerRings:
         elif builder.fell_back == "oversize":
             self.counts["fallback_oversize"] += 1
         self.counts["ring_bytes"] = sum(seg.ring.reserved_bytes for seg in self.segments)
-        return _Batch(self.config._token, self.pid, dict(self.counts), data)
+        return _Batch(self.config.token, self.pid, dict(self.counts), data)
 
 
 _rings_of_this_process = {}
@@ -253,9 +256,9 @@ _retiring_in = None  # the process whose exit retires its rings
 
 
 def _worker_rings(config, info):
-    rings = _rings_of_this_process.get(config._token)
+    rings = _rings_of_this_process.get(config.token)
     if rings is None or rings.pid != os.getpid():
-        rings = _rings_of_this_process[config._token] = _WorkerRings(config, info)
+        rings = _rings_of_this_process[config.token] = _WorkerRings(config, info)
     return rings
 
 
@@ -326,7 +329,11 @@ def _same(x):
 
 
 class _BatchBuilder:
-    """Places one batch's tensors into one slot, in the order collate makes them."""
+    """Places one batch's tensors into one slot, in the order collate makes them.
+
+    What a batch that fills its own tensors uses (``into_slot`` of
+    :class:`RecordBatch` and :class:`DecodedBatch`): :meth:`put` and
+    :meth:`records`."""
 
     def __init__(self, rings):
         self.rings = rings
@@ -351,7 +358,7 @@ class _BatchBuilder:
         def small(batch, *, collate_fn_map=None):
             out = fn(batch, collate_fn_map=collate_fn_map)
             if isinstance(out, torch.Tensor) and out.layout == torch.strided and out.device.type == "cpu":
-                return self._put(out.dtype, out.shape, lambda dst: dst.copy_(out), out)
+                return self.put(out.dtype, out.shape, lambda dst: dst.copy_(out), out)
             return out
         return small
 
@@ -360,12 +367,16 @@ class _BatchBuilder:
         if elem.is_nested or elem.layout != torch.strided or elem.device.type != "cpu":
             return collate_tensor_fn(batch, collate_fn_map=collate_fn_map)  # default's answer, errors included
         shape = (len(batch), *elem.shape)
-        return self._put(elem.dtype, shape, lambda dst: torch.stack(batch, 0, out=dst),
+        return self.put(elem.dtype, shape, lambda dst: torch.stack(batch, 0, out=dst),
                          None, default=lambda: collate_tensor_fn(batch, collate_fn_map=collate_fn_map))
 
-    def _put(self, dtype, shape, fill, made, default=None):
-        """Fills a tensor of `shape` in the slot and returns its _RingTensor;
-        before the first ring, a pending one; without room, the default path."""
+    def put(self, dtype, shape, fill, made, default=None):
+        """A tensor of `dtype` and `shape` of the batch: `fill(dst)` writes it
+        into `dst`, a tensor over the slot's next bytes, and its _RingTensor
+        is returned. Before the worker's first ring, `made` (or a fresh tensor
+        filled by `fill`) is kept pending until the ring is sized; without
+        room in the slot, `made` or else `default()` is returned: the tensor
+        takes torch's own path."""
         numel = math.prod(shape)
         nbytes = numel * dtype.itemsize
         if nbytes == 0:
@@ -401,7 +412,7 @@ class _BatchBuilder:
     def _slot_tensor(self, dtype, numel, shape):
         """A tensor over the slot's next bytes, reserved first."""
         _reserve(self.segment, self.slot, self.used + numel * dtype.itemsize)
-        start = self.slot * self.segment.ring.slot_bytes + self.used
+        start = self.segment.ring.slot_offset(self.slot) + self.used
         return torch.frombuffer(self.segment.ring, dtype=dtype, count=numel, offset=start).view(shape)
 
     def _placed(self, dtype, shape, nbytes):
@@ -425,10 +436,11 @@ class _BatchBuilder:
             ph.locate(self, self.used)
             self.used += _aligned(dst.nbytes)
 
-    def records(self, batch):
-        """A RecordBatch read straight into the slot: [B, L] when the records
-        have one length, else a list of 1-D views into the slot."""
-        sizes = batch._reader._c.value_sizes(batch._indices)
+    def records(self, reader, indices, fallback):
+        """The records at `indices` of `reader` read straight into the slot:
+        [B, L] when the records have one length, else a list of 1-D views
+        into the slot; `fallback()` when no slot can take them."""
+        sizes = reader.value_sizes(indices)
         same = len(set(sizes)) <= 1
         offsets, total = [], 0
         for s in sizes:
@@ -439,9 +451,9 @@ class _BatchBuilder:
         if total:
             self._take(total)  # a slot it gives holds `total` (the ring grows for it)
         if self.slot is None:
-            return batch._collated()
-        base = self.slot * self.segment.ring.slot_bytes
-        batch._reader._c.read_batch_into(batch._indices, self.segment.ring, [base + o for o in offsets])
+            return fallback()
+        base = self.segment.ring.slot_offset(self.slot)
+        reader.read_into(indices, self.segment.ring, [base + o for o in offsets])
         if same:
             return self._placed(torch.uint8, (len(sizes), sizes[0] if sizes else 0), total)
         out = [_RingTensor(torch.uint8, (s,)).locate(self, o) for o, s in zip(offsets, sizes)]
@@ -574,17 +586,27 @@ class RecordBatch(collections.abc.Sequence):
         return len(self._indices)
 
     def __getitem__(self, i):
-        return self._materialized()[i]
+        return self.tensors()[i]
 
-    def _materialized(self):
+    @property
+    def pending(self):
+        """True until the records are read (:meth:`tensors`)."""
+        return self._tensors is None
+
+    def tensors(self):
+        """The records as 1-D uint8 tensors, read in one call the first time."""
         if self._tensors is None:
-            sizes = self._reader._c.value_sizes(self._indices)
+            sizes = self._reader.value_sizes(self._indices)
             tensors = [torch.empty(s, dtype=torch.uint8) for s in sizes]
-            self._reader._c.read_batch_into(self._indices, [t.numpy() for t in tensors])
+            self._reader.read_into(self._indices, [t.numpy() for t in tensors])
             self._tensors = tensors
         return self._tensors
 
-    def _collated(self):
+    def into_slot(self, builder):
+        """The batch read straight into `builder`'s ring slot (Collate in a worker)."""
+        return builder.records(self._reader, self._indices, self.collated)
+
+    def collated(self):
         """[B, L] when the records have one length, else a list of 1-D views
         into one buffer; read with one call."""
         if self._tensors is not None:
@@ -592,21 +614,21 @@ class RecordBatch(collections.abc.Sequence):
             if len({t.numel() for t in ts}) <= 1:
                 return torch.stack(ts) if ts else torch.empty((0, 0), dtype=torch.uint8)
             return list(ts)
-        sizes = self._reader._c.value_sizes(self._indices)
+        sizes = self._reader.value_sizes(self._indices)
         if len(set(sizes)) <= 1:
             out = torch.empty((len(sizes), sizes[0] if sizes else 0), dtype=torch.uint8)
-            self._reader._c.read_batch_into(self._indices, out.numpy().reshape(-1),
-                                            [k * (sizes[0] if sizes else 0) for k in range(len(sizes))])
+            self._reader.read_into(self._indices, out.numpy().reshape(-1),
+                                   [k * (sizes[0] if sizes else 0) for k in range(len(sizes))])
             return out
         offsets = [0]
         for s in sizes[:-1]:
             offsets.append(offsets[-1] + s)
         flat = torch.empty(sum(sizes), dtype=torch.uint8)
-        self._reader._c.read_batch_into(self._indices, flat.numpy(), offsets)
+        self._reader.read_into(self._indices, flat.numpy(), offsets)
         return [flat[o:o + s] for o, s in zip(offsets, sizes)]
 
     def __reduce__(self):  # crossing processes unread: as the tensors
-        return (list, (self._materialized(),))
+        return (list, (self.tensors(),))
 
 
 class DecodedBatch(collections.abc.Sequence):
@@ -615,10 +637,14 @@ class DecodedBatch(collections.abc.Sequence):
     them in a worker straight into a ring slot (one C++ call for the batch,
     no tensor per sample, no collate copy). Decoded into fresh tensors on
     first use anywhere else; either way the batch equals what
-    ``default_collate`` makes of the samples."""
+    ``default_collate`` makes of the samples.
 
-    def __init__(self, dataset, indices):
-        self._dataset = dataset
+    ``decoder``: an :class:`lmdbloader.ImageDecode` (or ClipDecode) applied
+    to the records at ``indices`` of ``reader``."""
+
+    def __init__(self, reader, decoder, indices):
+        self._reader = reader
+        self._decoder = decoder
         self._indices = list(indices)
         self._samples = None
 
@@ -627,26 +653,39 @@ class DecodedBatch(collections.abc.Sequence):
 
     def __getitem__(self, i):
         if self._samples is None:
-            self._samples = self._dataset._decoded(self._indices)
+            self._samples = self.samples()
         return self._samples[i]
 
+    @property
+    def pending(self):
+        """True until the samples are decoded (by indexing the batch)."""
+        return self._samples is None
+
+    def samples(self):
+        """The batch's samples, decoded in one call: each (image, target), or
+        the image when the decoder has no target."""
+        images, targets = self._decode()
+        return list(images) if self._decoder.target is None else list(zip(images, targets))
+
     def _decode(self, out=None):
-        ds = self._dataset
-        records = ds.reader.get_batch(self._indices)
-        return ds.decode.decode_records(records, out=out, where=ds._where(self._indices))
+        records = self._reader.get_batch(self._indices)
+        where = self._reader.where
+        return self._decoder.decode_records(records, out=out, where=lambda k: where(self._indices[k]))
 
     def _batch(self, images, targets, collate_targets):
         """As default_collate makes it of (image, target) samples: a list."""
-        if self._dataset.decode.target is None:
+        if self._decoder.target is None:
             return images
         return [images, collate_targets(targets)]
 
-    def _collated(self):
+    def collated(self):
+        """The batch as default_collate makes it of :meth:`samples`, decoded straight into it."""
         images, targets = self._decode()
         return self._batch(images, targets, default_collate)
 
-    def _into_slot(self, builder):
-        decoder = self._dataset.decode
+    def into_slot(self, builder):
+        """The batch decoded straight into `builder`'s ring slot (Collate in a worker)."""
+        decoder = self._decoder
         targets = []
 
         def fill(dst):
@@ -656,7 +695,7 @@ class DecodedBatch(collections.abc.Sequence):
             images, got = self._decode()
             targets.append(got)
             return images
-        images = builder._put(decoder.dtype, (len(self._indices), *decoder.sample_shape), fill, None, default=fresh)
+        images = builder.put(decoder.dtype, (len(self._indices), *decoder.sample_shape), fill, None, default=fresh)
         return self._batch(images, targets[-1], lambda t: _collate(t, collate_fn_map=builder.fn_map))
 
     def __reduce__(self):  # crossing processes undecoded: as the samples
@@ -682,12 +721,13 @@ class DataLoader(torch.utils.data.DataLoader):
         batching = given.get("batch_size", 1) is not None or given.get("batch_sampler") is not None
         if given.get("collate_fn") is None and batching:
             given["collate_fn"] = Collate(prefetch_factor=given.get("prefetch_factor") or 2)
-        from .dataset import LmdbDataset
-        from .vision import ImageDecode
-        if batching and isinstance(dataset, LmdbDataset) and \
-                (isinstance(dataset.decode, ImageDecode) or dataset.decode == "tensor") and \
-                dataset.transform is None and isinstance(given.get("collate_fn"), Collate):
-            given["dataset"] = dataset._deferring()  # batches read straight into a ring slot
+        # A dataset whose batches can wait (LmdbDataset.with_deferred_batches)
+        # has them read or decoded straight into a ring slot by the Collate.
+        deferring = getattr(dataset, "with_deferred_batches", None)
+        if batching and callable(deferring) and isinstance(given.get("collate_fn"), Collate):
+            deferred = deferring()
+            if deferred is not None:
+                given["dataset"] = deferred
         super().__init__(*bound.args[1:], **bound.kwargs)
 
     def ring_stats(self):

@@ -5,7 +5,7 @@ import copy
 import torch
 import torch.utils.data
 
-from .batches import DecodedBatch, RecordBatch
+from .batches import DecodedBatch, RecordBatch, ring_stats
 from .reader import Reader
 from .vision import ImageDecode
 
@@ -53,9 +53,16 @@ class LmdbDataset(torch.utils.data.Dataset):
         self.views = bool(views)
         self._deferred = False
 
-    def _deferring(self):
-        """A copy (same reader) whose batches are RecordBatch objects, read
-        by lmdbloader's collate straight into a ring slot."""
+    def with_deferred_batches(self):
+        """A copy (same reader) whose ``__getitems__`` returns its batches not
+        yet read (:class:`lmdbloader.batches.RecordBatch` for
+        decode="tensor", :class:`lmdbloader.batches.DecodedBatch` for an
+        image decoder), which :class:`lmdbloader.Collate` reads or decodes in
+        a worker straight into a ring slot; None when this dataset's batches
+        cannot wait (a transform, or another decode). :class:`DataLoader`
+        calls it."""
+        if self.transform is not None or not (isinstance(self.decode, ImageDecode) or self.decode == "tensor"):
+            return None
         other = copy.copy(self)
         other._deferred = True
         return other
@@ -63,22 +70,10 @@ class LmdbDataset(torch.utils.data.Dataset):
     def __len__(self):
         return len(self.reader)
 
-    def _where(self, indices):
-        """Names record k of a batch in errors: its position and file."""
-        path = self.reader.path
-
-        def where(k):
-            position = int(indices[k])
-            position += len(self.reader) if position < 0 else 0
-            return f"record {position} of {path}"
-        return where
-
     def _decoded(self, indices):
         """A fused decoder's samples of these records: (image, target) or
         the image, decoded in one call."""
-        records = self.reader.get_batch(indices)
-        images, targets = self.decode.decode_records(records, where=self._where(indices))
-        samples = list(images) if self.decode.target is None else list(zip(images, targets))
+        samples = DecodedBatch(self.reader, self.decode, indices).samples()
         if self.transform is None:
             return samples
         return [self._call(self.transform, x, i) for x, i in zip(samples, indices)]
@@ -90,10 +85,10 @@ class LmdbDataset(torch.utils.data.Dataset):
             record = self.reader.decode(index)
         elif self.decode == "tensor":
             record = torch.empty(self.reader.value_size(index), dtype=torch.uint8)
-            self.reader._c.read_batch_into([index], [record.numpy()])
+            self.reader.read_into([index], [record.numpy()])
         elif self.views:
             record = self._call(self.decode, self.reader.view(index), index)
-            self.reader._c.check_mappings()  # decode read zeros if the file shrank meanwhile
+            self.reader.check_mappings()  # decode read zeros if the file shrank meanwhile
         else:
             record = self.reader[index]
             if callable(self.decode):
@@ -107,15 +102,13 @@ class LmdbDataset(torch.utils.data.Dataset):
             return fn(record)
         except Exception as e:
             if hasattr(e, "add_note"):
-                position = int(index)
-                position += len(self.reader) if position < 0 else 0
-                e.add_note(f"lmdbloader: raised on record {position} of {self.reader.path}")
+                e.add_note(f"lmdbloader: raised on {self.reader.where(index)}")
             raise
 
     def __getitems__(self, indices):
         if isinstance(self.decode, ImageDecode):
             if self._deferred:  # lmdbloader.DataLoader: its collate decodes them into shared memory
-                return DecodedBatch(self, indices)
+                return DecodedBatch(self.reader, self.decode, indices)
             return self._decoded(indices)
         if self.decode == "msgpack":
             return self.reader.decode_batch(indices, self.transform)
@@ -123,7 +116,7 @@ class LmdbDataset(torch.utils.data.Dataset):
             records = RecordBatch(self.reader, indices)
             if self._deferred:  # lmdbloader.DataLoader: its collate reads them into shared memory
                 return records
-            tensors = records._materialized()
+            tensors = records.tensors()
             if self.transform is None:
                 return tensors
             return [self._call(self.transform, t, i) for t, i in zip(tensors, indices)]
@@ -158,5 +151,4 @@ class LmdbDataset(torch.utils.data.Dataset):
     def stats(self):
         """The reader's stats, and under "batch_rings" what this process received
         through lmdbloader.collate's shared-memory rings (lmdbloader.ring_stats())."""
-        from .batches import ring_stats
         return {**self.reader.stats(), "batch_rings": ring_stats()}

@@ -184,6 +184,38 @@ class Reader:
     def value_size(self, index):
         return self._c.value_size(index)
 
+    def value_sizes(self, indices):
+        """Sizes in bytes of the records at ``indices`` (a list of ints), as
+        :meth:`read_into` needs them; IndexError naming the file for a
+        position out of range."""
+        return self._c.value_sizes(indices)
+
+    def read_into(self, indices, out, offsets=None):
+        """Reads the records at ``indices`` into memory the caller owns, in one
+        batch with every read in flight together, the GIL released and each
+        checksum checked in place; no bytes object is made.
+
+        With ``offsets`` None, ``out`` is a list of writable buffers, one a
+        record, each exactly its record's size (:meth:`value_sizes`). Else
+        ``out`` is one writable buffer (a tensor's memory, a ring of shared
+        memory) and record ``indices[k]`` goes to ``offsets[k]`` in it.
+        ValueError, before anything is read, when a buffer's size disagrees or
+        a record does not fit."""
+        self._c.read_batch_into(indices, out, offsets)
+
+    def check_mappings(self):
+        """OSError when the file shrank under this reader's mappings: a
+        :meth:`view` read meanwhile saw zeros where the file's bytes were.
+        Call it after handing a view to code that reads it (mode="mmap")."""
+        self._c.check_mappings()
+
+    def where(self, index):
+        """How messages name the record at ``index`` (negative counts from the
+        end): ``"record 5 of /data/train.lmdb"``."""
+        position = int(index)
+        position += len(self) if position < 0 else 0
+        return f"record {position} of {self.path}"
+
     def key(self, index):
         return self._c.key(index)
 
@@ -281,4 +313,8 @@ class _Keys:
             yield self._reader.key(i)
 
     def __contains__(self, key):
-        return self._reader._c.find(_as_key(key)) is not None
+        try:
+            self._reader.index_of(key)
+        except KeyError:
+            return False
+        return True

@@ -35,12 +35,15 @@
 // Thread-safety: Acquire, Reserve and ReturnFreeSlots are for one producer
 // thread of the ring's creator; Release, Retire and the accessors may be
 // called from any thread of any process mapping the ring.
-// Not fork-aware: a forked child inherits the mapping and the slots its
-// parent holds; it must not release those (that would free them under the
-// parent) nor Acquire on its parent's ring. Python's RingLease releases
-// only in the process that took it.
+// Fork: a forked child inherits the mapping and the slots its parent holds;
+// it must not release those (that would free them under the parent) nor
+// Acquire on its parent's ring. A BatchRing::Lease (below) holds a batch's
+// slot for the process that took it and releases it only there, so a child
+// that inherits a Lease frees nothing of its parent's.
 #ifndef LMDBLOADER_BATCH_RING_H_
 #define LMDBLOADER_BATCH_RING_H_
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <memory>
@@ -61,6 +64,16 @@ class BatchRing {
  public:
   // At most this many slots (the header page holds their state words).
   static constexpr uint32_t kMaxSlots = 500;
+  // Bytes of the header page that precedes the slots; a ring whose slots
+  // hold no memory yet holds this much.
+  static constexpr uint64_t kHeaderBytes = 4096;
+
+  class Lease;
+
+  // Bytes of address space a ring of `slots` slots of `slot_bytes` spans
+  // (what total_bytes() of the ring Create makes returns): the header page
+  // and each slot rounded up to whole pages.
+  static uint64_t BytesFor(uint32_t slots, uint64_t slot_bytes);
 
   // Creates a ring of `slots` slots of at least `slot_bytes` bytes (rounded up
   // to whole pages). Only the header page is reserved: slots take memory when
@@ -90,9 +103,12 @@ class BatchRing {
   uint64_t reserved_bytes() const;
   const char* backing_name() const { return backing_; }
 
+  // Where slot `slot` starts, counted from the first slot's first byte
+  // (slot_data(0)): the slots lie one after another, slot_bytes() apart.
+  uint64_t SlotOffset(uint32_t slot) const { return uint64_t{slot} * slot_bytes_; }
   // Start of slot `slot`'s bytes (slot < slots()). Only the first bytes
   // Reserve gave the slot may be written.
-  char* slot_data(uint32_t slot) const { return data_ + uint64_t{slot} * slot_bytes_; }
+  char* slot_data(uint32_t slot) const { return data_ + SlotOffset(slot); }
 
   // Takes a free slot for a new batch: true with the slot and the batch's
   // generation (never 0), false when every slot is held. The lowest free
@@ -143,6 +159,46 @@ class BatchRing {
   // The creator's count of each slot's reserved bytes (whole pages); empty
   // in a process that attached the ring.
   std::vector<uint64_t> reserved_;
+};
+
+// A batch's hold on one slot of a ring, in a process that received the
+// batch: keeps the ring mapped, exposes the slot's bytes, and releases
+// (slot, generation) when destroyed, so the slot is reused only once nothing
+// holds its batch. Only the process that took the lease releases it: a child
+// forked while a Lease lives inherits a copy whose destruction frees nothing
+// (its release would free the slot under the parent's batch); the slot stays
+// the parent's until the parent's Lease goes.
+//
+// Thread-safety: a Lease is immutable after Take; destroy it once.
+class BatchRing::Lease {
+ public:
+  // Holds `slot` of `ring`, which the batch of `generation` fills, for the
+  // calling process. InvalidArgument when the ring has no such slot. A
+  // generation the slot no longer holds is not an error: the destructor's
+  // release then frees nothing (Release's rule).
+  static Status Take(std::shared_ptr<BatchRing> ring, uint32_t slot, uint64_t generation,
+                     std::unique_ptr<Lease>* out);
+
+  ~Lease();
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+
+  // The slot's bytes (slot_bytes() of them), valid while the Lease lives.
+  char* data() const { return ring_->slot_data(slot_); }
+  uint64_t size() const { return ring_->slot_bytes(); }
+  uint32_t slot() const { return slot_; }
+  uint64_t generation() const { return generation_; }
+  // The process that took the lease, the only one whose destruction releases.
+  pid_t holder() const { return holder_; }
+
+ private:
+  Lease(std::shared_ptr<BatchRing> ring, uint32_t slot, uint64_t generation, pid_t holder)
+      : ring_(std::move(ring)), slot_(slot), generation_(generation), holder_(holder) {}
+
+  const std::shared_ptr<BatchRing> ring_;
+  const uint32_t slot_;
+  const uint64_t generation_;
+  const pid_t holder_;
 };
 
 }  // namespace lmdbloader

@@ -185,7 +185,6 @@ struct OptionInfo {
   std::string values;   // what it accepts, as help and errors say it (choices from their enum's table)
   const char* help;
 };
-using ReaderOptionInfo = OptionInfo;
 const std::vector<OptionInfo>& ReaderOptionList();
 
 // Sets option `name` from its text form ("64MiB", "true", "mmap", "once").

@@ -15,7 +15,7 @@ namespace lmdbloader {
 namespace {
 
 constexpr uint64_t kMagic = 0x474e4952'4c444d4cull;  // "LMDLRING" little-endian
-constexpr uint64_t kPage = 4096;
+constexpr uint64_t kPage = BatchRing::kHeaderBytes;  // the header is one page; slots are whole pages
 constexpr uint64_t kRetiredAt = 24;  // header: magic, slots, slot bytes, retired flag
 constexpr uint64_t kStatesAt = 64;   // then the state words
 
@@ -71,7 +71,7 @@ Status BatchRing::Create(uint32_t slots, uint64_t slot_bytes, RingBacking backin
   std::unique_ptr<BatchRing> r(new BatchRing());
   r->slots_ = slots;
   r->slot_bytes_ = RoundUp(slot_bytes, kPage);
-  r->map_bytes_ = kPage + uint64_t{slots} * r->slot_bytes_;
+  r->map_bytes_ = BytesFor(slots, r->slot_bytes_);
   r->reserved_.assign(slots, 0);
   LMDBLOADER_RETURN_IF_ERROR(NewSegment(backing, &r->fd_, &r->backing_));
   // The segment's size is address space only (tmpfs files are sparse); the
@@ -91,7 +91,7 @@ Status BatchRing::Create(uint32_t slots, uint64_t slot_bytes, RingBacking backin
   void* p = ::mmap(nullptr, r->map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd_, 0);
   if (p == MAP_FAILED) return Status::FromErrno(errno, "mmap", std::string("the batch ring in ") + r->backing_);
   r->map_ = static_cast<char*>(p);
-  r->data_ = r->map_ + kPage;
+  r->data_ = r->map_ + kHeaderBytes;
   std::memcpy(r->map_, &kMagic, 8);
   std::memcpy(r->map_ + 8, &r->slots_, 4);
   std::memcpy(r->map_ + 16, &r->slot_bytes_, 8);
@@ -118,14 +118,18 @@ Status BatchRing::Attach(int fd, std::unique_ptr<BatchRing>* out) {
   std::memcpy(&r->slot_bytes_, r->map_ + 16, 8);
   // slot_bytes no larger than the segment first: the product below cannot wrap.
   if (magic != kMagic || r->slots_ == 0 || r->slots_ > kMaxSlots || r->slot_bytes_ == 0 ||
-      r->slot_bytes_ > size || r->slot_bytes_ % kPage != 0 || kPage + uint64_t{r->slots_} * r->slot_bytes_ != size)
+      r->slot_bytes_ > size || r->slot_bytes_ % kPage != 0 || BytesFor(r->slots_, r->slot_bytes_) != size)
     return Status::Corruption("a received batch ring has a damaged header");
-  r->data_ = r->map_ + kPage;
+  r->data_ = r->map_ + kHeaderBytes;
   // Kept to count the ring's memory (fstat); a process this one starts with
   // exec must not keep the segment alive.
   (void)::fcntl(r->fd_, F_SETFD, FD_CLOEXEC);
   *out = std::move(r);
   return Status::OK();
+}
+
+uint64_t BatchRing::BytesFor(uint32_t slots, uint64_t slot_bytes) {
+  return kHeaderBytes + uint64_t{slots} * RoundUp(slot_bytes, kPage);
 }
 
 BatchRing::~BatchRing() {
@@ -229,6 +233,17 @@ uint32_t BatchRing::held() const {
   uint32_t n = 0;
   for (uint32_t i = 0; i < slots_; ++i) n += __atomic_load_n(state(i), __ATOMIC_ACQUIRE) != 0;
   return n;
+}
+
+Status BatchRing::Lease::Take(std::shared_ptr<BatchRing> ring, uint32_t slot, uint64_t generation,
+                              std::unique_ptr<Lease>* out) {
+  if (!ring || slot >= ring->slots()) return Status::InvalidArgument("no slot " + std::to_string(slot) + " in this ring");
+  out->reset(new Lease(std::move(ring), slot, generation, ::getpid()));
+  return Status::OK();
+}
+
+BatchRing::Lease::~Lease() {
+  if (::getpid() == holder_) ring_->Release(slot_, generation_);
 }
 
 }  // namespace lmdbloader

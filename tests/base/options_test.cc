@@ -80,7 +80,7 @@ TEST(ReaderOptionsTest, DefaultsAreDocumented) {
 
 TEST(ReaderOptionsByNameTest, EveryListedOptionRoundTripsItsDefault) {
   const ReaderOptions defaults;
-  for (const ReaderOptionInfo& info : ReaderOptionList()) {
+  for (const OptionInfo& info : ReaderOptionList()) {
     ReaderOptions o;
     const std::string text = ReaderOptionValue(defaults, info.name);
     ASSERT_TRUE(SetReaderOption(info.name, text, &o).ok()) << info.name << "=" << text;
