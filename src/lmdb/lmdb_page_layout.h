@@ -1,0 +1,116 @@
+// LMDB's page layout as mdb.c (file format version 1) writes it: the
+// constants, byte loads and key order that the checked page reader
+// (lmdb_pages.cc: meta pages, named trees) and its walk (lmdb_walk.cc)
+// share. Private to lmdb/.
+#ifndef LMDBLOADER_SRC_LMDB_PAGE_LAYOUT_H_
+#define LMDBLOADER_SRC_LMDB_PAGE_LAYOUT_H_
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "lmdb/lmdb_pages.h"
+
+namespace lmdbloader {
+namespace lmdb_layout {
+
+// From LMDB's mdb.c (file format version 1).
+constexpr uint32_t kMagic = 0xBEEFC0DE;
+constexpr uint32_t kDataVersion = 1;
+constexpr uint64_t kHeaderSize = 16;  // PAGEHDRSZ
+constexpr uint64_t kNodeSize = 8;     // NODESIZE
+constexpr uint16_t kPageBranch = 0x01, kPageLeaf = 0x02, kPageOverflow = 0x04, kPageMeta = 0x08,
+                   kPageLeaf2 = 0x20, kPageSub = 0x40;
+constexpr uint16_t kNodeBig = 0x01, kNodeSubData = 0x02, kNodeDupData = 0x04;
+constexpr uint64_t kInvalidPage = ~0ull;
+constexpr int kMaxDepth = 32;  // liblmdb's CURSOR_STACK
+constexpr uint64_t kMaxWindowBytes = 1u << 20;
+constexpr uint64_t kMetaSize = 152;  // header + MDB_meta up to mm_txnid
+
+template <typename T>
+inline T Load(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));  // LMDB guarantees only 2-byte alignment
+  return v;
+}
+
+inline int CompareBytes(std::string_view a, std::string_view b) {
+  size_t n = a.size() < b.size() ? a.size() : b.size();
+  int c = n ? std::memcmp(a.data(), b.data(), n) : 0;
+  if (c != 0) return c < 0 ? -1 : 1;
+  return a.size() < b.size() ? -1 : a.size() > b.size() ? 1 : 0;
+}
+
+inline int CompareReversed(std::string_view a, std::string_view b) {
+  size_t i = a.size(), j = b.size();
+  while (i > 0 && j > 0) {
+    unsigned char x = static_cast<unsigned char>(a[--i]), y = static_cast<unsigned char>(b[--j]);
+    if (x != y) return x < y ? -1 : 1;
+  }
+  return i ? 1 : j ? -1 : 0;
+}
+
+// MDB_INTEGERKEY / MDB_INTEGERDUP keys are native (little-endian) unsigned
+// integers, and lmdb.h wants them all of one size, unsigned int or size_t.
+// liblmdb (and py-lmdb) write keys of any size and of several sizes anyway,
+// and then order them by bytes past the key: on branch pages mdb.c compares
+// 4 or 8 bytes whatever the keys' size (mdb_cmp_int, mdb_cmp_long), in leaves
+// it reads from the first key's end. Once one key breaks the rule, even keys
+// of a proper size can sit out of numeric order. So an integer tree's order
+// is not checked: it is read in page order, as liblmdb's cursor reads it, and
+// cycles are still caught by the bound on pages visited and the trees' entry
+// counts.
+constexpr int kNoOrder = 2;
+
+// -1/0/1, or kNoOrder for integer keys.
+inline int Compare(std::string_view a, std::string_view b, bool integer, bool reversed) {
+  if (integer) return kNoOrder;
+  return reversed ? CompareReversed(a, b) : CompareBytes(a, b);
+}
+
+struct PageHeader {
+  uint64_t pgno;
+  uint16_t pad, flags, lower, upper;
+  uint32_t pages;  // overflow pages: the run's length (shares lower/upper)
+  static PageHeader Parse(const char* p) {
+    return PageHeader{Load<uint64_t>(p), Load<uint16_t>(p + 8), Load<uint16_t>(p + 10),
+                      Load<uint16_t>(p + 12), Load<uint16_t>(p + 14), Load<uint32_t>(p + 12)};
+  }
+};
+
+// Pages needed by an overflow value of `size` bytes (mdb.c's OVPAGES).
+inline uint64_t OverflowPages(uint64_t size, uint32_t page_size) {
+  return (kHeaderSize - 1 + size) / page_size + 1;
+}
+
+}  // namespace lmdb_layout
+
+// What a walk carries from page to page.
+struct LmdbFile::WalkState {
+  WalkState(const LmdbMeta& m, const Visitor& v) : meta(m), visit(v) {}
+  const LmdbMeta& meta;
+  const Visitor& visit;
+  uint64_t max_pgno = 0;  // pages above this do not exist: the meta's last page, or the file's end
+  // Why page `pgno` cannot be read: past the file's end (max_pgno is then
+  // the file's last page), or outside the pages the meta page counts.
+  std::string Outside(uint64_t pgno) const {
+    if (pgno > max_pgno && pgno <= meta.last_pgno)
+      return "past the end of the file (truncated? it holds " + std::to_string(max_pgno + 1) + " pages of " +
+             std::to_string(meta.page_size) + " bytes)";
+    return "outside pages 2.." + std::to_string(meta.last_pgno);
+  }
+  uint64_t pages_visited = 0;
+  // The tree being walked.
+  LmdbTree tree;
+  bool dup_tree = false;        // a sub-tree of duplicates: its keys are values
+  std::string_view outer_key;   // the key whose duplicates a dup tree holds
+  uint64_t outer_pgno = 0;      // the leaf page of that key's node
+  uint64_t items = 0;
+  std::string prev;             // previous key (or duplicate) of this tree
+  bool have_prev = false;
+};
+
+}  // namespace lmdbloader
+
+#endif  // LMDBLOADER_SRC_LMDB_PAGE_LAYOUT_H_
