@@ -19,4 +19,5 @@ PYBIND11_MODULE(_core, m) {
   lmdbloader::RegisterMemory(m);
   lmdbloader::RegisterRing(m);
   lmdbloader::RegisterReader(m);
+  lmdbloader::RegisterReports(m);
 }

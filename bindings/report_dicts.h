@@ -17,6 +17,21 @@ pybind11::dict ReportDict(const Struct& s) {
   return d;
 }
 
+// The field list of Struct: (name, key in the command's JSON or None when
+// the command does not write it), for checking every front against it.
+template <typename Struct>
+pybind11::list ReportFieldList() {
+  pybind11::list out;
+  std::apply(
+      [&out](const auto&... field) {
+        (out.append(pybind11::make_tuple(field.name, field.in_command ? pybind11::object(pybind11::str(field.CommandKey()))
+                                                                      : pybind11::object(pybind11::none()))),
+         ...);
+      },
+      ReportFieldsOf<Struct>::kFields);
+  return out;
+}
+
 }  // namespace lmdbloader
 
 #endif  // LMDBLOADER_BINDINGS_REPORT_DICTS_H_

@@ -17,10 +17,9 @@ namespace lmdbloader {
 namespace {
 
 RingBacking ParseBacking(const std::string& name) {
-  if (name == "auto") return RingBacking::kAuto;
-  if (name == "memfd") return RingBacking::kMemfd;
-  if (name == "shm") return RingBacking::kShm;
-  ThrowInvalid("backing must be 'auto', 'memfd' or 'shm'; got '" + name + "'");
+  RingBacking backing = RingBacking::kAuto;
+  ThrowIfError(ParseRingBacking(name, &backing));
+  return backing;
 }
 
 // `size` bytes at `data` as a writable Python buffer of unsigned bytes.
@@ -36,6 +35,7 @@ void RegisterRing(py::module_& m) {
       .def_property_readonly_static("MAX_SLOTS", [](const py::object&) { return BatchRing::kMaxSlots; })
       .def_property_readonly_static("HEADER_BYTES", [](const py::object&) { return BatchRing::kHeaderBytes; })
       .def_static("bytes_for", &BatchRing::BytesFor, py::arg("slots"), py::arg("slot_bytes"))
+      .def_static("check_backing", [](const std::string& name) { ParseBacking(name); })
       .def_static("create", [](uint32_t slots, uint64_t slot_bytes, const std::string& backing) {
         std::unique_ptr<BatchRing> ring;
         ThrowIfError(BatchRing::Create(slots, slot_bytes, ParseBacking(backing), &ring));

@@ -1,7 +1,6 @@
 """lmdbloader.Reader: random access to an LMDB database under a memory budget."""
 
 import json
-import operator
 import os
 
 import numpy as np
@@ -208,6 +207,13 @@ class Reader:
         :meth:`view` read meanwhile saw zeros where the file's bytes were.
         Call it after handing a view to code that reads it (mode="mmap")."""
         self._c.check_mappings()
+
+    def option(self, name):
+        """Option ``name``'s value as this reader holds it, in the text form
+        the core's option list (``_core.reader_options()``) and the command
+        line use ("64MiB" given is "67108864"); "" for a name
+        the list does not have."""
+        return self._c.option(name)
 
     def where(self, index):
         """How messages name the record at ``index`` (negative counts from the

@@ -48,6 +48,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lmdbloader/status.h"
@@ -59,6 +60,10 @@ enum class RingBacking {
   kMemfd,   // memfd only
   kShm,     // POSIX shared memory (/dev/shm) only, unlinked at once
 };
+
+// Parses "auto", "memfd" or "shm" (the names Python's Collate(backing=...)
+// takes). InvalidArgument naming them otherwise.
+Status ParseRingBacking(std::string_view text, RingBacking* backing);
 
 class BatchRing {
  public:

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/enum_names.h"
+
 namespace lmdbloader {
 
 namespace {
@@ -18,6 +20,9 @@ constexpr uint64_t kMagic = 0x474e4952'4c444d4cull;  // "LMDLRING" little-endian
 constexpr uint64_t kPage = BatchRing::kHeaderBytes;  // the header is one page; slots are whole pages
 constexpr uint64_t kRetiredAt = 24;  // header: magic, slots, slot bytes, retired flag
 constexpr uint64_t kStatesAt = 64;   // then the state words
+
+constexpr EnumName<RingBacking> kBackings[] = {
+    {RingBacking::kAuto, "auto"}, {RingBacking::kMemfd, "memfd"}, {RingBacking::kShm, "shm"}};
 
 uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
@@ -244,6 +249,10 @@ Status BatchRing::Lease::Take(std::shared_ptr<BatchRing> ring, uint32_t slot, ui
 
 BatchRing::Lease::~Lease() {
   if (::getpid() == holder_) ring_->Release(slot_, generation_);
+}
+
+Status ParseRingBacking(std::string_view text, RingBacking* backing) {
+  return ParseName(kBackings, "backing", text, backing);
 }
 
 }  // namespace lmdbloader

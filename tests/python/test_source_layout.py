@@ -29,7 +29,7 @@ PUBLIC = {
     "corpus_keys.h": "corpus", "inspect.h": "corpus", "lmdb_copy.h": "corpus",
     "msgpack_record.h": "corpus", "writer.h": "corpus",
     "reader.h": "reader", "record_view.h": "reader", "scan.h": "reader",
-    "convert.h": "convert",
+    "convert.h": "convert", "report_fields.h": "convert",
     "image_decode.h": "image",
 }
 

@@ -4,6 +4,8 @@ Readers, one per database."""
 import os
 
 from .. import _core
+from .._options import KINDS as OPTION_KINDS
+from .._options import option_texts
 from ..errors import CorruptedError, Error, UnsupportedError
 from ..reader import Reader
 from .arguments import (
@@ -34,6 +36,9 @@ from .errors import (
 from .handles import _Database, _db_stat, _EnvironmentBase
 from .transaction import Transaction, _ReaderTable
 
+# Reader options whose names py-lmdb's open() already gives another meaning.
+_PYLMDB_NAMED = ("mode", "lock", "db")
+
 
 def version(subpatch=False, lib_version=None):
     """liblmdb's version, ``(major, minor, patch)``, as py-lmdb's ``lmdb.version()``.
@@ -51,18 +56,24 @@ def enable_drop_gil():
 def open(path, map_size=10485760, subdir=True, readonly=False, metasync=True, sync=True,  # noqa: A001
          map_async=False, mode=0o755, create=True, readahead=True, writemap=False,
          meminit=True, max_readers=126, max_dbs=0, max_spare_txns=1, lock=True, lib_version=None, *,
-         rss_budget=None, access_mode="auto", index_dir=None):
+         rss_budget=None, access_mode="auto", index_dir=None, **reader_options):
     """Opens an environment read-only, with py-lmdb's signature.
 
     ``readonly=False`` (py-lmdb's default) is accepted so that reading code
     runs unchanged; writes still raise ReadonlyError. ``lock`` keeps py-lmdb's
     meaning (True: use the lock file; pass False for read-only datasets).
+    Every other option of ``lmdbloader.Reader`` is a keyword too (``rss_budget``,
+    ``index_dir``, ``verify_checksums``, ``io_engine``, ``queue_depth``, ``cache``,
+    ``mmap_window``, ``remap_every``), except the three whose names py-lmdb
+    already uses: the Reader's ``mode`` is ``access_mode`` here (py-lmdb's
+    ``mode`` is the file mode), ``lock`` is py-lmdb's own, and the named
+    database is chosen with ``open_db``.
     """
     return Environment(path, map_size=map_size, subdir=subdir, readonly=readonly, metasync=metasync,
                        sync=sync, map_async=map_async, mode=mode, create=create, readahead=readahead,
                        writemap=writemap, meminit=meminit, max_readers=max_readers, max_dbs=max_dbs,
                        max_spare_txns=max_spare_txns, lock=lock, lib_version=lib_version, rss_budget=rss_budget,
-                       access_mode=access_mode, index_dir=index_dir)
+                       access_mode=access_mode, index_dir=index_dir, **reader_options)
 
 
 class Environment(_EnvironmentBase):
@@ -71,8 +82,12 @@ class Environment(_EnvironmentBase):
     def __init__(self, path, map_size=10485760, subdir=True, readonly=False, metasync=True, sync=True,
                  map_async=False, mode=0o755, create=True, readahead=True, writemap=False,
                  meminit=True, max_readers=126, max_dbs=0, max_spare_txns=1, lock=True, lib_version=None, *,
-                 rss_budget=None, access_mode="auto", index_dir=None):
+                 rss_budget=None, access_mode="auto", index_dir=None, **reader_options):
         self._closed = True  # until opened
+        # The Reader's options by the core's one list, less the three py-lmdb
+        # names its own arguments (mode, lock, db): an unknown keyword is a
+        # TypeError naming it, as from Reader.
+        option_texts(reader_options, {k: v for k, v in OPTION_KINDS.items() if k not in _PYLMDB_NAMED}, "open")
         map_size = _uint(map_size, _SIZE_MAX, 10485760)
         subdir, readonly, metasync, sync, map_async, create, readahead, writemap, lock = (
             _flag(v, d) for v, d in ((subdir, True), (readonly, False), (metasync, True), (sync, True),
@@ -105,7 +120,8 @@ class Environment(_EnvironmentBase):
         self._map_size = map_size
         self._max_readers = max_readers
         self._max_dbs = max_dbs
-        self._options = dict(rss_budget=rss_budget, mode=access_mode, lock=bool(lock), index_dir=index_dir)
+        self._options = dict(reader_options, rss_budget=rss_budget, mode=access_mode, lock=bool(lock),
+                             index_dir=index_dir)
         self._counts, self._names = {}, None
         self._main = _Database(self, self._open_reader(None), None)
         if map_size >= _MAPPABLE:
