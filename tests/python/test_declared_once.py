@@ -12,6 +12,7 @@ import pytest
 
 import lmdbloader
 import lmdbloader.compat as compat
+import lmdbloader.memory
 from lmdbloader import _core
 
 READER_OPTIONS = list(_core.reader_options())  # (name, kind, values, help, default)
@@ -96,7 +97,7 @@ def test_every_convert_option_is_a_flag_and_a_keyword(tmp_path, name, kind, valu
     if name in ("source", "output", "kind"):
         return  # convert()'s own arguments
     # The keyword is taken (no TypeError); the missing source is then the error.
-    with pytest.raises(lmdbloader.ConvertError, match="missing"):
+    with pytest.raises(OSError, match="missing"):
         lmdbloader.convert(tmp_path / "missing", tmp_path / "out", kind="image_folder",
                            **{name: _python_value(kind, default)})
 
