@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/enum_names.h"
+#include "base/option_table.h"
 
 namespace lmdbloader {
 
@@ -127,20 +128,15 @@ const char* ChecksumPolicyName(ChecksumPolicy policy) { return Known(NameOf(kChe
 
 namespace {
 
-// One option: its description, how to set it from text, how to read it back.
-struct OptionEntry {
-  OptionInfo info;
-  Status (*set)(std::string_view text, ReaderOptions* o);
-  std::string (*get)(const ReaderOptions& o);
-};
+using ReaderEntry = OptionEntry<ReaderOptions>;
 
 Status SetBytes(const char* name, std::string_view text, uint64_t* out) {
   Status s = ParseByteSize(text, out);
   return s.ok() ? s : Status::InvalidArgument(std::string(name) + ": " + s.message());
 }
 
-const std::vector<OptionEntry>& Entries() {
-  static const std::vector<OptionEntry> entries = {
+const std::vector<ReaderEntry>& Entries() {
+  static const std::vector<ReaderEntry> entries = {
       {{"rss_budget", "bytes", "a byte size, e.g. 64MiB; 0: unbounded",
         "memory this reader may make its process hold because of the data file (the default comes "
         "from $LMDBLOADER_RSS_BUDGET when set)"},
@@ -207,26 +203,16 @@ const std::vector<OptionEntry>& Entries() {
 }  // namespace
 
 const std::vector<OptionInfo>& ReaderOptionList() {
-  static const std::vector<OptionInfo> list = [] {
-    std::vector<OptionInfo> out;
-    for (const OptionEntry& e : Entries()) out.push_back(e.info);
-    return out;
-  }();
+  static const std::vector<OptionInfo> list = OptionInfos(Entries());
   return list;
 }
 
 Status SetReaderOption(std::string_view name, std::string_view value, ReaderOptions* options) {
-  for (const OptionEntry& e : Entries())
-    if (name == e.info.name) return e.set(value, options);
-  std::string known;
-  for (const OptionEntry& e : Entries()) known += (known.empty() ? "" : ", ") + std::string(e.info.name);
-  return Status::InvalidArgument("unknown option '" + std::string(name) + "' (options: " + known + ")");
+  return SetOptionByName(Entries(), name, value, options);
 }
 
 std::string ReaderOptionValue(const ReaderOptions& options, std::string_view name) {
-  for (const OptionEntry& e : Entries())
-    if (name == e.info.name) return e.get(options);
-  return "";
+  return OptionValueByName(Entries(), options, name);
 }
 
 Status ReaderOptionsFromEnvironment(ReaderOptions* options) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/enum_names.h"
+#include "base/option_table.h"
 #include "lmdbloader/convert.h"
 
 namespace lmdbloader {
@@ -50,11 +51,7 @@ Status SetText(std::string_view text, std::string* field) {
 
 std::string BoolText(bool b) { return b ? "true" : "false"; }
 
-struct ConvertEntry {
-  OptionInfo info;
-  Status (*set)(std::string_view text, ConvertOptions* o);
-  std::string (*get)(const ConvertOptions& o);
-};
+using ConvertEntry = OptionEntry<ConvertOptions>;
 
 const std::vector<ConvertEntry>& Entries() {
   static const std::vector<ConvertEntry> entries = {
@@ -116,26 +113,16 @@ const char* RecordOrderName(RecordOrder order) {
 }
 
 const std::vector<OptionInfo>& ConvertOptionList() {
-  static const std::vector<OptionInfo> list = [] {
-    std::vector<OptionInfo> out;
-    for (const ConvertEntry& e : Entries()) out.push_back(e.info);
-    return out;
-  }();
+  static const std::vector<OptionInfo> list = OptionInfos(Entries());
   return list;
 }
 
 Status SetConvertOption(std::string_view name, std::string_view value, ConvertOptions* options) {
-  for (const ConvertEntry& e : Entries())
-    if (name == e.info.name) return e.set(value, options);
-  std::string known;
-  for (const ConvertEntry& e : Entries()) known += (known.empty() ? "" : ", ") + std::string(e.info.name);
-  return Status::InvalidArgument("unknown option '" + std::string(name) + "' (options: " + known + ")");
+  return SetOptionByName(Entries(), name, value, options);
 }
 
 std::string ConvertOptionValue(const ConvertOptions& options, std::string_view name) {
-  for (const ConvertEntry& e : Entries())
-    if (name == e.info.name) return e.get(options);
-  return "";
+  return OptionValueByName(Entries(), options, name);
 }
 
 }  // namespace lmdbloader

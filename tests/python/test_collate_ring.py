@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from torch.utils.data import DataLoader, default_collate
 
 import lmdbloader
-from lmdbloader import batches as ring_batches
+from lmdbloader import _ring_main as ring_main
+from lmdbloader import _ring_worker as ring_worker
 
 sys.path.insert(0, os.path.dirname(__file__))
 from ring_samples import Numbered, Samples, first_byte_and_record  # noqa: E402
@@ -321,7 +322,7 @@ def test_no_slot_stays_held_after_an_epoch_whose_batches_were_dropped(corpus):
             pass
         del batch
         gc.collect()
-        held = [r.held() for _, r in ring_batches._attached.values()]
+        held = [r.held() for _, r in ring_main._attached.values()]
         assert held and sum(held) == 0, f"slots still held after the epoch: {held}"
     assert loader.ring_stats()["fallback_full"] == 0
 
@@ -437,7 +438,7 @@ def test_the_pin_threads_copy_is_made_before_the_slot_is_freed(corpus, monkeypat
     copies = []
 
     def pin(self, *args, **kwargs):
-        held = sum(r.held() for _, r in ring_batches._attached.values())  # this batch's slot among them
+        held = sum(r.held() for _, r in ring_main._attached.values())  # this batch's slot among them
         copies.append((threading.current_thread().name, held))
         return self.clone()
 
@@ -449,7 +450,7 @@ def test_the_pin_threads_copy_is_made_before_the_slot_is_freed(corpus, monkeypat
         assert len(got) == RECORDS // 8 and all(intact(b) for b in got)
         assert sorted(r for b in got for r in rows(b)) == list(range(RECORDS))
         gc.collect()
-        held = [r.held() for _, r in ring_batches._attached.values()]
+        held = [r.held() for _, r in ring_main._attached.values()]
         assert sum(held) == 0, f"slots held after the pinned copies: {held}"
     assert copies and all(name != threading.main_thread().name for name, _ in copies), copies[:3]
     assert all(held >= 1 for _, held in copies), "a slot was free while its batch was being copied"
@@ -574,7 +575,7 @@ BIG_ROWS, BIG_COLS, BIG_BATCH = 1280, 1024, 4   # 5 MiB float32 samples, 20 MiB 
 def rings_held_by(stats):
     """Bytes the rings of a collate's workers hold (allocated blocks), counted
     in this process, whichever other rings it maps."""
-    return sum(r.reserved_bytes for pid, r in ring_batches._attached.values() if pid in stats["workers"])
+    return sum(r.reserved_bytes for pid, r in ring_main._attached.values() if pid in stats["workers"])
 
 
 def until_every_dispatched_batch_is_made(it, timeout=60):
@@ -649,7 +650,7 @@ def test_rings_hold_at_most_the_default_paths_peak_plus_a_slot_per_worker(worker
     slots a worker, held 15 batches with 2 workers where this bound is 7.)"""
     mib = 1 << 20
     batch_bytes = BIG_BATCH * BIG_ROWS * BIG_COLS * 4
-    slot = ring_batches._slot_size(batch_bytes)
+    slot = ring_worker._slot_size(batch_bytes)
     for persistent in (True, False):
         default_peak, default_after, _, _ = shmem_of_a_loader(workers, persistent, lambda: None)
         ring_peak, ring_after, rings_after, collate = shmem_of_a_loader(workers, persistent, lmdbloader.Collate)
@@ -699,7 +700,7 @@ def test_memory_short_for_a_slot_is_an_oserror_at_that_batch_naming_the_backing(
     """Later slots are reserved as batches first need them: memory the backing
     cannot give then is an OSError at that batch (never SIGBUS), and the slot
     is not left taken."""
-    rings = ring_batches._WorkerRings(lmdbloader.Collate(slots=2, slot_bytes="1TiB", backing="shm"), None)
+    rings = ring_worker._WorkerRings(lmdbloader.Collate(slots=2, slot_bytes="1TiB", backing="shm"), None)
     rings.first_segment(8192)
     seg, slot, generation = rings.acquire(8192)
     assert seg.ring.reserved_bytes == 4096 + 8192

@@ -1,0 +1,55 @@
+// OptionTable: the machinery behind an options struct's by-name interface
+// (ReaderOptionList / SetReaderOption / ReaderOptionValue in options.h, and
+// the converter's in convert.h): one entry an option, holding its
+// description, how to set it from text and how to read it back. Each
+// options struct writes its entries once; listing, setting and reading by
+// name are this template's.
+#ifndef LMDBLOADER_SRC_BASE_OPTION_TABLE_H_
+#define LMDBLOADER_SRC_BASE_OPTION_TABLE_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lmdbloader/options.h"
+#include "lmdbloader/status.h"
+
+namespace lmdbloader {
+
+template <typename Options>
+struct OptionEntry {
+  OptionInfo info;
+  Status (*set)(std::string_view text, Options* o);
+  std::string (*get)(const Options& o);
+};
+
+template <typename Options>
+std::vector<OptionInfo> OptionInfos(const std::vector<OptionEntry<Options>>& entries) {
+  std::vector<OptionInfo> out;
+  for (const OptionEntry<Options>& e : entries) out.push_back(e.info);
+  return out;
+}
+
+// InvalidArgument naming every known option for an unknown `name`.
+template <typename Options>
+Status SetOptionByName(const std::vector<OptionEntry<Options>>& entries, std::string_view name,
+                       std::string_view value, Options* options) {
+  for (const OptionEntry<Options>& e : entries)
+    if (name == e.info.name) return e.set(value, options);
+  std::string known;
+  for (const OptionEntry<Options>& e : entries) known += (known.empty() ? "" : ", ") + std::string(e.info.name);
+  return Status::InvalidArgument("unknown option '" + std::string(name) + "' (options: " + known + ")");
+}
+
+// "" for an unknown `name`.
+template <typename Options>
+std::string OptionValueByName(const std::vector<OptionEntry<Options>>& entries, const Options& options,
+                              std::string_view name) {
+  for (const OptionEntry<Options>& e : entries)
+    if (name == e.info.name) return e.get(options);
+  return "";
+}
+
+}  // namespace lmdbloader
+
+#endif  // LMDBLOADER_SRC_BASE_OPTION_TABLE_H_
