@@ -10,6 +10,7 @@
 #include "lmdbloader/convert.h"
 #include "lmdbloader/writer.h"
 #include "report_dicts.h"
+#include "option_rows.h"
 #include "status_error.h"
 
 namespace py = pybind11;
@@ -19,13 +20,7 @@ namespace lmdbloader {
 void RegisterCorpus(py::module_& m) {
   // The converter's options by name as text (ConvertOptionList), as the
   // reader's: the library parses and checks each one.
-  m.def("convert_options", [] {
-    py::list out;
-    const ConvertOptions defaults;
-    for (const OptionInfo& o : ConvertOptionList())
-      out.append(py::make_tuple(o.name, o.kind, o.values, o.help, ConvertOptionValue(defaults, o.name)));
-    return out;
-  });
+  m.def("convert_options", [] { return OptionRows(ConvertOptionList(), &ConvertOptionValue); });
   m.def("convert", [](const std::map<std::string, std::string>& given) {
     ConvertOptions o;
     for (const auto& [name, text] : given) ThrowIfError(SetConvertOption(name, text, &o));

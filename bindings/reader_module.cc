@@ -14,6 +14,7 @@
 #include "positions.h"
 #include "record_reads.h"
 #include "report_dicts.h"
+#include "option_rows.h"
 #include "status_error.h"
 
 namespace py = pybind11;
@@ -46,13 +47,7 @@ void RegisterReader(py::module_& m) {
     ThrowIfError(ParseByteSize(text, &v));
     return v;
   });
-  m.def("reader_options", [] {
-    py::list out;
-    const ReaderOptions defaults;
-    for (const OptionInfo& o : ReaderOptionList())
-      out.append(py::make_tuple(o.name, o.kind, o.values, o.help, ReaderOptionValue(defaults, o.name)));
-    return out;
-  });
+  m.def("reader_options", [] { return OptionRows(ReaderOptionList(), &ReaderOptionValue); });
 
   // A view's bytes, exposed through the buffer protocol (read-only). The
   // RecordView inside keeps the mapping alive.
