@@ -84,10 +84,10 @@ def test_named_database(foreign):
 def test_budget_from_keyword_and_environment(foreign, monkeypatch):
     path, _ = foreign
     env = compat.open(path, lock=False, rss_budget="32MiB")
-    assert env._main.reader.stats()["rss_budget"] == 32 << 20
+    assert env.open_db().reader.stats()["rss_budget"] == 32 << 20
     monkeypatch.setenv("LMDBLOADER_RSS_BUDGET", "48MiB")
     env = compat.open(path, lock=False)
-    assert env._main.reader.stats()["rss_budget"] == 48 << 20
+    assert env.open_db().reader.stats()["rss_budget"] == 48 << 20
 
 
 def test_unsupported_calls_raise_clear_errors(foreign):

@@ -1,5 +1,6 @@
 """The source tree's shape, checked: folders of src/ are layers, tests/ mirrors
-src/, and no source file grows past what one reader holds in mind.
+src/, no source file grows past what one reader holds in mind, and no Python
+module reads another object's private members.
 
 Layers, bottom first: base/ (Status, options, checksums) < io/ (files,
 mappings, memory probes, batched reads, rings) < lmdb/ (LMDB's page format, the
@@ -9,6 +10,7 @@ headers and those of layers below it; a public header (include/lmdbloader/)
 counts as part of the folder that implements it.
 """
 
+import ast
 import pathlib
 import re
 
@@ -110,3 +112,67 @@ def test_no_source_file_over_500_lines(folder):
             if n > MAX_LINES:
                 long.append(f"{path.relative_to(ROOT)}: {n} lines")
     assert not long, f"files over {MAX_LINES} lines:\n" + "\n".join(long)
+
+
+PACKAGE = ROOT / "bindings" / "lmdbloader"
+
+
+def _private(name):
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _own_privates(tree):
+    """The private members the module's own classes define: methods and class
+    attributes, and what their methods assign to self._x."""
+    own = set()
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for node in ast.walk(cls):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _private(node.name):
+                own.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and _private(node.id):
+                own.add(node.id)
+            elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _private(node.attr)
+                  and isinstance(node.value, ast.Name) and node.value.id == "self"):
+                own.add(node.attr)
+    return own
+
+
+def private_reaches(source):
+    """Where `source` reads or writes a private member of an object other than
+    self/cls that no class of its own module defines (obj._x, getattr(obj, "_x"))."""
+    tree = ast.parse(source)
+    own = _own_privates(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            target, name = node.value, node.attr
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) > 1
+              and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+              and _private(node.args[1].value)):
+            target, name = node.args[0], node.args[1].value
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id in ("self", "cls"):
+            continue
+        if name not in own:
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_the_private_member_check_sees_a_reach():
+    # The check itself, on what the dataset once did to the reader.
+    assert private_reaches("class D:\n    def f(self):\n        return self.reader._c.value_sizes()\n")
+    assert private_reaches("def f(txn):\n    txn._mutations += 1\n")
+    assert private_reaches("def f(db):\n    return getattr(db, '_layout', None)\n")
+    assert not private_reaches("class T:\n    def __init__(self):\n        self._n = 0\n"
+                               "    def same(self, other):\n        return other._n\n")
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_python_module_reaches_into_another_objects_privates(path):
+    # A private member is read only by the module whose class defines it;
+    # what other modules need goes through public names (Reader.read_into,
+    # LmdbDataset.with_deferred_batches, compat's state_of()).
+    found = private_reaches(path.read_text())
+    assert not found, f"{path.relative_to(ROOT)} reaches into private members: {found}"

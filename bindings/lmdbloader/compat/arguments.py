@@ -6,7 +6,7 @@ import operator
 from .. import _core
 from ..errors import Error, ReadonlyError
 from .errors import _BAD_VALSIZE, BadValsizeError
-from .handles import _Database, _TransactionBase
+from .handles import _Database, state_of
 
 _INT_MAX = (1 << 31) - 1
 
@@ -53,14 +53,10 @@ def _readonly(call):
 
 
 def _write_call(call):
-    """A method of py-lmdb's write API: ReadonlyError, as py-lmdb on a read-only
-    environment. Like py-lmdb, the attempt counts as a mutation of the
-    transaction: its cursors re-read their current item on the next access."""
+    """A method of py-lmdb's write API on the environment: ReadonlyError, as
+    py-lmdb on a read-only environment (after its check for a closed one)."""
     def refuse(self, *args, **kwargs):
-        self._check()
-        txn = getattr(self, "txn", self)
-        if isinstance(txn, _TransactionBase):
-            txn._mutations += 1
+        state_of(self).check()
         _readonly(call)
     refuse.__name__ = call
     return refuse
@@ -115,6 +111,6 @@ def _db_arg(env, db, default):
         return default
     if not isinstance(db, _Database):
         raise TypeError("invalid type")
-    if db._env is not env:
+    if db.env is not env:
         raise Error("Database handle belongs to another environment.")
     return db

@@ -25,6 +25,7 @@ from .handles import (
     _Database,
     _TransactionBase,
     _Unpicklable,
+    state_of,
 )
 
 
@@ -50,6 +51,7 @@ class Cursor(_CursorOps, _Unpicklable):
         _db_arg(txn.env, db, None)
         self.db = db
         self.txn = txn
+        self._txn_state = state_of(txn)
         self._r = db.reader
         self._dupsort = bool(db.db_flags & _DUPSORT)
         self._starts = _group_starts(db) if self._dupsort else None
@@ -66,14 +68,14 @@ class Cursor(_CursorOps, _Unpicklable):
         self._dup_page_end = False
         self._valid = False  # py-lmdb's "positioned"
         self._nokey = False  # key() is b"" (MDB_FIRST_DUP/LAST_DUP after a failed move)
-        self._last_mutation = txn._mutations
+        self._last_mutation = self._txn_state.mutations
         self._closed = False
 
     # -- helpers ---------------------------------------------------------------
     def _check(self):
         if self._closed:
             raise Error(_CLOSED)
-        self.txn._check()
+        self._txn_state.check()
 
     def _ndups(self, g):
         return self._starts[g + 1] - self._starts[g] if self._dupsort else 1
@@ -88,19 +90,19 @@ class Cursor(_CursorOps, _Unpicklable):
         self._init, self._eof, self._g, self._d, self._valid = True, False, g, d, True
         self._page_end = self._dup_page_end = False
         self._nokey = False
-        self._last_mutation = self.txn._mutations
+        self._last_mutation = self._txn_state.mutations
         return True
 
     def _miss(self):
         self._valid = False
-        self._last_mutation = self.txn._mutations
+        self._last_mutation = self._txn_state.mutations
         return False
 
     def _refresh(self):
         """py-lmdb re-reads the current item (MDB_GET_CURRENT) after a mutation."""
-        if self._last_mutation == self.txn._mutations:
+        if self._last_mutation == self._txn_state.mutations:
             return
-        self._last_mutation = self.txn._mutations
+        self._last_mutation = self._txn_state.mutations
         ok = (self._init and self._g < self._groups and
               not (self._dupsort and self._ndups(self._g) > 1 and self._d is None))
         self._valid = ok
@@ -139,12 +141,12 @@ class Cursor(_CursorOps, _Unpicklable):
     def key(self):
         self._check()
         self._refresh()
-        return self.txn._value(self._r.key(self._pos()) if self._valid and not self._nokey else b"")
+        return self._txn_state.value(self._r.key(self._pos()) if self._valid and not self._nokey else b"")
 
     def value(self):
         self._check()
         self._refresh()
-        return self.txn._value(self._r[self._pos()] if self._valid else b"")
+        return self._txn_state.value(self._r[self._pos()] if self._valid else b"")
 
     def item(self):
         return self.key(), self.value()

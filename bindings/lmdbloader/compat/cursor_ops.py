@@ -37,7 +37,7 @@ class _CursorOps:
                 if self.set_key(key):
                     found.append((bytes(self.key()), self._pos()))
             batch = self._r.get_batch([pos for _, pos in found])
-            return [(self.txn._value(k), self.txn._value(v)) for (k, _), v in zip(found, batch)]
+            return [(self._txn_state.value(k), self._txn_state.value(v)) for (k, _), v in zip(found, batch)]
         out, packed = [], bytearray()
         for key in keys:
             if not self.set_key(key):
@@ -52,11 +52,11 @@ class _CursorOps:
                         if keyfixed:
                             packed.extend(k + block[i:i + dupfixed_bytes])
                         else:
-                            out.append((self.txn._value(k), self.txn._value(block[i:i + dupfixed_bytes])))
+                            out.append((self._txn_state.value(k), self._txn_state.value(block[i:i + dupfixed_bytes])))
                 self._valid = False  # MDB_NEXT_MULTIPLE ran past the last page
                 continue
             while self._valid:
-                out.append((self.txn._value(bytes(self.key())), self.txn._value(bytes(self.value()))))
+                out.append((self._txn_state.value(bytes(self.key())), self._txn_state.value(bytes(self.value()))))
                 self.next_dup()
         return memoryview(packed) if keyfixed else out
 
@@ -127,7 +127,7 @@ class _CursorOps:
     def put(self, key, value, dupdata=True, overwrite=True, append=False):
         self._check()
         _optional_buffer(key), _optional_buffer(value)
-        self.txn._mutations += 1
+        self._txn_state.mutations += 1
         _readonly("mdb_put")
 
     def putmulti(self, items, dupdata=True, overwrite=True, append=False):
@@ -137,7 +137,7 @@ class _CursorOps:
             if type(item) is not tuple or len(item) != 2:
                 raise TypeError("putmulti() elements must be 2-tuples")
             _buffer(item[0]), _buffer(item[1])
-            self.txn._mutations += 1
+            self._txn_state.mutations += 1
             _readonly(f"mdb_cursor_put() element #{i}")
         return (0, 0)
 
@@ -148,17 +148,17 @@ class _CursorOps:
         if self._dupsort:
             # py-lmdb deletes the key's duplicates before it puts the value.
             if self.set_key(key):
-                self.txn._mutations += 1
+                self._txn_state.mutations += 1
                 _readonly("mdb_cursor_del")
             _readonly("mdb_put")
-        self.txn._mutations += 1
+        self._txn_state.mutations += 1
         _readonly("mdb_put")
 
     def pop(self, key):
         self._check()
         if not self.set_key(_optional_buffer(key)):
             return None
-        self.txn._mutations += 1
+        self._txn_state.mutations += 1
         _readonly("mdb_cursor_del")
 
     def delete(self, dupdata=False):
@@ -166,7 +166,7 @@ class _CursorOps:
         self._check()
         if not self._valid:
             return False
-        self.txn._mutations += 1
+        self._txn_state.mutations += 1
         _readonly("mdb_cursor_del")
 
     def close(self):
@@ -191,22 +191,20 @@ def _leaf_layout(db):
     """Where db's leaf pages begin (cached per database): the keys that begin
     one, and per key with a tree of duplicates, the duplicates that begin one.
     Read only when a failed lookup needs it: one walk of the tree."""
-    layout = getattr(db, "_layout", None)
-    if layout is None:
+    if db.leaf_layout is None:
         try:
-            keys, dups = _core.leaf_layout(db._env._path, db.name or b"")
+            keys, dups = _core.leaf_layout(db.path, db.name or b"")
         except UnsupportedError:
             # A shard set is no LMDB of py-lmdb's: its cursor runs over the
             # parts as over one sequence of keys.
             keys, dups = [], {}
-        layout = db._layout = (frozenset(keys), {g: frozenset(d) for g, d in dups.items()})
-    return layout
+        db.leaf_layout = (frozenset(keys), {g: frozenset(d) for g, d in dups.items()})
+    return db.leaf_layout
 
 
 def _group_starts(db):
     """Positions where each key's run of duplicates starts, plus the end (cached per database)."""
-    starts = getattr(db, "_starts", None)
-    if starts is None:
+    if db.group_starts is None:
         r = db.reader
         starts, prev = [], None
         for i in range(len(r)):
@@ -215,5 +213,5 @@ def _group_starts(db):
                 starts.append(i)
                 prev = k
         starts.append(len(r))
-        db._starts = starts
-    return starts
+        db.group_starts = starts
+    return db.group_starts

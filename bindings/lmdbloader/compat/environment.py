@@ -21,7 +21,6 @@ from .arguments import (
 )
 from .errors import (
     _BAD_VALSIZE,
-    _CLOSED,
     _INCOMPATIBLE,
     _MAX_KEY,
     _NOTFOUND,
@@ -83,7 +82,8 @@ class Environment(_EnvironmentBase):
                  map_async=False, mode=0o755, create=True, readahead=True, writemap=False,
                  meminit=True, max_readers=126, max_dbs=0, max_spare_txns=1, lock=True, lib_version=None, *,
                  rss_budget=None, access_mode="auto", index_dir=None, **reader_options):
-        self._closed = True  # until opened
+        super().__init__()  # closed until opened
+        state = self._state
         # The Reader's options by the core's one list, less the three py-lmdb
         # names its own arguments (mode, lock, db): an unknown keyword is a
         # TypeError naming it, as from Reader.
@@ -113,7 +113,7 @@ class Environment(_EnvironmentBase):
             raise Error(f"{path}: Not a directory")
         if not subdir and os.path.isdir(path):
             raise Error(f"{path}: Is a directory")
-        self._path = path
+        state.path = path
         self._flags = {"subdir": bool(subdir), "readonly": bool(readonly), "metasync": bool(metasync),
                        "sync": bool(sync), "map_async": bool(map_async), "readahead": bool(readahead),
                        "writemap": bool(writemap), "meminit": bool(meminit), "lock": bool(lock)}
@@ -122,47 +122,36 @@ class Environment(_EnvironmentBase):
         self._max_dbs = max_dbs
         self._options = dict(reader_options, rss_budget=rss_budget, mode=access_mode, lock=bool(lock),
                              index_dir=index_dir)
-        self._counts, self._names = {}, None
-        self._main = _Database(self, self._open_reader(None), None)
+        self._names = None
+        state.main = _Database(self, path, self._open_reader(None), None)
         if map_size >= _MAPPABLE:
             raise MemoryError(f"{path}: Cannot allocate memory")
         self._named = {}
-        self._readers = _ReaderTable(max_spare_txns)
-        self._closed = False
+        state.readers = _ReaderTable(max_spare_txns)
+        state.closed = False
 
     def _open_reader(self, name):
         try:
-            return Reader(self._path, db=name, **self._options)
+            return Reader(self._state.path, db=name, **self._options)
         except CorruptedError as e:
             if getattr(e, "reason", None) == "not_lmdb":
-                raise InvalidError(f"{self._path}: MDB_INVALID: File is not an LMDB file") from None
+                raise InvalidError(f"{self._state.path}: MDB_INVALID: File is not an LMDB file") from None
             raise
         except UnsupportedError as e:
             if getattr(e, "reason", None) != "lmdb_format":
                 raise
             if self._lib_version is not None:
                 # py-lmdb: an engine named explicitly that does not match the file.
-                raise InvalidError(f"{self._path}: MDB_INVALID: File is not an LMDB file") from None
+                raise InvalidError(f"{self._state.path}: MDB_INVALID: File is not an LMDB file") from None
             # py-lmdb's message for a data format it has no engine for.
-            raise Error(f"{self._path}: LMDB data format v{e.lmdb_format} is not supported by this build.") from None
+            raise Error(f"{self._state.path}: LMDB data format v{e.lmdb_format} is not supported by this build.") from None
         except FileNotFoundError as e:
-            raise Error(f"{self._path}: {e.strerror}") from None
-
-    def _check(self):
-        if self._closed:
-            raise Error(_CLOSED)
-
-    def _inspect(self, db=None):
-        """LMDB's counts for `db`: read once per database (the environment is a snapshot)."""
-        name = (db or self._main).name or b""
-        if name not in self._counts:
-            self._counts[name] = _core.inspect(self._path, name)
-        return self._counts[name]
+            raise Error(f"{self._state.path}: {e.strerror}") from None
 
     def _named_databases(self):
         """Names of the named databases: one walk of the main tree, once."""
         if self._names is None:
-            self._names = list(_core.named_databases(self._path))
+            self._names = list(_core.named_databases(self._state.path))
         return self._names
 
     def open_db(self, key=None, txn=None, reverse_key=False, dupsort=False, create=True,
@@ -172,9 +161,9 @@ class Environment(_EnvironmentBase):
         del reverse_key, dupsort, integerkey, integerdup, dupfixed
         if txn is not None and not isinstance(txn, Transaction):
             raise TypeError("invalid type")
-        self._check()
+        self._state.check()
         if key is None:
-            return self._main
+            return self._state.main
         # liblmdb takes the name as a C string: it ends at the first NUL.
         key = _key(key, "mdb_dbi_open", allow_empty=True).split(b"\0", 1)[0]
         if key in self._named:
@@ -185,12 +174,12 @@ class Environment(_EnvironmentBase):
         if not key:
             raise BadValsizeError(f"mdb_dbi_open: {_BAD_VALSIZE}")
         if key not in self._named_databases():
-            if self._main.reader.get(key) is not None:
+            if self._state.main.reader.get(key) is not None:
                 raise IncompatibleError(f"mdb_dbi_open: {_INCOMPATIBLE}")
             if _flag(create, True):
                 _readonly("mdb_dbi_open")
             raise NotFoundError(f"mdb_dbi_open: {_NOTFOUND}")
-        db = _Database(self, self._open_reader(os.fsdecode(key)), key)
+        db = _Database(self, self._state.path, self._open_reader(os.fsdecode(key)), key)
         self._named[key] = db
         return db
 
@@ -200,51 +189,51 @@ class Environment(_EnvironmentBase):
 
     def dbs(self, txn=None):
         """Names of the named databases, as py-lmdb's ``Environment.dbs()``."""
-        self._check()
+        self._state.check()
         return list(self._named_databases())
 
     def begin(self, db=None, parent=None, write=False, buffers=False):
         return Transaction(self, db=db, parent=parent, write=write, buffers=buffers)
 
     def stat(self):
-        self._check()
-        return _db_stat(self._inspect())
+        self._state.check()
+        return _db_stat(self._state.inspect())
 
     def info(self):
-        self._check()
-        s = self._inspect()
+        self._state.check()
+        s = self._state.inspect()
         needed = (s["last_pgno"] + 1) * s["page_size"]
         # liblmdb: a map size of 0 takes the meta page's, and none is below the data's size.
         return {"map_addr": 0, "map_size": max(self._map_size or s["map_size"], needed), "last_pgno": s["last_pgno"],
                 "last_txnid": s["last_txnid"], "max_readers": self._max_readers, "num_readers": 0}
 
     def path(self):
-        self._check()
-        return self._path
+        self._state.check()
+        return self._state.path
 
     def max_key_size(self):
-        self._check()
+        self._state.check()
         return _MAX_KEY
 
     def max_readers(self):
-        self._check()
+        self._state.check()
         return self._max_readers
 
     def flags(self):
-        self._check()
+        self._state.check()
         return dict(self._flags)
 
     def readers(self):
-        self._check()
+        self._state.check()
         # Opened without a reader table unless lock=True (liblmdb's answer
         # without a lock file); with it, this environment's transactions as
         # liblmdb lists them for py-lmdb.
         if not self._flags["lock"]:
             return "(no reader locks)\n"
-        return self._readers.listing(self._inspect()["last_txnid"])
+        return self._state.readers.listing(self._state.inspect()["last_txnid"])
 
     def reader_check(self):
-        self._check()
+        self._state.check()
         return 0
 
     sync = _write_call("mdb_env_sync")
@@ -254,7 +243,7 @@ class Environment(_EnvironmentBase):
         makes it; ``compact=True`` leaves out free pages. The copy appears
         whole or not at all. ``txn`` is accepted (with ``compact``, as
         py-lmdb): the environment is one snapshot anyway."""
-        self._check()
+        self._state.check()
         if path is None:
             raise TypeError("path argument required")
         if txn is not None and not compact:
@@ -263,7 +252,7 @@ class Environment(_EnvironmentBase):
 
     def copyfd(self, fd=None, compact=False, txn=None):
         """py-lmdb's ``copyfd``: the same copy, written to file descriptor ``fd``."""
-        self._check()
+        self._state.check()
         if fd is None:
             raise TypeError("fd argument required")
         fd = _uint(fd, _INT_MAX, None)
@@ -273,7 +262,7 @@ class Environment(_EnvironmentBase):
 
     def _copy(self, call, copier, dest, compact):
         try:
-            copier(self._path, dest, compact)
+            copier(self._state.path, dest, compact)
         except OSError as e:
             if e.errno is None:
                 raise Error(f"{call}: {e}") from None
@@ -284,7 +273,7 @@ class Environment(_EnvironmentBase):
     def set_mapsize(self, map_size):
         """py-lmdb's ``set_mapsize``: allowed on a read-only environment, where
         it changes only the map size info() reports (0: the meta page's)."""
-        self._check()
+        self._state.check()
         map_size = _uint(map_size, _SIZE_MAX, 0)
         if map_size >= _MAPPABLE:
             self.close()  # as py-lmdb, whose environment is unusable after the failed remap
@@ -292,10 +281,10 @@ class Environment(_EnvironmentBase):
         self._map_size = map_size
 
     def close(self):
-        if self._closed:
+        if self._state.closed:
             return
-        self._closed = True
-        self._main.reader.close()
+        self._state.closed = True
+        self._state.main.reader.close()
         for db in self._named.values():
             db.reader.close()
 

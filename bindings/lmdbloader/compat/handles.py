@@ -1,5 +1,10 @@
 """The handle types every compat module checks arguments against: databases, and what an
-environment and a transaction are; LMDB's database flags; stat() as py-lmdb shapes it."""
+environment and a transaction are, with the state each shares with the rest of the package;
+LMDB's database flags; stat() as py-lmdb shapes it."""
+
+from .. import _core
+from ..errors import Error
+from .errors import _CLOSED
 
 # lmdb.h's database flags.
 _REVERSEKEY, _DUPSORT, _INTEGERKEY, _DUPFIXED, _INTEGERDUP, _REVERSEDUP = 0x02, 0x04, 0x08, 0x10, 0x20, 0x40
@@ -15,11 +20,16 @@ class _Unpicklable:
 class _Database(_Unpicklable):
     """A database handle, as returned by Environment.open_db()."""
 
-    def __init__(self, env, reader, name):
-        self._env = env
+    def __init__(self, env, path, reader, name):
+        self.env = env
+        self.path = path  # the environment's
         self.reader = reader
         self.name = name
         self.db_flags = reader.db_flags
+        # What cursors work out once per database (cursor_ops.py): where each
+        # key's duplicates start, and where the leaf pages begin.
+        self.group_starts = None
+        self.leaf_layout = None
 
     def flags(self, *args):
         """py-lmdb's ``_Database.flags()``: the flags the database was created with."""
@@ -35,9 +45,64 @@ def _db_stat(s):
             "entries": s["entries"]}
 
 
+class EnvironmentState:
+    """What an Environment shares with its transactions: its path, main
+    database, reader slots and whether it is closed, and LMDB's counts per
+    database, read once (the environment is a snapshot)."""
+
+    def __init__(self):
+        self.path = None
+        self.main = None     # the main database's _Database
+        self.readers = None  # transaction.py's _ReaderTable
+        self.closed = True   # until opened
+        self.counts = {}     # database name -> _core.inspect()
+
+    def check(self):
+        if self.closed:
+            raise Error(_CLOSED)
+
+    def inspect(self, db=None):
+        name = (db or self.main).name or b""
+        if name not in self.counts:
+            self.counts[name] = _core.inspect(self.path, name)
+        return self.counts[name]
+
+
+class TransactionState:
+    """What a Transaction shares with its cursors and the write calls it
+    refuses: whether it ended, whether values come back as memoryviews, and
+    its count of write attempts (py-lmdb's TransObject.mutations; a cursor
+    re-reads its item when it changed)."""
+
+    def __init__(self, env_state, buffers):
+        self.env = env_state
+        self.buffers = bool(buffers)
+        self.done = False
+        self.mutations = 0
+
+    def check(self):
+        if self.done or self.env.closed:
+            raise Error(_CLOSED)
+
+    def value(self, v):
+        return memoryview(v) if self.buffers and v is not None else v
+
+
 class _EnvironmentBase:
     """What Environment is, for the argument checks of modules it imports."""
+
+    def __init__(self):
+        self._state = EnvironmentState()
 
 
 class _TransactionBase(_Unpicklable):
     """What Transaction is, for the argument checks of modules it imports."""
+
+    def __init__(self, state):
+        self._state = state
+
+
+def state_of(handle):
+    """The state an Environment or a Transaction shares with this package's
+    other modules: the one way in, so that no module reads another's privates."""
+    return handle._state

@@ -3,11 +3,11 @@
 import os
 import threading
 
-from ..errors import Error, ReadonlyError
+from ..errors import ReadonlyError
 from .arguments import _db_arg, _key, _optional_buffer, _readonly
 from .cursor import Cursor
-from .errors import _CLOSED, _MAX_KEY, InvalidParameterError
-from .handles import _db_stat, _EnvironmentBase, _TransactionBase
+from .errors import _MAX_KEY, InvalidParameterError
+from .handles import TransactionState, _db_stat, _EnvironmentBase, _TransactionBase, state_of
 
 
 class _ReaderTable:
@@ -67,7 +67,8 @@ class Transaction(_TransactionBase):
         if not isinstance(env, _EnvironmentBase):
             raise TypeError("invalid type")
         db = _db_arg(env, db, None)
-        env._check()
+        env_state = state_of(env)
+        env_state.check()
         if parent is not None:
             # Every transaction here is a read transaction, and LMDB nests
             # only write transactions (py-lmdb checks this first).
@@ -76,19 +77,13 @@ class Transaction(_TransactionBase):
             raise InvalidParameterError("Read-only transactions cannot be nested.: Invalid argument")
         if write:
             raise ReadonlyError("Cannot start write transaction with read-only environment.: Permission denied")
+        super().__init__(TransactionState(env_state, buffers))
         self.env = env
-        self._db = db or env._main
-        self._buffers = bool(buffers)
-        self._done = False
-        self._mutations = 0  # write attempts (py-lmdb's TransObject.mutations)
-        self._slot = env._readers.begin()
+        self._db = db or env_state.main
+        self._slot = env_state.readers.begin()
 
     def _check(self):
-        if self._done or self.env._closed:
-            raise Error(_CLOSED)
-
-    def _value(self, v):
-        return memoryview(v) if self._buffers and v is not None else v
+        self._state.check()
 
     def get(self, key, default=None, db=None):
         self._check()
@@ -99,7 +94,7 @@ class Transaction(_TransactionBase):
         if len(key) > _MAX_KEY:
             return default
         v = db.reader.get(key)
-        return default if v is None else self._value(v)
+        return default if v is None else self._state.value(v)
 
     def cursor(self, db=None):
         self._check()
@@ -107,11 +102,11 @@ class Transaction(_TransactionBase):
 
     def stat(self, db=None):
         self._check()
-        return _db_stat(self.env._inspect(_db_arg(self.env, db, self._db)))
+        return _db_stat(self._state.env.inspect(_db_arg(self.env, db, self._db)))
 
     def id(self):
         self._check()
-        return self.env._inspect()["last_txnid"]
+        return self._state.env.inspect()["last_txnid"]
 
     def commit(self):
         self._check()
@@ -121,14 +116,14 @@ class Transaction(_TransactionBase):
         self._end()
 
     def _end(self):
-        if not self._done:
-            self._done = True
-            self.env._readers.end(self._slot)
+        if not self._state.done:
+            self._state.done = True
+            self._state.env.readers.end(self._slot)
 
     def __del__(self):  # py-lmdb aborts a transaction that was never ended
         if hasattr(self, "_slot"):
             self._end()
-            self.env._readers.release(self._slot)
+            self._state.env.readers.release(self._slot)
 
     # py-lmdb's write calls, as it answers them in a read-only transaction:
     # arguments checked first, then liblmdb's EACCES (ReadonlyError) from the
@@ -138,7 +133,7 @@ class Transaction(_TransactionBase):
         self._check()
         _optional_buffer(key), _optional_buffer(value)
         _db_arg(self.env, db, self._db)
-        self._mutations += 1
+        self._state.mutations += 1
         _readonly("mdb_put")
 
     def replace(self, key, value, db=None):
@@ -156,7 +151,7 @@ class Transaction(_TransactionBase):
         self._check()
         _optional_buffer(key), _optional_buffer(value)
         _db_arg(self.env, db, self._db)
-        self._mutations += 1
+        self._state.mutations += 1
         _readonly("mdb_del")
 
     def drop(self, db=None, delete=True):
@@ -164,7 +159,7 @@ class Transaction(_TransactionBase):
         if db is None:
             raise TypeError("'db' argument required.")
         _db_arg(self.env, db, self._db)
-        self._mutations += 1
+        self._state.mutations += 1
         _readonly("mdb_drop")
 
     def __enter__(self):
@@ -172,7 +167,7 @@ class Transaction(_TransactionBase):
         return self
 
     def __exit__(self, exc_type, *exc):
-        if exc_type is None and not self._done:
+        if exc_type is None and not self._state.done:
             self.commit()
         else:
             self.abort()
