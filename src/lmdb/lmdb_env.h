@@ -44,8 +44,9 @@ class LmdbEnv {
   // identity(). With `lock`, also opens the environment with liblmdb
   // (MDB_RDONLY | MDB_NORDAHEAD | MDB_NOTLS) and begins the read transaction
   // whose snapshot the walk then reads. Corruption naming the file when the
-  // meta pages are damaged or the file is shorter than they say; NotFound
-  // when there is no database `db_name`.
+  // meta pages are damaged (a file cut short of pages its trees reach opens:
+  // the walk finds it, checking every page it reads against the file's size);
+  // NotFound when there is no database `db_name`.
   static Status Open(const DataLocation& location, bool lock, const std::string& db_name,
                      std::unique_ptr<LmdbEnv>* env);
   ~LmdbEnv();
