@@ -3,12 +3,18 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 
 namespace lmdbloader {
 
 Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  // One name per call: threads of one process may write the same path at
+  // once (two Readers of one corpus saving its index), and a shared name
+  // would mix their bytes or rename one's file from under the other.
+  static std::atomic<uint64_t> calls{0};
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(calls.fetch_add(1));
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::FromErrno(errno, "open", tmp);
   size_t done = 0;

@@ -10,12 +10,13 @@
 
 namespace lmdbloader {
 
-// Writes `bytes` to a temporary file beside `path` (`<path>.tmp-<pid>`),
-// syncs and closes it, checking both (some file systems claim space or
-// report a failed write-back only there), and renames it over `path`:
-// readers see the old file or the whole new one. IOError naming the file and
-// the system's reason (ENOSPC, EIO, ...) otherwise, with the temporary file
-// removed. Also declared in lmdbloader/convert.h, its public face.
+// Writes `bytes` to a temporary file beside `path` (`<path>.tmp-<pid>-<n>`,
+// a name of its own for each call), syncs and closes it, checking both (some
+// file systems claim space or report a failed write-back only there), and
+// renames it over `path`: readers see the old file or the whole new one.
+// IOError naming the file and the system's reason (ENOSPC, EIO, ...)
+// otherwise, with the temporary file removed. Also declared in
+// lmdbloader/convert.h, its public face.
 Status WriteFileAtomically(const std::string& path, std::string_view bytes);
 
 }  // namespace lmdbloader

@@ -66,7 +66,8 @@ Status OpenReadOnly(const std::string& path, int* fd, struct stat* st) {
   ::getrlimit(RLIMIT_NOFILE, &limit);
   return Status::IOError(s.message() + " (the process may hold " + std::to_string(limit.rlim_cur) +
                          " descriptors, hard limit " + std::to_string(limit.rlim_max) +
-                         ", and each part of a shard set holds one: raise `ulimit -Hn`)");
+                         ", and each part of a shard set holds one: raise `ulimit -Hn`)",
+                         err);
 }
 
 Status ReadWholeFile(const std::string& path, std::string* out) {
