@@ -157,7 +157,8 @@ Status ListJsonl(const ConvertOptions& o, Listing* listing) {
       constexpr int64_t kExact = int64_t{1} << 53;
       if (!j["label"].is_number_integer() ||
           (j["label"].is_number_unsigned() ? j["label"].get<uint64_t>() > static_cast<uint64_t>(kExact)
-                                           : std::llabs(j["label"].get<int64_t>()) > kExact)) {
+                                           : (j["label"].get<int64_t>() < -kExact ||
+                                              j["label"].get<int64_t>() > kExact))) {
         LMDBLOADER_RETURN_IF_ERROR(bad("'label' must be an integer between -2^53 and 2^53"));
         continue;
       }
@@ -171,7 +172,8 @@ Status ListJsonl(const ConvertOptions& o, Listing* listing) {
         ok = false;
         break;
       }
-      if (v.is_number_integer() && !v.is_number_unsigned() && std::llabs(v.get<int64_t>()) > (int64_t{1} << 53)) {
+      if (v.is_number_integer() && !v.is_number_unsigned() &&
+          (v.get<int64_t>() < -(int64_t{1} << 53) || v.get<int64_t>() > (int64_t{1} << 53))) {
         LMDBLOADER_RETURN_IF_ERROR(bad("field '" + k + "' is an integer beyond 2^53, which its column cannot hold exactly"));
         ok = false;
         break;
