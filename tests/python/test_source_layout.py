@@ -103,6 +103,34 @@ def test_tests_mirror_src():
             assert here in sources, f"{test.relative_to(ROOT)} tests src/{sources[0]}/{unit}: it belongs in tests/{sources[0]}/"
 
 
+# Sources that are part of another unit, tested through that unit's test.
+PARTS = {
+    "checksum_avx2": "checksum",   # the AVX2 build of the same function, chosen at run time
+    "lmdb_walk": "lmdb_pages",     # LmdbFile's walk, split from its page checks for length
+    "reader_open": "reader",       # Reader's opening, split from reader.cc for length
+    "reader_corpus": "reader",     # Reader's corpus checks, likewise
+}
+
+
+def test_every_source_unit_has_a_test_of_its_own():
+    untested = []
+    for source in SRC.rglob("*.cc"):
+        unit = PARTS.get(source.stem, source.stem)
+        if not (ROOT / "tests" / source.parent.name / f"{unit}_test.cc").is_file():
+            untested.append(f"src/{source.parent.name}/{source.name}")
+    assert not untested, f"units with no tests/<layer>/<unit>_test.cc: {untested}"
+
+
+def test_every_test_file_is_built():
+    # A test file its folder's CMakeLists.txt does not name never runs.
+    unbuilt = []
+    for test in (ROOT / "tests").glob("*/*_test.cc"):
+        listed = (test.parent / "CMakeLists.txt").read_text()
+        if not re.search(rf"lmdbloader_\w*test\({test.stem}\)", listed):
+            unbuilt.append(str(test.relative_to(ROOT)))
+    assert not unbuilt, f"test files no CMakeLists.txt builds: {unbuilt}"
+
+
 @pytest.mark.parametrize("folder", ["src", "bindings"])
 def test_no_source_file_over_500_lines(folder):
     long = []
