@@ -16,6 +16,14 @@ Status VerifyDatabase(const std::string& path, ReaderOptions options, VerifyRepo
   auto problem = [&](std::string p) {
     if (report->problems.size() < VerifyReport::kMaxProblems) report->problems.push_back(std::move(p));
   };
+  // Checking every record's checksum is what verify is for: a request to
+  // skip it is refused rather than answered "OK" unchecked, and "once" reads
+  // as every read (a record checked earlier in this process would be
+  // trusted otherwise).
+  if (options.verify_checksums == ChecksumPolicy::kOff)
+    return Status::InvalidArgument("verify " + path +
+                                   ": verify_checksums=false would skip the record checksums verify checks");
+  options.verify_checksums = ChecksumPolicy::kEveryRead;
   // Every page, overflow headers included, before anything else reads the file.
   LMDBLOADER_RETURN_IF_ERROR(CheckPages(path, options.db_name, &report->problems));
   options.index_dir = "none";  // the walk is the check: never trust a saved index

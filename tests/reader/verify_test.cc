@@ -125,6 +125,19 @@ TEST(VerifyTest, OneChangedByteInARecordIsOneProblemNamingTheRecordAndTheFile) {
   }
 }
 
+TEST(VerifyTest, SkippingChecksumsIsRefusedRatherThanAnsweredUnchecked) {
+  TempDir dir;
+  WriteCorpus(dir.Sub("c"), 10);
+  FlipInside(dir.Sub("c/data.mdb"), testing::RecordBytes(3, kValue), 99);
+  ReaderOptions o;
+  o.verify_checksums = ChecksumPolicy::kOff;
+  VerifyReport r;
+  Status s = VerifyDatabase(dir.Sub("c"), o, &r);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find(dir.Sub("c")), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("verify_checksums=false"), std::string::npos) << s.ToString();
+}
+
 TEST(VerifyTest, DamagedNamesOrColumnIsAProblemNamingTheValueNotARecord) {
   {
     SCOPED_TRACE("names");
