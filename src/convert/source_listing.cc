@@ -18,9 +18,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Status CheckName(const fs::path& path) {
-  if (IsUtf8(path.filename().string())) return Status::OK();
-  return Status::InvalidArgument(path.string() + ": the name is not valid UTF-8 (record and class names must be)");
+// Record and class names are msgpack strings and JSON in the manifest: they
+// must be UTF-8, which file names need not be. *usable is false for a name
+// that is not; with skip_bad it is listed as skipped, else an error.
+Status CheckName(const fs::path& path, bool skip_bad, Listing* listing, bool* usable) {
+  *usable = IsUtf8(path.filename().string());
+  if (*usable) return Status::OK();
+  const std::string why = path.string() + ": the name is not valid UTF-8 (record and class names must be)";
+  if (!skip_bad) return Status::InvalidArgument(why);
+  listing->skipped.push_back(why);
+  return Status::OK();
 }
 
 bool ResolveInside(const fs::path& root, const std::string& relative, std::string* out) {
@@ -46,37 +53,40 @@ std::vector<fs::path> SortedEntries(const fs::path& dir, bool want_dirs) {
   return out;
 }
 
-// Record and class names are msgpack strings and JSON in the manifest: they
-// must be UTF-8, which file names need not be.
 Status ListFolders(const ConvertOptions& o, bool video, Listing* listing) {
   std::error_code ec;
   if (!fs::is_directory(o.source, ec))
     return Status::IOError("open " + o.source + ": not a directory", ENOTDIR);
   std::vector<fs::path> classes = SortedEntries(o.source, true);
+  bool usable = true;
   for (size_t c = 0; c < classes.size(); ++c) {
-    LMDBLOADER_RETURN_IF_ERROR(CheckName(classes[c]));
+    LMDBLOADER_RETURN_IF_ERROR(CheckName(classes[c], o.skip_bad, listing, &usable));
+    if (!usable) continue;  // a class skipped whole: labels stay consecutive
+    const int64_t label = static_cast<int64_t>(listing->label_names.size());
     listing->label_names.push_back(classes[c].filename().string());
     std::string cls = classes[c].filename().string();
     if (!video) {
       for (const fs::path& f : SortedEntries(classes[c], false)) {
-        LMDBLOADER_RETURN_IF_ERROR(CheckName(f));
+        LMDBLOADER_RETURN_IF_ERROR(CheckName(f, o.skip_bad, listing, &usable));
+        if (!usable) continue;
         Item it;
         it.name = cls + "/" + f.filename().string();
         it.files = {f.string()};
         it.has_label = true;
-        it.label = static_cast<int64_t>(c);
+        it.label = label;
         it.origin = f.string();
         listing->items.push_back(std::move(it));
       }
       continue;
     }
     for (const fs::path& v : SortedEntries(classes[c], true)) {
-      LMDBLOADER_RETURN_IF_ERROR(CheckName(v));
+      LMDBLOADER_RETURN_IF_ERROR(CheckName(v, o.skip_bad, listing, &usable));
+      if (!usable) continue;
       Item it;
       it.name = cls + "/" + v.filename().string();
       it.frames = true;
       it.has_label = true;
-      it.label = static_cast<int64_t>(c);
+      it.label = label;
       it.origin = v.string();
       std::vector<fs::path> frames = SortedEntries(v, false);
       for (size_t k = 0; k < frames.size(); k += o.frame_step) it.files.push_back(frames[k].string());

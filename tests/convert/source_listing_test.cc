@@ -143,6 +143,22 @@ TEST(SourceListingTest, NamesThatAreNotUtf8AreRefusedNamingThePath) {
   Listing l;
   ASSERT_OK(ListFolders(Options(SourceKind::kVideoFolder, dir.Sub("d")), true, &l));
   EXPECT_EQ(Names(l), (std::vector<std::string>{"cls/caf\xc3\xa9"}));
+  // With skip_bad such a name is listed as skipped, a class whole, and the
+  // labels of the classes kept stay consecutive.
+  Touch(dir.Sub("e/a\xff/x.jpg"));
+  Touch(dir.Sub("e/b/bad\xff.jpg"));
+  Touch(dir.Sub("e/b/good.jpg"));
+  Touch(dir.Sub("e/c/more.jpg"));
+  ConvertOptions o = Options(SourceKind::kImageFolder, dir.Sub("e"));
+  o.skip_bad = true;
+  l = Listing();
+  ASSERT_OK(ListFolders(o, false, &l));
+  EXPECT_EQ(Names(l), (std::vector<std::string>{"b/good.jpg", "c/more.jpg"}));
+  EXPECT_EQ(l.label_names, (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ(l.items[1].label, 1);
+  ASSERT_EQ(l.skipped.size(), 2u);
+  EXPECT_NE(l.skipped[0].find(dir.Sub("e/a\xff") + ": the name is not valid UTF-8"), std::string::npos);
+  EXPECT_NE(l.skipped[1].find(dir.Sub("e/b/bad\xff.jpg")), std::string::npos);
 }
 
 TEST(SourceListingTest, VideoFolderFramesInOrderEveryKthAndEmptyVideosNamed) {
