@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace lmdbloader::testing {
 
@@ -104,6 +106,41 @@ void WriteLmdb(const std::string& path, const std::vector<std::pair<std::string,
   }
   Check(mdb_txn_commit(txn), "commit");
   mdb_env_close(env);
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void WriteAll(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::vector<std::pair<std::string, std::string>> LiblmdbPairs(const std::string& dir, const std::string& db_name,
+                                                              unsigned* flags) {
+  std::vector<std::pair<std::string, std::string>> out;
+  MDB_env* env;
+  Check(mdb_env_create(&env), "mdb_env_create");
+  Check(mdb_env_set_maxdbs(env, 8), "set_maxdbs");
+  Check(mdb_env_open(env, dir.c_str(), MDB_RDONLY | MDB_NOLOCK, 0644), "mdb_env_open");
+  MDB_txn* txn;
+  Check(mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn), "txn_begin");
+  MDB_dbi dbi;
+  Check(mdb_dbi_open(txn, db_name.empty() ? nullptr : db_name.c_str(), 0, &dbi), "dbi_open");
+  if (flags != nullptr) Check(mdb_dbi_flags(txn, dbi, flags), "dbi_flags");
+  MDB_cursor* c;
+  Check(mdb_cursor_open(txn, dbi, &c), "cursor_open");
+  MDB_val k, v;
+  for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT))
+    out.emplace_back(std::string(static_cast<char*>(k.mv_data), k.mv_size),
+                     std::string(static_cast<char*>(v.mv_data), v.mv_size));
+  mdb_cursor_close(c);
+  mdb_txn_abort(txn);
+  mdb_env_close(env);
+  return out;
 }
 
 void WarmPageCache(const std::string& path) {

@@ -51,6 +51,17 @@ void WriteNumberedLmdb(const std::string& dir, uint64_t count, size_t value_size
 void WriteLmdb(const std::string& path, const std::vector<std::pair<std::string, std::string>>& records,
                const std::string& db_name = "", bool nosubdir = false, unsigned db_flags = 0);
 
+// A whole file's bytes ("" when it cannot be read), and a file written with
+// exactly `bytes` (truncated first).
+std::string ReadAll(const std::string& path);
+void WriteAll(const std::string& path, const std::string& bytes);
+
+// Every (key, value) liblmdb's own cursor returns from database `db_name` of
+// the environment in directory `dir` (main when empty), duplicates included,
+// in its order; the database's flags in *flags when given.
+std::vector<std::pair<std::string, std::string>> LiblmdbPairs(const std::string& dir, const std::string& db_name,
+                                                              unsigned* flags = nullptr);
+
 // Drops the file from the page cache, then reads it sequentially, which leaves
 // large folios in the cache (the worst case for mapped readers).
 void WarmPageCache(const std::string& path);

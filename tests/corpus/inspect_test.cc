@@ -23,6 +23,9 @@
 namespace lmdbloader {
 namespace {
 
+using testing::ReadAll;
+using testing::WriteAll;
+
 using testing::TempDir;
 namespace fs = std::filesystem;
 using Pairs = std::vector<std::pair<std::string, std::string>>;
@@ -335,17 +338,6 @@ TEST(InspectTest, LeafPageStartsAreWhereLiblmdbsCursorStepsOntoTheMissedKey) {
     mdb_env_close(env);
     EXPECT_EQ(layout.key_page_starts, quirks);
   }
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void WriteAll(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), bytes.size());
 }
 
 // Every entry point on the same bad input: an error naming the path, no crash.

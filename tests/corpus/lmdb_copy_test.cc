@@ -15,14 +15,9 @@
 namespace lmdbloader {
 namespace {
 
-using testing::TempDir;
+using testing::ReadAll;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::TempDir;
 
 // Every record of `path`, read through the Reader (which checks every page).
 std::vector<std::string> Records(const std::string& path) {

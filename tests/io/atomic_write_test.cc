@@ -28,14 +28,9 @@
 namespace lmdbloader {
 namespace {
 
-using testing::TempDir;
+using testing::ReadAll;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::TempDir;
 
 using NameList = std::vector<std::string>;
 
@@ -53,7 +48,7 @@ TEST(AtomicWriteTest, WritesExactlyTheBytesAndNothingBeside) {
   std::string bytes = testing::RecordBytes(3, (3 << 20) + 7);
   bytes[100] = '\0';
   ASSERT_OK(WriteFileAtomically(dir.Sub("out"), bytes));
-  EXPECT_EQ(Slurp(dir.Sub("out")), bytes);
+  EXPECT_EQ(ReadAll(dir.Sub("out")), bytes);
   ASSERT_OK(WriteFileAtomically(dir.Sub("empty"), ""));
   struct stat st;
   ASSERT_EQ(::stat(dir.Sub("empty").c_str(), &st), 0);
@@ -77,7 +72,7 @@ TEST(AtomicWriteTest, AReaderOfTheOldFileKeepsItWholeWhileThePathGetsTheNew) {
   ASSERT_EQ(n, static_cast<ssize_t>(old_bytes.size()));
   seen.resize(static_cast<size_t>(n));
   EXPECT_TRUE(seen == old_bytes) << "the old file was rewritten in place";
-  EXPECT_TRUE(Slurp(path) == new_bytes);
+  EXPECT_TRUE(ReadAll(path) == new_bytes);
   EXPECT_EQ(Names(dir.path()), (NameList{"index"}));
 }
 
@@ -104,7 +99,7 @@ TEST(AtomicWriteTest, ADirectoryInTheWayStaysAndNoTemporaryFileIsLeft) {
   EXPECT_NE(s.sys_errno(), 0);
   EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
   EXPECT_EQ(Names(dir.path()), (NameList{"out"}));
-  EXPECT_EQ(Slurp(path + "/keep"), "kept");
+  EXPECT_EQ(ReadAll(path + "/keep"), "kept");
 }
 
 // A write that fails part-way (here the file size limit, EFBIG, after a short
@@ -132,7 +127,7 @@ TEST(AtomicWriteTest, AWriteErrorPartWayLeavesTheOldFileAndNoPartialFile) {
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
   EXPECT_EQ(WEXITSTATUS(status), 0);
-  EXPECT_EQ(Slurp(path), "old");
+  EXPECT_EQ(ReadAll(path), "old");
   EXPECT_EQ(Names(dir.path()), (NameList{"list.json"}));
 }
 
@@ -154,7 +149,7 @@ TEST(AtomicWriteTest, AFolderTheUserCannotWriteInIsAnErrorAndTheOldFileStays) {
   ASSERT_NE(code, 98) << "could not drop privileges";
   ASSERT_NE(code, 99) << "could not drop privileges";
   EXPECT_EQ(code, 0);
-  EXPECT_EQ(Slurp(path), "old");
+  EXPECT_EQ(ReadAll(path), "old");
   EXPECT_EQ(Names(folder), (NameList{"out"}));
 }
 
@@ -184,7 +179,7 @@ TEST(AtomicWriteTest, ThreadsWritingOnePathLeaveOneWritersWholeFile) {
   t2.join();
   EXPECT_EQ(failed.load(), 0);
   EXPECT_EQ(mixed.load(), 0);
-  const std::string last = Slurp(path);
+  const std::string last = ReadAll(path);
   EXPECT_TRUE(last == a || last == b);
   EXPECT_EQ(Names(dir.path()), (NameList{"index"}));
 }

@@ -21,31 +21,6 @@ namespace {
 using testing::TempDir;
 using Pairs = std::vector<std::pair<std::string, std::string>>;
 
-// Every (key, value) liblmdb's cursor returns, duplicates included, and the
-// database's flags.
-Pairs CursorPairs(const std::string& dir, const std::string& db_name, unsigned* flags) {
-  Pairs out;
-  MDB_env* env;
-  mdb_env_create(&env);
-  mdb_env_set_maxdbs(env, 8);
-  EXPECT_EQ(mdb_env_open(env, dir.c_str(), MDB_RDONLY | MDB_NOLOCK, 0644), 0);
-  MDB_txn* txn;
-  mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn);
-  MDB_dbi dbi;
-  EXPECT_EQ(mdb_dbi_open(txn, db_name.empty() ? nullptr : db_name.c_str(), 0, &dbi), 0);
-  mdb_dbi_flags(txn, dbi, flags);
-  MDB_cursor* c;
-  mdb_cursor_open(txn, dbi, &c);
-  MDB_val k, v;
-  for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT))
-    out.emplace_back(std::string(static_cast<char*>(k.mv_data), k.mv_size),
-                     std::string(static_cast<char*>(v.mv_data), v.mv_size));
-  mdb_cursor_close(c);
-  mdb_txn_abort(txn);
-  mdb_env_close(env);
-  return out;
-}
-
 Status Build(const std::string& path, const std::string& db_name, std::string_view meta_prefix,
              RecordIndex* index, DataLocation* location) {
   LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(path, location));
@@ -84,7 +59,7 @@ TEST(IndexBuilderTest, TheIndexHoldsWhatLiblmdbsCursorReturnsInItsOrder) {
     const Pairs& records = c.flags & MDB_INTEGERKEY ? ints : c.flags & MDB_DUPSORT ? dups : plain;
     testing::WriteLmdb(dir.Sub("db"), records, c.db_name, false, c.flags);
     unsigned flags = 0;
-    const Pairs expected = CursorPairs(dir.Sub("db"), c.db_name, &flags);
+    const Pairs expected = testing::LiblmdbPairs(dir.Sub("db"), c.db_name, &flags);
     RecordIndex index;
     DataLocation location;
     ASSERT_OK(Build(dir.Sub("db"), c.db_name, "", &index, &location));

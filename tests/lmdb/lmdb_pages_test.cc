@@ -20,42 +20,11 @@
 namespace lmdbloader {
 namespace {
 
+using testing::ReadAll;
+using testing::WriteAll;
+
 using testing::TempDir;
 using Pairs = std::vector<std::pair<std::string, std::string>>;
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void WriteAll(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), bytes.size());
-}
-
-// Every (key, value) liblmdb's cursor returns, dups included.
-Pairs CursorPairs(const std::string& dir, const std::string& db_name) {
-  Pairs out;
-  MDB_env* env;
-  mdb_env_create(&env);
-  mdb_env_set_maxdbs(env, 8);
-  EXPECT_EQ(mdb_env_open(env, dir.c_str(), MDB_RDONLY | MDB_NOLOCK, 0644), 0);
-  MDB_txn* txn;
-  mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn);
-  MDB_dbi dbi;
-  EXPECT_EQ(mdb_dbi_open(txn, db_name.empty() ? nullptr : db_name.c_str(), 0, &dbi), 0);
-  MDB_cursor* c;
-  mdb_cursor_open(txn, dbi, &c);
-  MDB_val k, v;
-  for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT))
-    out.emplace_back(std::string(static_cast<char*>(k.mv_data), k.mv_size),
-                     std::string(static_cast<char*>(v.mv_data), v.mv_size));
-  mdb_cursor_close(c);
-  mdb_txn_abort(txn);
-  mdb_env_close(env);
-  return out;
-}
 
 // Every item the checked walk finds, values read back from the file at the
 // offsets it reports.
@@ -133,7 +102,7 @@ TEST(LmdbPagesTest, WalkMatchesLiblmdbCursorOnEveryKindOfTree) {
     testing::WriteLmdb(dir.Sub("db"), c.records, c.db_name, false, c.flags);
     Pairs walked;
     ASSERT_OK(WalkPairs(dir.Sub("db"), c.db_name, &walked));
-    Pairs expected = CursorPairs(dir.Sub("db"), c.db_name);
+    Pairs expected = testing::LiblmdbPairs(dir.Sub("db"), c.db_name);
     ASSERT_EQ(walked.size(), expected.size());
     EXPECT_TRUE(walked == expected) << "the walk differs from liblmdb's cursor";
   }
@@ -172,7 +141,7 @@ TEST(LmdbPagesTest, MainTreeOfEnvironmentWithNamedDatabasesListsThem) {
   testing::WriteLmdb(dir.Sub("db"), {{"a", "1"}}, "named");
   Pairs walked;
   ASSERT_OK(WalkPairs(dir.Sub("db"), "", &walked));
-  EXPECT_TRUE(walked == CursorPairs(dir.Sub("db"), ""));
+  EXPECT_TRUE(walked == testing::LiblmdbPairs(dir.Sub("db"), ""));
   Pairs missing;
   Status s = WalkPairs(dir.Sub("db"), "other", &missing);
   EXPECT_TRUE(s.IsNotFound()) << s.ToString();

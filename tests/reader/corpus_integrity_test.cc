@@ -22,6 +22,8 @@
 namespace lmdbloader {
 namespace {
 
+using testing::ReadAll;
+
 using testing::TempDir;
 
 constexpr size_t kValue = 5000;
@@ -32,13 +34,6 @@ void WriteCorpus(const std::string& path, int records, const std::string& manife
   for (int i = 0; i < records; ++i)
     ASSERT_OK(w->Add("r" + std::to_string(i), testing::RecordBytes(i, kValue), {{"label", i % 3}}));
   ASSERT_OK(w->Finish(manifest));
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // Flips one bit of every occurrence of `needle` in the file, in place (same

@@ -19,6 +19,8 @@
 namespace lmdbloader {
 namespace {
 
+using testing::ReadAll;
+
 using testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -45,13 +47,6 @@ void WriteCorpus(const std::string& path, int records, bool maps = true, const s
     ASSERT_OK(w->Add("r" + std::to_string(i), maps ? MapRecord(i) : testing::RecordBytes(i, kValue),
                      {{"label", i % 3}}));
   ASSERT_OK(w->Finish(manifest));
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // Flips one bit at `at` in every copy of `needle` in the file (the last
