@@ -55,14 +55,10 @@ int ConvertCommand::Run() {
     return 0;
   }
   ConvertOptions o;
-  for (const auto& [name, text] : flags.given) {
-    Status s = SetConvertOption(name, text, &o);
-    if (!s.ok()) {
-      const auto spelled = kSpellings.find(name);
-      const std::string flag = spelled == kSpellings.end() ? FlagName(name) : spelled->second;
-      std::fprintf(stderr, "lmdbloader convert: %s %s: %s\n", flag.c_str(), text.c_str(), s.message().c_str());
-      return 1;  // as every failure of convert
-    }
+  Status given = ApplyGivenOptions(flags.given, &SetConvertOption, &o, kSpellings);
+  if (!given.ok()) {
+    std::fprintf(stderr, "lmdbloader convert: %s\n", given.message().c_str());
+    return 1;  // as every failure of convert
   }
   o.progress = !flags.no_progress && ::isatty(2);
   ConvertSummary summary;

@@ -73,11 +73,7 @@ struct OpenFlags {
   // The options as given: InvalidArgument naming a bad one (a usage error).
   Status Options(ReaderOptions* options) const {
     LMDBLOADER_RETURN_IF_ERROR(ReaderOptionsFromEnvironment(options));
-    for (const auto& [name, text] : given) {
-      Status s = SetReaderOption(name, text, options);
-      if (!s.ok()) return Status::InvalidArgument(FlagName(name) + " " + text + ": " + s.message());
-    }
-    return Status::OK();
+    return ApplyGivenOptions(given, &SetReaderOption, options);
   }
   // The named database given (--db), "" for the main one.
   std::string db() const {

@@ -12,10 +12,12 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "lmdbloader/options.h"
+#include "lmdbloader/status.h"
 
 namespace lmdbloader {
 
@@ -30,6 +32,25 @@ inline std::string FlagName(const std::string& option) {
   std::string flag = "--" + option;
   std::replace(flag.begin(), flag.end(), '_', '-');
   return flag;
+}
+
+// How the command spells `option`: as `spellings` says, else --name.
+inline std::string FlagFor(const std::string& option, const FlagSpellings& spellings = {}) {
+  const auto spelled = spellings.find(option);
+  return spelled == spellings.end() ? FlagName(option) : spelled->second;
+}
+
+// Sets each given option with `set` (SetReaderOption, SetConvertOption), in
+// order: InvalidArgument naming the flag as the command spells it and the
+// text given for the first bad one.
+template <typename Options>
+Status ApplyGivenOptions(const GivenOptions& given, Status (*set)(std::string_view, std::string_view, Options*),
+                         Options* options, const FlagSpellings& spellings = {}) {
+  for (const auto& [name, text] : given) {
+    Status s = set(name, text, options);
+    if (!s.ok()) return Status::InvalidArgument(FlagFor(name, spellings) + " " + text + ": " + s.message());
+  }
+  return Status::OK();
 }
 
 // Registers every option of `list` on `cmd`. `default_of(name)` gives the
@@ -48,7 +69,9 @@ inline void AddOptionFlags(CLI::App* cmd, const std::vector<OptionInfo>& list,
     if (spelled == spellings.end()) help += "; default " + (defaults.empty() ? std::string("empty") : defaults);
     help += "]";
     if (std::string(o.kind) == "bool" && spelled == spellings.end()) {
-      cmd->add_flag_function(flag, [given, name](int64_t) { given->emplace_back(name, "true"); }, help);
+      // CLI11 passes the flag's count, negative for --flag=false (or =0).
+      cmd->add_flag_function(
+          flag, [given, name](int64_t count) { given->emplace_back(name, count > 0 ? "true" : "false"); }, help);
       continue;
     }
     CLI::Option* added = cmd->add_option_function<std::string>(

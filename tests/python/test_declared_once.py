@@ -6,6 +6,7 @@ checks each front against it, so an option or field added to a table and
 forgotten by a front fails here."""
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -100,6 +101,30 @@ def test_every_convert_option_is_a_flag_and_a_keyword(tmp_path, name, kind, valu
     with pytest.raises(OSError, match="missing"):
         lmdbloader.convert(tmp_path / "missing", tmp_path / "out", kind="image_folder",
                            **{name: _python_value(kind, default)})
+
+
+def test_a_bool_flag_given_false_means_false(tmp_path):
+    # --flag=false is false, --flag true: the lock flag decides whether the
+    # lock file appears beside a plain LMDB, and --overwrite whether an
+    # existing output is replaced.
+    import lmdb
+
+    db = tmp_path / "db"
+    with lmdb.open(str(db), map_size=1 << 20, lock=False) as env, env.begin(write=True) as txn:
+        txn.put(b"k", b"v")
+    for given, lock_file in (("--lock=false", False), ("--lock=0", False), ("--lock", True)):
+        res = subprocess.run(["lmdbloader", "get", str(db), "--index", "0", given, "-o", os.devnull],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        assert (db / "lock.mdb").exists() == lock_file, given
+    (tmp_path / "img" / "cls").mkdir(parents=True)
+    (tmp_path / "img" / "cls" / "a.jpg").write_bytes(b"not decoded by convert")
+    out = tmp_path / "out"
+    convert = ["lmdbloader", "convert", "--from", "image_folder", str(tmp_path / "img"), str(out)]
+    assert subprocess.run(convert, capture_output=True).returncode == 0
+    res = subprocess.run(convert + ["--overwrite=false"], capture_output=True, text=True)
+    assert res.returncode == 1 and "exists" in res.stderr, res.stderr
+    assert subprocess.run(convert + ["--overwrite"], capture_output=True).returncode == 0
 
 
 @pytest.mark.parametrize("table,option", [(READER_OPTIONS, "mode"), (READER_OPTIONS, "io_engine"),
