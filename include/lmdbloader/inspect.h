@@ -79,7 +79,7 @@ struct VerifyReport {
 
 // Verifies the database at `path` opened with `options` (the saved index is
 // never used: the walk is the check; every record's checksum is checked,
-// and verify_checksums=kOff is InvalidArgument). A non-OK status means the
+// and for a corpus verify_checksums=kOff is InvalidArgument). A non-OK status means the
 // file could not be walked at all; what is wrong inside is in
 // report->problems.
 Status VerifyDatabase(const std::string& path, ReaderOptions options, VerifyReport* report);

@@ -133,6 +133,17 @@ TEST(VerifyTest, SkippingChecksumsIsRefusedRatherThanAnsweredUnchecked) {
   EXPECT_NE(s.message().find("verify_checksums=false"), std::string::npos) << s.ToString();
 }
 
+TEST(VerifyTest, APlainLmdbHasNoChecksumsToSkipSoTheRequestChangesNothing) {
+  TempDir dir;
+  testing::WriteLmdb(dir.Sub("db"), {{"a", "1"}, {"b", "2"}});
+  ReaderOptions o;
+  o.verify_checksums = ChecksumPolicy::kOff;
+  VerifyReport r;
+  ASSERT_OK(VerifyDatabase(dir.Sub("db"), o, &r));
+  EXPECT_EQ(r.records, 2u);
+  EXPECT_TRUE(r.problems.empty()) << Joined(r);
+}
+
 TEST(VerifyTest, DamagedNamesOrColumnIsAProblemNamingTheValueNotARecord) {
   {
     SCOPED_TRACE("names");
