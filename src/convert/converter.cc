@@ -7,17 +7,14 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <regex>
-#include <set>
 
 #include <msgpack.hpp>
 #include <nlohmann/json.hpp>
 
 #include "convert/source_listing.h"
 #include "corpus/corpus_format.h"
-#include "lmdb/lmdb_pages.h"
 #include "io/atomic_write.h"
 #include "io/open_file.h"
 #include "lmdbloader/convert.h"
@@ -271,7 +268,7 @@ Status WriteShardList(const std::string& folder, uint64_t* records) {
     *records += r->size();
   }
   list["records"] = *records;
-  std::string path = folder + "/" + kShardListFile, tmp = path + ".tmp-" + std::to_string(::getpid());
+  const std::string path = folder + "/" + kShardListFile;
   return WriteFileAtomically(path, list.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 }
 

@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <regex>
-#include <set>
 
 #include "corpus/corpus_format.h"
 #include "io/open_file.h"
@@ -15,6 +13,7 @@
 namespace lmdbloader {
 
 namespace fs = std::filesystem;
+using json = nlohmann::json;
 
 namespace {
 
@@ -30,6 +29,7 @@ Status CheckName(const fs::path& path, bool skip_bad, Listing* listing, bool* us
   return Status::OK();
 }
 
+// Resolves a manifest path against `root`; false when it leaves the root.
 bool ResolveInside(const fs::path& root, const std::string& relative, std::string* out) {
   std::error_code ec;
   fs::path p = fs::weakly_canonical(root / relative, ec);
@@ -38,6 +38,16 @@ bool ResolveInside(const fs::path& root, const std::string& relative, std::strin
   if (s.size() <= r.size() || s.compare(0, r.size(), r) != 0 || s[r.size()] != '/') return false;
   *out = s;
   return true;
+}
+
+// An integer JSON number within -2^53..2^53: a label and a numeric field go
+// to columns read as float64 on the way, exact up to 2^53. Compared, never
+// negated (-2^63 has no positive int64).
+bool WithinDoubleExact(const json& number) {
+  constexpr int64_t kExact = int64_t{1} << 53;
+  if (number.is_number_unsigned()) return number.get<uint64_t>() <= static_cast<uint64_t>(kExact);
+  const int64_t v = number.get<int64_t>();
+  return v >= -kExact && v <= kExact;
 }
 
 }  // namespace
@@ -105,7 +115,6 @@ Status ListFolders(const ConvertOptions& o, bool video, Listing* listing) {
   return Status::OK();
 }
 
-// Resolves a manifest path against `root`; false when it leaves the root.
 Status ListJsonl(const ConvertOptions& o, Listing* listing) {
   // A regular file only, as for every file a corpus is made of: std::ifstream
   // opens a directory and reads nothing ("no records"), and waits forever on
@@ -163,12 +172,7 @@ Status ListJsonl(const ConvertOptions& o, Listing* listing) {
     }
     if (!ok) continue;
     if (j.contains("label")) {
-      // Labels go to an int64 column read as float64 on the way: exact up to 2^53.
-      constexpr int64_t kExact = int64_t{1} << 53;
-      if (!j["label"].is_number_integer() ||
-          (j["label"].is_number_unsigned() ? j["label"].get<uint64_t>() > static_cast<uint64_t>(kExact)
-                                           : (j["label"].get<int64_t>() < -kExact ||
-                                              j["label"].get<int64_t>() > kExact))) {
+      if (!j["label"].is_number_integer() || !WithinDoubleExact(j["label"])) {
         LMDBLOADER_RETURN_IF_ERROR(bad("'label' must be an integer between -2^53 and 2^53"));
         continue;
       }
@@ -182,13 +186,7 @@ Status ListJsonl(const ConvertOptions& o, Listing* listing) {
         ok = false;
         break;
       }
-      if (v.is_number_integer() && !v.is_number_unsigned() &&
-          (v.get<int64_t>() < -(int64_t{1} << 53) || v.get<int64_t>() > (int64_t{1} << 53))) {
-        LMDBLOADER_RETURN_IF_ERROR(bad("field '" + k + "' is an integer beyond 2^53, which its column cannot hold exactly"));
-        ok = false;
-        break;
-      }
-      if (v.is_number_unsigned() && v.get<uint64_t>() > (uint64_t{1} << 53)) {
+      if (v.is_number_integer() && !WithinDoubleExact(v)) {
         LMDBLOADER_RETURN_IF_ERROR(bad("field '" + k + "' is an integer beyond 2^53, which its column cannot hold exactly"));
         ok = false;
         break;

@@ -21,8 +21,6 @@
 
 namespace lmdbloader {
 
-using json = nlohmann::json;
-
 // One record to be written, as found while listing the source.
 struct Item {
   std::string name;
@@ -30,7 +28,7 @@ struct Item {
   bool frames = false;             // files form a list of frames
   bool has_label = false;
   int64_t label = 0;
-  json extra = json::object();     // jsonl: other scalar fields
+  nlohmann::json extra = nlohmann::json::object();     // jsonl: other scalar fields
   uint64_t position = 0;           // lmdb source: record position
   std::string origin;              // where the item came from, for errors
 };
@@ -42,7 +40,7 @@ struct Listing {
   // lmdb source: what the corpus is keyed by, its schema (null: records as
   // they were), and its columns by record position (from a corpus source).
   CorpusKeys keys = CorpusKeys::kRecordNumbers;
-  json schema;
+  nlohmann::json schema;
   std::map<std::string, std::vector<double>> columns;
 };
 

@@ -90,10 +90,11 @@ Status ScanRecords(Reader& r, const uint64_t* positions, size_t count, size_t ba
                    const std::function<Status(const ScanSlice&)>& on_slice,
                    const std::function<Status()>& after_batch) {
   if (batch_records == 0) return Status::InvalidArgument("a scan's batch must hold at least one record");
+  const uint64_t records = r.size();  // out of line (Reader::Rep): read once, not per position
   for (size_t k = 0; k < count; ++k)
-    if (positions[k] >= r.size())
+    if (positions[k] >= records)
       return Status::OutOfRange("index " + std::to_string(positions[k]) + " out of range for " + r.path() + " (" +
-                                std::to_string(r.size()) + " records)");
+                                std::to_string(records) + " records)");
   const uint64_t batch_bytes = r.budget().ScanBatchBytes();
   // With cache policy fill the prefetch reads a batch's chunks whole, so the
   // batch is then copied out a slice at a time, whose buffer stays in the

@@ -217,7 +217,7 @@ TEST(SourceListingTest, JsonlPathsStayInsideTheManifestsFolderAndBadLinesAreName
   const std::string root = fs::canonical(dir.Sub("data")).string();
   EXPECT_EQ(l.items[0].files, (std::vector<std::string>{root + "/a.jpg"}));
   EXPECT_EQ(l.items[0].label, 3);
-  EXPECT_EQ(l.items[0].extra, json({{"score", 0.5}}));
+  EXPECT_EQ(l.items[0].extra, nlohmann::json({{"score", 0.5}}));
   EXPECT_EQ(l.items[0].origin, m + ":1");
   EXPECT_TRUE(l.items[1].frames);
   EXPECT_EQ(l.items[1].files, (std::vector<std::string>{root + "/sub/b.jpg", root + "/a.jpg"}));
@@ -327,7 +327,7 @@ TEST(SourceListingTest, ACorpusSourceCarriesItsNamesKeysSchemaLabelsAndColumns) 
   ASSERT_OK(ListLmdb(Options(SourceKind::kLmdb, dir.Sub("c")), *r, &l));
   EXPECT_EQ(l.keys, CorpusKeys::kRecordNumbers);
   EXPECT_EQ(Names(l), (std::vector<std::string>{"n4", "n3", "n2", "n1", "n0"}));  // record order, not sorted
-  EXPECT_EQ(l.schema, json({{"encoding", "as-is"}}));
+  EXPECT_EQ(l.schema, nlohmann::json({{"encoding", "as-is"}}));
   EXPECT_EQ(l.label_names, (std::vector<std::string>{"a", "b", "c"}));  // non-strings left out
   EXPECT_EQ(l.columns["label"], (std::vector<double>{-2, -1, 0, 1, 2}));  // int64 column
   EXPECT_EQ(l.columns["score"], (std::vector<double>{0, 0.25, 0.5, 0.75, 1.0}));  // float64 column
