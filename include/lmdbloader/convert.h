@@ -91,8 +91,9 @@ std::string ShardName(uint32_t index, uint32_t count);
 inline constexpr uint32_t kMaxShards = 99999;
 
 // Writes `bytes` to a temporary file beside `path`, syncs it and renames it
-// over `path`: readers see the old file or the whole new one. IOError naming
-// the file and the system's reason (ENOSPC, ENOENT, ...) otherwise.
+// over `path`: readers see the old file or the whole new one (a device, FIFO
+// or socket is written in place, never replaced). IOError naming the file
+// and the system's reason (ENOSPC, ENOENT, ...) otherwise.
 Status WriteFileAtomically(const std::string& path, std::string_view bytes);
 
 }  // namespace lmdbloader

@@ -15,8 +15,9 @@ namespace lmdbloader {
 // file systems claim space or report a failed write-back only there), and
 // renames it over `path`: readers see the old file or the whole new one.
 // IOError naming the file and the system's reason (ENOSPC, EIO, ...)
-// otherwise, with the temporary file removed. Also declared in
-// lmdbloader/convert.h, its public face.
+// otherwise, with the temporary file removed. A `path` that is a device,
+// FIFO or socket (/dev/null, /dev/stdout, a pipe) is written in place, never
+// replaced. Also declared in lmdbloader/convert.h, its public face.
 Status WriteFileAtomically(const std::string& path, std::string_view bytes);
 
 }  // namespace lmdbloader

@@ -42,6 +42,26 @@ NameList Names(const std::string& dir) {
   return names;
 }
 
+TEST(AtomicWriteTest, AFifoIsWrittenInPlaceNotReplacedByAFile) {
+  // What `lmdbloader get -o /dev/null` (or -o /dev/stdout, or a pipe) asks
+  // for: renaming a file over the destination would put a regular file in
+  // place of the device (as root, /dev/null itself). A FIFO stands in here.
+  TempDir dir;
+  const std::string fifo = dir.Sub("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // so the write's open does not wait
+  ASSERT_GE(reader, 0);
+  ASSERT_OK(WriteFileAtomically(fifo, "through the pipe"));
+  char got[64] = {};
+  EXPECT_EQ(::read(reader, got, sizeof(got)), 16);
+  EXPECT_STREQ(got, "through the pipe");
+  ::close(reader);
+  struct stat st;
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced";
+  EXPECT_EQ(Names(dir.path()), (NameList{"fifo"}));  // no temporary file beside it
+}
+
 TEST(AtomicWriteTest, WritesExactlyTheBytesAndNothingBeside) {
   TempDir dir;
   // Binary, with NULs, over several write() calls' worth.
