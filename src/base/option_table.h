@@ -7,6 +7,7 @@
 #ifndef LMDBLOADER_SRC_BASE_OPTION_TABLE_H_
 #define LMDBLOADER_SRC_BASE_OPTION_TABLE_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,31 @@ std::vector<OptionInfo> OptionInfos(const std::vector<OptionEntry<Options>>& ent
   std::vector<OptionInfo> out;
   for (const OptionEntry<Options>& e : entries) out.push_back(e.info);
   return out;
+}
+
+// A decimal integer in [low, high] into *field; InvalidArgument naming the
+// option otherwise (not a number, or out of range, however large).
+template <typename T>
+Status SetInt(const char* name, std::string_view text, int64_t low, uint64_t high, T* field) {
+  const bool negative = !text.empty() && text[0] == '-';
+  const std::string_view digits = negative ? text.substr(1) : text;
+  bool ok = !digits.empty(), overflow = false;
+  uint64_t magnitude = 0;
+  for (char c : digits) {
+    ok = ok && c >= '0' && c <= '9';
+    const uint64_t d = static_cast<uint64_t>(c - '0');
+    if (ok && !overflow && magnitude > (UINT64_MAX - d) / 10) overflow = true;
+    if (ok && !overflow) magnitude = magnitude * 10 + d;
+  }
+  if (!ok)
+    return Status::InvalidArgument(std::string(name) + " must be an integer, got '" + std::string(text) + "'");
+  const bool in_range = overflow ? false : negative ? low < 0 && magnitude <= static_cast<uint64_t>(-low)
+                                 : magnitude <= high && (low <= 0 || magnitude >= static_cast<uint64_t>(low));
+  if (!in_range)
+    return Status::InvalidArgument(std::string(name) + " must be between " + std::to_string(low) + " and " +
+                                   std::to_string(high) + ", got " + std::string(text));
+  *field = negative ? static_cast<T>(-static_cast<int64_t>(magnitude)) : static_cast<T>(magnitude);
+  return Status::OK();
 }
 
 // InvalidArgument naming every known option for an unknown `name`.

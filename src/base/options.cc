@@ -66,6 +66,8 @@ constexpr EnumName<ChecksumPolicy> kChecksumPolicies[] = {
 
 const char* Known(const char* name) { return name ? name : "unknown"; }
 
+constexpr uint32_t kMaxQueueDepth = 4096;  // batched reads in flight at most
+
 }  // namespace
 
 Status ParseAccessMode(std::string_view text, AccessMode* mode) { return ParseName(kAccessModes, "mode", text, mode); }
@@ -86,8 +88,9 @@ namespace {
 // The checks of fields that can be wrong on their own, shared by
 // ValidateOptions (a struct filled in C++) and SetReaderOption (by name).
 Status CheckQueueDepth(uint64_t depth, std::string_view as_given) {
-  if (depth < 1 || depth > 4096)
-    return Status::InvalidArgument("queue_depth must be between 1 and 4096, got " + std::string(as_given));
+  if (depth < 1 || depth > kMaxQueueDepth)
+    return Status::InvalidArgument("queue_depth must be between 1 and " + std::to_string(kMaxQueueDepth) + ", got " +
+                                   std::string(as_given));
   return Status::OK();
 }
 
@@ -169,16 +172,8 @@ const std::vector<ReaderEntry>& Entries() {
         "(auto: io_uring, else threads)"},
        [](std::string_view t, ReaderOptions* o) { return ParseIoEngine(t, &o->io_engine); },
        [](const ReaderOptions& o) { return std::string(IoEngineName(o.io_engine)); }},
-      {{"queue_depth", "int", "1 to 4096", "batched reads in flight at most"},
-       [](std::string_view t, ReaderOptions* o) {
-         uint64_t v = 0;
-         bool digits = !t.empty() && t.size() <= 6;
-         for (char c : t) digits = digits && c >= '0' && c <= '9';
-         if (digits) v = std::stoull(std::string(t));
-         LMDBLOADER_RETURN_IF_ERROR(CheckQueueDepth(digits ? v : 0, t));
-         o->queue_depth = static_cast<uint32_t>(v);
-         return Status::OK();
-       },
+      {{"queue_depth", "int", "1 to " + std::to_string(kMaxQueueDepth), "batched reads in flight at most"},
+       [](std::string_view t, ReaderOptions* o) { return SetInt("queue_depth", t, 1, kMaxQueueDepth, &o->queue_depth); },
        [](const ReaderOptions& o) { return std::to_string(o.queue_depth); }},
       {{"cache", "choice", NameList(kCachePolicies, " or "), "what reads leave in the page cache"},
        [](std::string_view t, ReaderOptions* o) { return ParseCachePolicy(t, &o->cache_policy); },

@@ -19,31 +19,6 @@ constexpr EnumName<SourceKind> kSourceKinds[] = {{SourceKind::kImageFolder, "ima
 constexpr EnumName<RecordOrder> kRecordOrders[] = {
     {RecordOrder::kGiven, "given"}, {RecordOrder::kSorted, "sorted"}, {RecordOrder::kShuffle, "shuffle"}};
 
-// A decimal integer in [low, high] into *field; InvalidArgument naming the
-// option otherwise (not a number, or out of range, however large).
-template <typename T>
-Status SetInt(const char* name, std::string_view text, int64_t low, uint64_t high, T* field) {
-  const bool negative = !text.empty() && text[0] == '-';
-  const std::string_view digits = negative ? text.substr(1) : text;
-  bool ok = !digits.empty(), overflow = false;
-  uint64_t magnitude = 0;
-  for (char c : digits) {
-    ok = ok && c >= '0' && c <= '9';
-    const uint64_t d = static_cast<uint64_t>(c - '0');
-    if (ok && !overflow && magnitude > (UINT64_MAX - d) / 10) overflow = true;
-    if (ok && !overflow) magnitude = magnitude * 10 + d;
-  }
-  if (!ok)
-    return Status::InvalidArgument(std::string(name) + " must be an integer, got '" + std::string(text) + "'");
-  const bool in_range = overflow ? false : negative ? low < 0 && magnitude <= static_cast<uint64_t>(-low)
-                                 : magnitude <= high && (low <= 0 || magnitude >= static_cast<uint64_t>(low));
-  if (!in_range)
-    return Status::InvalidArgument(std::string(name) + " must be between " + std::to_string(low) + " and " +
-                                   std::to_string(high) + ", got " + std::string(text));
-  *field = negative ? static_cast<T>(-static_cast<int64_t>(magnitude)) : static_cast<T>(magnitude);
-  return Status::OK();
-}
-
 Status SetText(std::string_view text, std::string* field) {
   *field = std::string(text);
   return Status::OK();
@@ -77,10 +52,10 @@ const std::vector<ConvertEntry>& Entries() {
       {{"frame_step", "int", "1 to 2147483647", "video_folder: keep every k-th frame"},
        [](std::string_view t, ConvertOptions* o) { return SetInt("frame_step", t, 1, INT32_MAX, &o->frame_step); },
        [](const ConvertOptions& o) { return std::to_string(o.frame_step); }},
-      {{"num_shards", "int", "1 to 99999", "split the records into this many shards"},
+      {{"num_shards", "int", "1 to " + std::to_string(kMaxShards), "split the records into this many shards"},
        [](std::string_view t, ConvertOptions* o) { return SetInt("num_shards", t, 1, kMaxShards, &o->num_shards); },
        [](const ConvertOptions& o) { return std::to_string(o.num_shards); }},
-      {{"shard_index", "int", "0 to 99998; -1: every shard",
+      {{"shard_index", "int", "0 to " + std::to_string(kMaxShards - 1) + "; -1: every shard",
         "write only this shard (one job of an array); then run `lmdbloader shard-list`"},
        [](std::string_view t, ConvertOptions* o) {
          return SetInt("shard_index", t, -1, kMaxShards - 1, &o->shard_index);

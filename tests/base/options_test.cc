@@ -102,7 +102,7 @@ TEST(ReaderOptionsByNameTest, ValuesAreParsedAndCheckedOnce) {
     const char *name, *value, *message;
   };
   for (const Bad& bad : {Bad{"queue_depth", "0", "queue_depth must be between 1 and 4096, got 0"},
-                         Bad{"queue_depth", "8x", "queue_depth must be between 1 and 4096, got 8x"},
+                         Bad{"queue_depth", "8x", "queue_depth must be an integer, got '8x'"},
                          Bad{"rss_budget", "lots", "rss_budget: invalid byte size 'lots'"},
                          Bad{"mode", "fast", "mode must be one of auto, pread, mmap; got 'fast'"},
                          Bad{"verify_checksums", "yes", "verify_checksums must be True, False or \"once\""},
