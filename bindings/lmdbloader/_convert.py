@@ -27,9 +27,9 @@ def convert(source, output, *, kind, **options):
     ConvertError. Bad input raises ConvertError (an lmdbloader.Error and a
     ValueError) naming the file or line; nothing is left at ``output`` then.
     """
-    given = dict(options, kind=kind, source=os.fspath(source), output=os.fspath(output))
-    if given.get("db") == "":
-        given["db"] = None
+    # kind is required: None (which option_texts reads as "the default") goes
+    # to the table as the text 'None', which it refuses naming the kinds.
+    given = dict(options, kind="None" if kind is None else kind, source=os.fspath(source), output=os.fspath(output))
     try:
         texts = option_texts(given, KINDS, "convert")
         return _core.convert(texts)

@@ -3,14 +3,13 @@ batch arrives as a ``_Batch``, whose unpickling attaches the worker's ring
 once, builds the batch's tensors over their slot under a lease, and counts
 what came through the rings."""
 
-import collections.abc
+import collections
 import math
 import os
 import threading
 import weakref
 
 import torch
-import torch.utils.data
 
 from . import _core
 
@@ -26,7 +25,6 @@ class _Batch:
 
     def __reduce__(self):
         return (_delivered, (self.token, self.pid, self.counts, self.data))
-
 
 
 _lock = threading.Lock()

@@ -7,7 +7,6 @@ import os
 import secrets
 
 import torch
-import torch.utils.data
 from torch.utils.data._utils.collate import collate as _collate
 from torch.utils.data._utils.collate import collate_tensor_fn, default_collate_fn_map
 
@@ -15,13 +14,21 @@ from . import _core
 
 from ._ring_main import _Batch, _rebuild_tensor
 
+
+class DeferredBatch:
+    """What a batch whose records are not read yet is (batches.py's
+    RecordBatch and DecodedBatch): ``pending`` until read, and
+    ``into_slot(builder)`` reads or decodes it into a ring slot. A batch
+    of any other type is collated as given, whatever attributes it has."""
+
+    __slots__ = ()
+
 _ALIGN = 64          # every tensor in a slot starts on a cache line
 _MIN_SLOT = 64 << 10
 
 
 def _aligned(n):
     return (n + _ALIGN - 1) // _ALIGN * _ALIGN
-
 
 
 class _Segment:
@@ -128,7 +135,7 @@ class _WorkerRings:
         self.counts["batches"] += 1
         builder = _BatchBuilder(self)
         try:
-            if getattr(batch, "pending", False):  # a RecordBatch or DecodedBatch not read yet
+            if isinstance(batch, DeferredBatch) and batch.pending:  # not read yet
                 data = batch.into_slot(builder)
                 builder.place_pending()
             else:
@@ -264,7 +271,7 @@ class _BatchBuilder:
             return collate_tensor_fn(batch, collate_fn_map=collate_fn_map)  # default's answer, errors included
         shape = (len(batch), *elem.shape)
         return self.put(elem.dtype, shape, lambda dst: torch.stack(batch, 0, out=dst),
-                         None, default=lambda: collate_tensor_fn(batch, collate_fn_map=collate_fn_map))
+                        None, default=lambda: collate_tensor_fn(batch, collate_fn_map=collate_fn_map))
 
     def put(self, dtype, shape, fill, made, default=None):
         """A tensor of `dtype` and `shape` of the batch: `fill(dst)` writes it

@@ -38,10 +38,8 @@ from torch.utils.data._utils.collate import default_collate
 
 from . import _core
 from ._options import byte_size
-
 from ._ring_main import _received_stats
-from ._ring_worker import _worker_rings
-
+from ._ring_worker import DeferredBatch, _worker_rings
 
 
 class Collate:
@@ -121,7 +119,7 @@ def ring_stats():
 # ------------------------------------------------------------ records, loader
 
 
-class RecordBatch(collections.abc.Sequence):
+class RecordBatch(DeferredBatch, collections.abc.Sequence):
     """The records of one batch of ``LmdbDataset(decode="tensor")`` under
     :class:`DataLoader`, not read yet: its :class:`Collate` reads them in a
     worker straight into a ring slot (one batched read, checksums checked in
@@ -182,7 +180,7 @@ class RecordBatch(collections.abc.Sequence):
         return (list, (self.tensors(),))
 
 
-class DecodedBatch(collections.abc.Sequence):
+class DecodedBatch(DeferredBatch, collections.abc.Sequence):
     """The samples of one batch of ``LmdbDataset(decode=ImageDecode(...))``
     under :class:`DataLoader`, not decoded yet: its :class:`Collate` decodes
     them in a worker straight into a ring slot (one C++ call for the batch,

@@ -319,8 +319,4 @@ class _Keys:
             yield self._reader.key(i)
 
     def __contains__(self, key):
-        try:
-            self._reader.index_of(key)
-        except KeyError:
-            return False
-        return True
+        return self._reader._c.find(_as_key(key)) is not None  # a miss raises nothing

@@ -750,3 +750,28 @@ def test_bad_options_are_clear_errors():
         lmdbloader.Collate(slotz=3)
     with pytest.raises(ValueError, match="decode must be 'msgpack', 'raw', 'tensor' or a callable"):
         lmdbloader.LmdbDataset("/nonexistent", decode="tensors")
+
+
+class _PendingLooking(list):
+    """A user's batch type that happens to have a ``pending`` attribute."""
+    pending = True
+
+
+class _PendingLookingDataset(torch.utils.data.Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return torch.full((3,), float(i))
+
+    def __getitems__(self, indices):
+        return _PendingLooking(self[i] for i in indices)
+
+
+def test_a_batch_that_only_looks_deferred_is_collated_as_given():
+    # Only lmdbloader's own deferred batches are read into a slot; any other
+    # batch goes through collation, as default_collate takes it.
+    loader = DataLoader(_PendingLookingDataset(), batch_size=4, num_workers=1, collate_fn=lmdbloader.collate)
+    got = [b.clone() for b in loader]
+    expected = [default_collate([torch.full((3,), float(i)) for i in range(k, k + 4)]) for k in (0, 4)]
+    assert len(got) == 2 and all(torch.equal(g, e) for g, e in zip(got, expected))

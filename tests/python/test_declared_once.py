@@ -141,6 +141,9 @@ def test_each_enum_name_is_accepted_and_an_unknown_one_lists_them(corpus, tmp_pa
         kw = {"kind": "image_folder", option: "x"}
         with pytest.raises(lmdbloader.ConvertError, match=f"{option} must be one of {', '.join(names)}; got 'x'"):
             lmdbloader.convert(tmp_path, tmp_path / "out", **kw)
+        if option == "kind":  # required: None is refused, not taken as the table's default
+            with pytest.raises(lmdbloader.ConvertError, match=f"kind must be one of {', '.join(names)}; got 'None'"):
+                lmdbloader.convert(tmp_path, tmp_path / "out", kind=None)
 
 
 def test_ring_backings_are_the_cores():

@@ -7,7 +7,7 @@ from .. import _core
 from ..errors import UnsupportedError
 from .arguments import _SIZE_MAX, _buffer, _flag, _optional_buffer, _readonly, _uint
 from .errors import _INCOMPATIBLE, IncompatibleError
-from .handles import _DUPFIXED
+from .handles import _DUPFIXED, state_of
 
 
 class _CursorOps:
@@ -193,7 +193,7 @@ def _leaf_layout(db):
     Read only when a failed lookup needs it: one walk of the tree."""
     if db.leaf_layout is None:
         try:
-            keys, dups = _core.leaf_layout(db.path, db.name or b"")
+            keys, dups = _core.leaf_layout(state_of(db.env).path, db.name or b"")
         except UnsupportedError:
             # A shard set is no LMDB of py-lmdb's: its cursor runs over the
             # parts as over one sequence of keys.

@@ -37,6 +37,7 @@ from .transaction import Transaction, _ReaderTable
 
 # Reader options whose names py-lmdb's open() already gives another meaning.
 _PYLMDB_NAMED = ("mode", "lock", "db")
+_OPEN_OPTION_KINDS = {k: v for k, v in OPTION_KINDS.items() if k not in _PYLMDB_NAMED}
 
 
 def version(subpatch=False, lib_version=None):
@@ -87,7 +88,7 @@ class Environment(_EnvironmentBase):
         # The Reader's options by the core's one list, less the three py-lmdb
         # names its own arguments (mode, lock, db): an unknown keyword is a
         # TypeError naming it, as from Reader.
-        option_texts(reader_options, {k: v for k, v in OPTION_KINDS.items() if k not in _PYLMDB_NAMED}, "open")
+        option_texts(reader_options, _OPEN_OPTION_KINDS, "open")
         map_size = _uint(map_size, _SIZE_MAX, 10485760)
         subdir, readonly, metasync, sync, map_async, create, readahead, writemap, lock = (
             _flag(v, d) for v, d in ((subdir, True), (readonly, False), (metasync, True), (sync, True),
@@ -123,7 +124,7 @@ class Environment(_EnvironmentBase):
         self._options = dict(reader_options, rss_budget=rss_budget, mode=access_mode, lock=bool(lock),
                              index_dir=index_dir)
         self._names = None
-        state.main = _Database(self, path, self._open_reader(None), None)
+        state.main = _Database(self, self._open_reader(None), None)
         if map_size >= _MAPPABLE:
             raise MemoryError(f"{path}: Cannot allocate memory")
         self._named = {}
@@ -179,7 +180,7 @@ class Environment(_EnvironmentBase):
             if _flag(create, True):
                 _readonly("mdb_dbi_open")
             raise NotFoundError(f"mdb_dbi_open: {_NOTFOUND}")
-        db = _Database(self, self._state.path, self._open_reader(os.fsdecode(key)), key)
+        db = _Database(self, self._open_reader(os.fsdecode(key)), key)
         self._named[key] = db
         return db
 

@@ -20,9 +20,8 @@ class _Unpicklable:
 class _Database(_Unpicklable):
     """A database handle, as returned by Environment.open_db()."""
 
-    def __init__(self, env, path, reader, name):
+    def __init__(self, env, reader, name):
         self.env = env
-        self.path = path  # the environment's
         self.reader = reader
         self.name = name
         self.db_flags = reader.db_flags

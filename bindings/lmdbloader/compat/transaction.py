@@ -82,11 +82,8 @@ class Transaction(_TransactionBase):
         self._db = db or env_state.main
         self._slot = env_state.readers.begin()
 
-    def _check(self):
-        self._state.check()
-
     def get(self, key, default=None, db=None):
-        self._check()
+        self._state.check()
         if key is None:
             raise TypeError("key must be given.")
         key = _key(key, "mdb_get")
@@ -97,19 +94,19 @@ class Transaction(_TransactionBase):
         return default if v is None else self._state.value(v)
 
     def cursor(self, db=None):
-        self._check()
+        self._state.check()
         return Cursor(_db_arg(self.env, db, self._db), self)
 
     def stat(self, db=None):
-        self._check()
+        self._state.check()
         return _db_stat(self._state.env.inspect(_db_arg(self.env, db, self._db)))
 
     def id(self):
-        self._check()
+        self._state.check()
         return self._state.env.inspect()["last_txnid"]
 
     def commit(self):
-        self._check()
+        self._state.check()
         self._end()
 
     def abort(self):
@@ -130,32 +127,32 @@ class Transaction(_TransactionBase):
     # call that would write; pop() and a dupsort replace() look the key up
     # first and return None where it is missing.
     def put(self, key, value, dupdata=True, overwrite=True, append=False, db=None):
-        self._check()
+        self._state.check()
         _optional_buffer(key), _optional_buffer(value)
         _db_arg(self.env, db, self._db)
         self._state.mutations += 1
         _readonly("mdb_put")
 
     def replace(self, key, value, db=None):
-        self._check()
+        self._state.check()
         key = _optional_buffer(key)
         _optional_buffer(value)
         return Cursor(_db_arg(self.env, db, self._db), self).replace(key, value)
 
     def pop(self, key, db=None):
-        self._check()
+        self._state.check()
         key = _optional_buffer(key)
         return Cursor(_db_arg(self.env, db, self._db), self).pop(key)
 
     def delete(self, key, value=b"", db=None):
-        self._check()
+        self._state.check()
         _optional_buffer(key), _optional_buffer(value)
         _db_arg(self.env, db, self._db)
         self._state.mutations += 1
         _readonly("mdb_del")
 
     def drop(self, db=None, delete=True):
-        self._check()
+        self._state.check()
         if db is None:
             raise TypeError("'db' argument required.")
         _db_arg(self.env, db, self._db)
@@ -163,7 +160,7 @@ class Transaction(_TransactionBase):
         _readonly("mdb_drop")
 
     def __enter__(self):
-        self._check()
+        self._state.check()
         return self
 
     def __exit__(self, exc_type, *exc):
