@@ -1,7 +1,7 @@
 // The _core extension: the C++ library translated to Python, one part a
 // concept, each registered here with one call. No logic of its own beyond
 // building Python objects: every failure goes through one translator
-// (status_translate.cc), reads release the GIL.
+// (status_translate.cc); reads release the GIL (record_reads.h says when).
 #include <pybind11/pybind11.h>
 
 #include "status_error.h"

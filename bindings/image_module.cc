@@ -23,7 +23,6 @@ DecodeScratch& ThreadScratch() {
   return scratch;
 }
 
-
 // A Python object's buffer, held (with a reference to its owner) until
 // released: valid while the GIL is released whatever happens to the object.
 class Buffer {

@@ -1,7 +1,9 @@
 // The reading methods of _core.Reader: records into bytes or into buffers
 // the caller owns (batch_reads.cc), and records decoded or handed to a
-// function a cache-sized chunk at a time (decode_loops.cc). Each read runs
-// with the GIL released; errors go through the module's translator.
+// function a cache-sized chunk at a time (decode_loops.cc). Batches, and
+// single records of kReleaseGilBytes or more, are read with the GIL released
+// (a smaller one reads faster than the release costs); errors go through
+// the module's translator.
 #ifndef LMDBLOADER_BINDINGS_RECORD_READS_H_
 #define LMDBLOADER_BINDINGS_RECORD_READS_H_
 

@@ -24,8 +24,8 @@ pybind11::list ReportFieldList() {
   pybind11::list out;
   std::apply(
       [&out](const auto&... field) {
-        (out.append(pybind11::make_tuple(field.name, field.in_command ? pybind11::object(pybind11::str(field.CommandKey()))
-                                                                      : pybind11::object(pybind11::none()))),
+        (out.append(pybind11::make_tuple(field.name, field.command_key ? pybind11::object(pybind11::str(field.command_key))
+                                                                       : pybind11::object(pybind11::none()))),
          ...);
       },
       ReportFieldsOf<Struct>::kFields);

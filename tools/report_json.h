@@ -9,11 +9,12 @@
 
 namespace lmdbloader {
 
-// Adds to the object `out` each field of `s` that the command reports.
+// Adds to the object `out` each field of `s` that the command reports; a key
+// the command already wrote (its own figure of the run) is kept.
 template <typename Struct>
 void AddReportFields(const Struct& s, nlohmann::json* out) {
   ForEachField(s, [out](const auto& field, const auto& value) {
-    if (field.in_command) (*out)[field.CommandKey()] = value;
+    if (field.command_key != nullptr && !out->contains(field.command_key)) (*out)[field.command_key] = value;
   });
 }
 

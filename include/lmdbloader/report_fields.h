@@ -2,8 +2,8 @@
 // ConvertSummary, ProcessMemory), listed once: each field's name and member.
 // Python's dicts (Reader.stats(), inspect, convert, process_memory) and the
 // command's JSON (`lmdbloader scan|stat|convert --json`) are both written
-// from these lists, so a field added to a struct is added here and reaches
-// every output with the same name.
+// from these lists: a field listed here reaches every output with the same
+// name (a field of the struct left out of its list reaches none).
 //
 // Every field goes into the Python dict under its name. The command's JSON,
 // which reports a run rather than the struct, writes the fields marked
@@ -46,14 +46,9 @@ struct InCommand {
 // One reported field: its name (the Python dict's key) and where it lives.
 template <typename Struct, typename T>
 struct ReportField {
-  using Type = T;
   const char* name;
   T Struct::*member;
-  bool in_command = false;            // the command's JSON writes it
-  const char* command_key = nullptr;  // its key there when not `name`
-
-  // The key of this field in the command's JSON (when in_command).
-  constexpr const char* CommandKey() const { return command_key ? command_key : name; }
+  const char* command_key = nullptr;  // its key in the command's JSON; nullptr: not written there
 };
 
 template <typename Struct, typename T>
@@ -62,7 +57,7 @@ constexpr ReportField<Struct, T> Field(const char* name, T Struct::*member) {
 }
 template <typename Struct, typename T>
 constexpr ReportField<Struct, T> Field(const char* name, T Struct::*member, InCommand command) {
-  return {name, member, true, command.key};
+  return {name, member, command.key ? command.key : name};
 }
 
 // ReportFieldsOf<S>::kFields: the fields of S, in the order reported.
@@ -129,7 +124,7 @@ struct ReportFieldsOf<ProcessMemory> {
 };
 
 // Calls fn(field, value) for each reported field of `s`, in list order;
-// `field` is a ReportField (name, in_command, CommandKey()), `value` a const
+// `field` is a ReportField (name, member, command_key), `value` a const
 // reference to the member.
 template <typename Struct, typename Fn>
 void ForEachField(const Struct& s, Fn&& fn) {
