@@ -1,7 +1,8 @@
 // LMDB's page layout as mdb.c (file format version 1) writes it: the
-// constants, byte loads and key order that the checked page reader
-// (lmdb_pages.cc: meta pages, named trees) and its walk (lmdb_walk.cc)
-// share. Private to lmdb/.
+// constants and byte loads the checked page reader (lmdb_pages.cc: meta
+// pages, named trees) and its walk (lmdb_walk.cc) share, and what only the
+// walk reads of tree pages (node flags, key order, overflow runs). Private
+// to lmdb/.
 #ifndef LMDBLOADER_SRC_LMDB_PAGE_LAYOUT_H_
 #define LMDBLOADER_SRC_LMDB_PAGE_LAYOUT_H_
 
