@@ -189,12 +189,14 @@ class DecodedBatch(DeferredBatch, collections.abc.Sequence):
     ``default_collate`` makes of the samples.
 
     ``decoder``: an :class:`lmdbloader.ImageDecode` (or ClipDecode) applied
-    to the records at ``indices`` of ``reader``."""
+    to the records at ``indices`` of ``reader``; ``targets``: one per
+    record, returned instead of the records' own (``LmdbDataset(targets=)``)."""
 
-    def __init__(self, reader, decoder, indices):
+    def __init__(self, reader, decoder, indices, targets=None):
         self._reader = reader
         self._decoder = decoder
         self._indices = list(indices)
+        self._targets = None if targets is None else list(targets)
         self._samples = None
 
     def __len__(self):
@@ -214,16 +216,17 @@ class DecodedBatch(DeferredBatch, collections.abc.Sequence):
         """The batch's samples, decoded in one call: each (image, target), or
         the image when the decoder has no target."""
         images, targets = self._decode()
-        return list(images) if self._decoder.target is None else list(zip(images, targets))
+        return list(images) if targets is None else list(zip(images, targets))
 
     def _decode(self, out=None):
         records = self._reader.get_batch(self._indices)
         where = self._reader.where
-        return self._decoder.decode_records(records, out=out, where=lambda k: where(self._indices[k]))
+        images, targets = self._decoder.decode_records(records, out=out, where=lambda k: where(self._indices[k]))
+        return images, (targets if self._targets is None else self._targets)
 
     def _batch(self, images, targets, collate_targets):
         """As default_collate makes it of (image, target) samples: a list."""
-        if self._decoder.target is None:
+        if targets is None:
             return images
         return [images, collate_targets(targets)]
 

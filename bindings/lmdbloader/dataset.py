@@ -1,7 +1,9 @@
 """LmdbDataset: a map-style torch Dataset over an LMDB database or corpus."""
 
 import copy
+import numbers
 
+import numpy as np
 import torch
 import torch.utils.data
 
@@ -30,12 +32,23 @@ class LmdbDataset(torch.utils.data.Dataset):
     whole batch in one C++ call (the DataLoader uses it automatically).
     Labels and names stay in the file: use :meth:`column` and :meth:`name`
     instead of Python lists, so forked workers copy nothing on read.
+
+    ``keys``: the dataset's samples are these keys of the database (str or
+    bytes), in this order, instead of every record (e.g. a split file's
+    videos, leaving out metadata records such as ``__keys__``); a key that
+    is not in the database is a KeyError here, naming the first few.
+    ``targets``: one number per sample (per key, or per record without
+    ``keys``), returned beside each sample instead of what the record holds:
+    ``(image, target)`` with an image decoder, ``(record, target)``
+    otherwise. Both are held as numpy arrays (never a Python list, which
+    forked workers would copy page by page as they read it).
     The other keyword arguments are the reader options of
     :class:`lmdbloader.Reader` (rss_budget, mode, lock, db, index_dir,
     verify_checksums, io_engine, queue_depth, cache, mmap_window, remap_every).
     """
 
-    def __init__(self, path, *, decode="msgpack", transform=None, views=False, **reader_options):
+    def __init__(self, path, *, decode="msgpack", transform=None, views=False, keys=None, targets=None,
+                 **reader_options):
         if not (callable(decode) or decode in _DECODERS):
             raise ValueError(f"decode must be 'msgpack', 'raw', 'tensor' or a callable; got {decode!r}")
         if views and not callable(decode):
@@ -52,6 +65,25 @@ class LmdbDataset(torch.utils.data.Dataset):
         self.transform = transform
         self.views = bool(views)
         self._deferred = False
+        self._positions = None if keys is None else _positions_of(self.reader, keys)
+        self._targets = None if targets is None else _targets_of(targets, len(self), self.reader.path)
+
+    def _position(self, index):
+        """The reader's position of sample ``index`` (IndexError outside)."""
+        if isinstance(index, bool) or not isinstance(index, numbers.Integral):
+            raise TypeError(f"a sample index is an integer; got {type(index).__name__}")
+        n = len(self)
+        if not -n <= index < n:
+            raise IndexError(f"sample {index} out of range: {self.reader.path} has {n} samples")
+        index = int(index) % n
+        return index if self._positions is None else int(self._positions[index])
+
+    def _picked(self, indices):
+        """(the reader's positions of these samples, their targets or None)."""
+        indices = [int(i) for i in indices]
+        positions = [self._position(i) for i in indices]
+        targets = None if self._targets is None else self._targets[[i % len(self) for i in indices]].tolist()
+        return positions, targets
 
     def with_deferred_batches(self):
         """A copy (same reader) whose ``__getitems__`` returns its batches not
@@ -63,24 +95,28 @@ class LmdbDataset(torch.utils.data.Dataset):
         calls it."""
         if self.transform is not None or not (isinstance(self.decode, ImageDecode) or self.decode == "tensor"):
             return None
+        if self._targets is not None and self.decode == "tensor":
+            return None
         other = copy.copy(self)
         other._deferred = True
         return other
 
     def __len__(self):
-        return len(self.reader)
+        return len(self.reader) if self._positions is None else len(self._positions)
 
-    def _decoded(self, indices):
+    def _decoded(self, positions, targets):
         """A fused decoder's samples of these records: (image, target) or
         the image, decoded in one call."""
-        samples = DecodedBatch(self.reader, self.decode, indices).samples()
+        samples = DecodedBatch(self.reader, self.decode, positions, targets).samples()
         if self.transform is None:
             return samples
-        return [self._call(self.transform, x, i) for x, i in zip(samples, indices)]
+        return [self._call(self.transform, x, i) for x, i in zip(samples, positions)]
 
     def __getitem__(self, index):
+        positions, targets = self._picked([index])
         if isinstance(self.decode, ImageDecode):
-            return self._decoded([index])[0]
+            return self._decoded(positions, targets)[0]
+        index = positions[0]
         if self.decode == "msgpack":
             record = self.reader.decode(index)
         elif self.decode == "tensor":
@@ -93,7 +129,8 @@ class LmdbDataset(torch.utils.data.Dataset):
             record = self.reader[index]
             if callable(self.decode):
                 record = self._call(self.decode, record, index)
-        return self._call(self.transform, record, index) if self.transform is not None else record
+        sample = self._call(self.transform, record, index) if self.transform is not None else record
+        return sample if targets is None else (sample, targets[0])
 
     def _call(self, fn, record, index):
         """fn(record); what fn raises goes on with a note naming the record
@@ -106,10 +143,15 @@ class LmdbDataset(torch.utils.data.Dataset):
             raise
 
     def __getitems__(self, indices):
+        indices, targets = self._picked(indices)
         if isinstance(self.decode, ImageDecode):
             if self._deferred:  # lmdbloader.DataLoader: its collate decodes them into shared memory
-                return DecodedBatch(self.reader, self.decode, indices)
-            return self._decoded(indices)
+                return DecodedBatch(self.reader, self.decode, indices, targets)
+            return self._decoded(indices, targets)
+        samples = self._samples(indices)
+        return samples if targets is None else list(zip(samples, targets))
+
+    def _samples(self, indices):
         if self.decode == "msgpack":
             return self.reader.decode_batch(indices, self.transform)
         if self.decode == "tensor":
@@ -152,3 +194,50 @@ class LmdbDataset(torch.utils.data.Dataset):
         """The reader's stats, and under "batch_rings" what this process received
         through lmdbloader.collate's shared-memory rings (lmdbloader.ring_stats())."""
         return {**self.reader.stats(), "batch_rings": ring_stats()}
+
+
+def _positions_of(reader, keys):
+    """The reader's position of each key, as an int64 array; KeyError naming
+    the first few keys that are not in the database."""
+    if isinstance(keys, (str, bytes)):
+        raise TypeError("keys must be a sequence of keys (str or bytes), not one key")
+    try:
+        count = len(keys)
+    except TypeError:
+        raise TypeError(f"keys must be a sequence of keys (str or bytes); got {type(keys).__name__}") from None
+    positions = np.empty(count, dtype=np.int64)
+    missing = []
+    for j, key in enumerate(keys):
+        if isinstance(key, np.bytes_):
+            key = bytes(key)
+        elif isinstance(key, np.str_):
+            key = str(key)
+        if not isinstance(key, (str, bytes)):
+            raise TypeError(f"keys[{j}] is {type(key).__name__}; keys are str or bytes")
+        try:
+            positions[j] = reader.index_of(key)
+        except KeyError:
+            missing.append(key)
+            if len(missing) > 5:
+                break
+    if missing:
+        shown = ", ".join(repr(k) for k in missing[:5])
+        raise KeyError(f"{'more than 5' if len(missing) > 5 else len(missing)} of the {count} keys are not in "
+                       f"{reader.path}: {shown}")
+    positions.flags.writeable = False
+    return positions
+
+
+def _targets_of(targets, count, path):
+    """targets as a read-only 1-D numeric numpy array of `count` values."""
+    if isinstance(targets, (str, bytes)):
+        raise TypeError("targets must be a sequence of numbers")
+    array = np.asarray(targets)
+    if array.dtype == object or not (np.issubdtype(array.dtype, np.integer) or
+                                     np.issubdtype(array.dtype, np.floating) or array.dtype == np.bool_):
+        raise TypeError(f"targets must be numbers; got an array of {array.dtype}")
+    if array.ndim != 1 or len(array) != count:
+        raise ValueError(f"targets must hold one number per sample: {count} for {path}; got shape {array.shape}")
+    array = array.copy()
+    array.flags.writeable = False
+    return array

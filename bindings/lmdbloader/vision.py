@@ -88,20 +88,35 @@ def random_resized_crop_box(width, height, scale, ratio):
     return (height - h) // 2, (width - w) // 2, h, w
 
 
-def resize_center_crop_box(width, height, resize, size):
-    """The box of the source that torchvision's ``Resize(resize)`` (shorter
-    side) then ``CenterCrop(size)`` keeps, in source pixels:
-    (left, top, width, height), fractional. Resampling it to ``size`` is that
-    recipe's resize restricted to the kept pixels: the same filter, the same
-    centers."""
+def resize_center_crop_plan(width, height, resize, size):
+    """torchvision's ``Resize(resize)`` then ``CenterCrop(size)`` as a box of
+    the source (left, top, width, height, in source pixels), the size
+    (width, height) that box is resampled to, and where that lands in the
+    (height, width) = ``size`` output (x, y). Where the output is larger than
+    the resized image along an axis, CenterCrop pads it with zeros: the box
+    then spans the whole source along that axis, is resampled to the resized
+    image's length, and lands at torchvision's padding offset (the left or
+    top pad, ``(out - new) // 2``); elsewhere the box is the crop and fills
+    the output."""
     short, long = (width, height) if width <= height else (height, width)
     new_short, new_long = resize, int(resize * long / short)
     new_w, new_h = (new_short, new_long) if width <= height else (new_long, new_short)
     out_h, out_w = size
-    top = int(round((new_h - out_h) / 2.0))
-    left = int(round((new_w - out_w) / 2.0))
     sx, sy = width / new_w, height / new_h
-    return (left * sx, top * sy, out_w * sx, out_h * sy)
+
+    def axis(new, out, scale):
+        if out > new:  # padded: the whole axis, resampled to the resized length
+            return 0.0, new * scale, new, (out - new) // 2
+        start = int(round((new - out) / 2.0))
+        return start * scale, out * scale, out, 0
+
+    left, box_w, inner_w, x = axis(new_w, out_w, sx)
+    top, box_h, inner_h, y = axis(new_h, out_h, sy)
+    return (left, top, box_w, box_h), (inner_w, inner_h), (x, y)
+
+
+#: How an image (or a clip's frames) and its target come out of a record.
+RECORD_LAYOUTS = ("msgpack", "raw", "caffe")
 
 
 class ImageDecode:
@@ -111,16 +126,29 @@ class ImageDecode:
     Training (``train=True``): torchvision's ``RandomResizedCrop(size,
     scale, ratio)`` (bilinear, antialiased), ``RandomHorizontalFlip(flip)``,
     ``ToTensor`` and ``Normalize(mean, std)``. Evaluation (``train=False``):
-    ``Resize(resize)`` of the shorter side (default: size x 256 / 224, so
-    256 for 224), ``CenterCrop(size)``, ``ToTensor``, ``Normalize``.
+    ``Resize(resize)`` of the shorter side (default: the shorter of ``size``
+    x 256 / 224, so 256 for 224), ``CenterCrop(size)`` (which pads with
+    zeros, as torchvision's does, where ``size`` is larger than the resized
+    image), ``ToTensor``, ``Normalize``. ``size`` is an int or (height,
+    width).
 
     ``dtype``: torch.float32 (normalized) or torch.uint8 (the resized pixels,
     0-255, as PIL's resize gives them; mean and std unused). ``layout``:
-    "CHW" (as ToTensor) or "HWC". ``field``: the msgpack field holding the
-    image (``"image"``, as ``convert --from image_folder`` writes), or None
-    for records that are the encoded image itself. ``target``: the field
-    returned beside the image (``(image, record[target])``), or None for the
-    image alone.
+    "CHW" (as ToTensor) or "HWC".
+
+    ``record``: how the image and its target come out of a record.
+    ``"msgpack"`` (the default): a msgpack map, the image in ``field``
+    (``"image"``, as ``convert --from image_folder`` writes; None for records
+    that are the encoded image itself) and the target in ``target``
+    (``"label"``; None for the image alone). ``"raw"``: the record is the
+    encoded image (LSUN, BasicSR). ``"caffe"``: a Caffe ``Datum``
+    (``convert_imageset``), parsed in C++: an encoded image goes through the
+    JPEG path, raw C x H x W BGR pixels through the pixel path, ``label`` is
+    the target. A callable: ``record(bytes)`` returns the image's bytes, or
+    ``(image bytes, target)``, e.g. ``pickle.loads`` for records pickled as
+    ``(jpeg, label)``; it runs in Python once per record (a few microseconds
+    for ``pickle.loads``) before the batch's one C++ decode call.
+    ``LmdbDataset(targets=...)`` overrides whatever target the record holds.
 
     A record whose image does not decode (truncated, corrupt, not an image,
     more pixels than PIL's decompression-bomb limit) raises
@@ -128,8 +156,8 @@ class ImageDecode:
     """
 
     def __init__(self, size, *, train=True, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip=None, resize=None,
-                 mean=IMAGENET_MEAN, std=IMAGENET_STD, dtype=torch.float32, layout="CHW", field="image",
-                 target="label"):
+                 mean=IMAGENET_MEAN, std=IMAGENET_STD, dtype=torch.float32, layout="CHW", record="msgpack",
+                 field="image", target="label"):
         self.size = _pair(size, "size")
         self.train = bool(train)
         self.scale = _range(scale, "scale", 0.0)
@@ -143,9 +171,9 @@ class ImageDecode:
         self.flip = float(flip)
         if resize is None:
             resize = int(round(min(self.size) * 256 / 224))
-        if isinstance(resize, bool) or not isinstance(resize, numbers.Integral) or resize < max(self.size):
-            raise ValueError(f"resize (the shorter side before the center crop) must be an integer of at least "
-                             f"{max(self.size)}; got {resize!r}")
+        if isinstance(resize, bool) or not isinstance(resize, numbers.Integral) or not 0 < resize <= 16384:
+            raise ValueError(f"resize (the shorter side before the center crop) must be an integer from 1 to "
+                             f"16384; got {resize!r}")
         self.resize = int(resize)
         self.mean = _three(mean, "mean")
         self.std = _three(std, "std", positive=True)
@@ -155,11 +183,17 @@ class ImageDecode:
         if layout not in _LAYOUTS:
             raise ValueError(f"layout must be 'CHW' or 'HWC'; got {layout!r}")
         self.layout = layout
+        if not (callable(record) or (isinstance(record, str) and record in RECORD_LAYOUTS)):
+            raise ValueError(f"record must be one of {', '.join(map(repr, RECORD_LAYOUTS))} or a callable; "
+                             f"got {record!r}")
+        self.record = record
         for what, value in (("field", field), ("target", target)):
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"{what} must be a field name (str) or None; got {value!r}")
+        if record != "msgpack":
+            field = target = None  # the layout says where the image and target are
         self.field, self.target = field, target
-        self._counts = {"jpeg": 0, "pil": 0}
+        self._counts = {"jpeg": 0, "pil": 0, "pixels": 0}
 
     # -- what a sample is --------------------------------------------------
 
@@ -174,44 +208,64 @@ class ImageDecode:
         return self.frame_shape
 
     def stats(self):
-        """Images decoded in this process: by the fused JPEG path, and by PIL
-        (other formats), and the bytes of decode scratch this thread holds."""
+        """Images decoded in this process: by the fused JPEG path, by PIL
+        (other formats), from raw pixels (Caffe Datums), and the bytes of
+        decode scratch this thread holds."""
         return {**self._counts, "scratch_bytes": _core.scratch_bytes()}
 
     def __repr__(self):
         kind = (f"train, scale={self.scale}, ratio={self.ratio}" if self.train else f"eval, resize={self.resize}")
         return (f"lmdbloader.ImageDecode({self.size}, {kind}, flip={self.flip}, dtype={self.dtype}, "
-                f"layout={self.layout!r}, field={self.field!r}, target={self.target!r})")
+                f"layout={self.layout!r}, record={self.record!r}, field={self.field!r}, target={self.target!r})")
 
     # -- one record ----------------------------------------------------------
 
     def __call__(self, record):
         """A record's bytes -> the image tensor, or (image, target)."""
         images, targets = self.decode_records([record])
-        return images[0] if self.target is None else (images[0], targets[0])
+        return images[0] if targets is None else (images[0], targets[0])
 
     def decode_records(self, records, out=None, where=None):
         """Decodes records (bytes-like) into ``out`` (a contiguous tensor of
         (len(records), *sample_shape) and the decoder's dtype, made when
-        None); returns (out, the targets). ``where(k)`` names record k in
-        errors."""
+        None); returns (out, the targets), the targets None when the records
+        hold none. ``where(k)`` names record k in errors."""
         groups, targets = [], []
         for k, record in enumerate(records):
             image, t = self._split(record, k, where)
             groups.append([image])
             targets.append(t)
-        return self._decode_into(groups, out, where), targets
+        out = self._output(len(records), out)
+        return self._decode_into(groups, out, where), _targets(targets, where)
 
     # -- the work ----------------------------------------------------------
 
+    def _output(self, count, out):
+        shape = (count, *self.sample_shape)
+        if out is None:
+            return torch.empty(shape, dtype=self.dtype)
+        if out.dtype != self.dtype or not out.is_contiguous() or out.numel() != math.prod(shape):
+            raise ValueError(f"out must be a contiguous {self.dtype} tensor of {shape}; "
+                             f"got {out.dtype} {tuple(out.shape)}")
+        return out
+
     def _split(self, record, k, where):
-        if self.field is None and self.target is None:
-            return record, None
+        """(the image: bytes-like, a list of frames, or RGB pixels as a
+        (height, width, 3) uint8 array; the target or _NO_TARGET)."""
+        layout = self.record
+        if callable(layout):
+            return self._split_by(layout, record, k, where)
+        if layout == "caffe":
+            return _split_datum(record, k, where)
+        if layout == "raw" or (self.field is None and self.target is None):
+            return record, _NO_TARGET
         try:
             fields = msgpack.unpackb(record, raw=False)
         except Exception as e:
             raise DecodeError(f"{_name(where, k)}: not a msgpack record ({e}); "
-                              f"for records that are the image itself pass field=None, target=None") from None
+                              f"for records that are the image itself pass record='raw'") from None
+        if isinstance(fields, list) and self._list_is_frames:
+            return fields, _NO_TARGET
         if not isinstance(fields, dict):
             raise DecodeError(f"{_name(where, k)}: the record is not a msgpack map")
         if self.field is None:
@@ -224,53 +278,79 @@ class ImageDecode:
                 raise DecodeError(f"{_name(where, k)}: field {self.field!r} holds {type(image).__name__}, "
                                   f"not {self._field_kind}")
         if self.target is None:
-            return image, None
+            return image, _NO_TARGET
         if self.target not in fields:
             raise DecodeError(f"{_name(where, k)}: no field {self.target!r} (fields: {sorted(map(str, fields))})")
         return image, fields[self.target]
 
-    _field_type = (bytes, bytearray)
-    _field_kind = "the image's bytes"
+    def _split_by(self, fn, record, k, where):
+        """record=callable: fn(record) is the image, or (image, target)."""
+        try:
+            got = fn(record)
+        except Exception as e:
+            if hasattr(e, "add_note"):
+                e.add_note(f"lmdbloader: record={_fn_name(fn)} raised on {_name(where, k)}")
+            raise
+        image, target = got, _NO_TARGET
+        if isinstance(got, tuple):
+            if len(got) != 2:
+                raise TypeError(f"{_name(where, k)}: record={_fn_name(fn)} returned a tuple of {len(got)}; "
+                                f"expected {self._field_kind} or ({self._field_kind}, target)")
+            image, target = got
+        if not isinstance(image, self._returned_type):
+            raise TypeError(f"{_name(where, k)}: record={_fn_name(fn)} returned {type(image).__name__}; "
+                            f"expected {self._field_kind} or ({self._field_kind}, target)")
+        return image, target
 
-    def _box(self, width, height):
-        """(left, top, width, height) in source pixels, and the flip, drawn in
-        torchvision's order."""
+    _field_type = (bytes, bytearray)
+    _returned_type = (bytes, bytearray, memoryview)
+    _field_kind = "the image's bytes"
+    _list_is_frames = False
+
+    def _plan(self, width, height):
+        """(box, inner, at, flip): the source box (left, top, width, height)
+        in source pixels, resampled to inner = (width, height) at (x, y) of
+        the output (the whole output but where CenterCrop pads), and the
+        flip; drawn in torchvision's order."""
+        h, w = self.size
         if self.train:
-            top, left, h, w = random_resized_crop_box(width, height, self.scale, self.ratio)
-            box = (float(left), float(top), float(w), float(h))
+            top, left, bh, bw = random_resized_crop_box(width, height, self.scale, self.ratio)
+            box, inner, at = (float(left), float(top), float(bw), float(bh)), (w, h), (0, 0)
         else:
-            box = resize_center_crop_box(width, height, self.resize, self.size)
+            box, inner, at = resize_center_crop_plan(width, height, self.resize, self.size)
         flip = self.flip > 0 and torch.rand(1).item() < self.flip
-        return box, flip
+        return box, inner, at, flip
 
     def _decode_into(self, groups, out, where):
-        """groups[k]: the encoded frames of sample k (one for an image), all
-        cut with one box and one flip. Writes (len(groups), T, *sample_shape)."""
-        count, frames = len(groups), len(groups[0]) if groups else 1
-        if out is None:
-            out = torch.empty((count, *self.sample_shape), dtype=self.dtype)
-        if (out.dtype != self.dtype or not out.is_contiguous() or
-                out.numel() != count * frames * math.prod(self.frame_shape)):
-            raise ValueError(f"out must be a contiguous {self.dtype} tensor of {(count, *self.sample_shape)}; "
-                             f"got {out.dtype} {tuple(out.shape)}")
+        """groups[k]: the frames of group k (one for an image; bytes-like
+        encoded, or RGB pixel arrays), all cut with one box and one flip.
+        Writes (len(groups), T, *frame_shape) into out."""
+        frames = len(groups[0]) if groups else 1
         flat = out.view(-1, *self.frame_shape)
-        jpegs, boxes, flips, slots, others = [], [], [], [], []
+        jpegs, boxes, flips, slots, others, padded = [], [], [], [], [], []
         for k, group in enumerate(groups):
-            box = flip = None
+            plan = None
             for f, image in enumerate(group):
-                try:
-                    width, height, _, is_jpeg = _core.image_info(image)
-                except DecodeError as e:
-                    raise DecodeError(f"{_name(where, k)}: {e}") from None
-                if not is_jpeg:
-                    width, height = _pil_size(image, where, k)
-                if box is None:
-                    box, flip = self._box(width, height)
+                if isinstance(image, np.ndarray):
+                    height, width, is_jpeg = image.shape[0], image.shape[1], False
+                else:
+                    try:
+                        width, height, _, is_jpeg = _core.image_info(image)
+                    except DecodeError as e:
+                        raise DecodeError(f"{_name(where, k)}: {e}") from None
+                    if not is_jpeg:
+                        width, height = _pil_size(image, where, k)
+                if plan is None:
+                    plan = self._plan(width, height)
                     size = (width, height)
                 elif (width, height) != size:
                     raise DecodeError(f"{_name(where, k)}: frame {f} is {width}x{height}, frame 0 "
                                       f"{size[0]}x{size[1]}: a clip's frames share one crop box")
-                if is_jpeg:
+                box, inner, at, flip = plan
+                slot = k * frames + f
+                if inner != (self.size[1], self.size[0]):
+                    padded.append((k, slot, image, is_jpeg, plan))
+                elif is_jpeg:
                     # Only the box's rows are decoded, so a file cut below
                     # them would decode; PIL reads to the end and calls it
                     # truncated. So does this: the end-of-image marker must
@@ -281,33 +361,64 @@ class ImageDecode:
                     jpegs.append(image)
                     boxes.append(box)
                     flips.append(flip)
-                    slots.append(k * frames + f)
+                    slots.append(slot)
                 else:
-                    others.append((k, k * frames + f, image, box, flip))
+                    others.append((k, slot, image, box, flip))
         h, w = self.size
-        dtype = _DTYPES[self.dtype]
         if jpegs:
             # One call for the batch, the GIL released; contiguous runs of
             # slots are the common case (every image a JPEG).
             if slots == list(range(slots[0], slots[0] + len(slots))):
                 target = flat[slots[0]:slots[0] + len(slots)]
-                self._decode_jpegs(jpegs, boxes, flips, target, where, [s // frames for s in slots])
+                self._decode_jpegs(jpegs, boxes, flips, target, (w, h), where, [s // frames for s in slots])
             else:
                 for image, box, flip, slot in zip(jpegs, boxes, flips, slots):
-                    self._decode_jpegs([image], [box], [flip], flat[slot:slot + 1], where, [slot // frames])
+                    self._decode_jpegs([image], [box], [flip], flat[slot:slot + 1], (w, h), where, [slot // frames])
             self._counts["jpeg"] += len(jpegs)
         for k, slot, image, box, flip in others:
-            pixels = _pil_rgb(image, where, k)
-            _core.resample_rgb(pixels, box, flip, flat[slot].numpy(), w, h, self.layout, dtype,
-                               self.mean, self.std)
-            self._counts["pil"] += 1
+            self._resample(image, box, flip, flat[slot], (w, h), where, k)
+        for k, slot, image, is_jpeg, (box, (iw, ih), (x, y), flip) in padded:
+            self._pad(flat[slot])
+            inner = torch.empty(self._frame_shape_of(iw, ih), dtype=self.dtype)
+            if is_jpeg:
+                self._decode_jpegs([image], [box], [flip], inner[None], (iw, ih), where, [k])
+                self._counts["jpeg"] += 1
+            else:
+                self._resample(image, box, flip, inner, (iw, ih), where, k)
+            # The flip mirrors the padded image: the inner part lands at the
+            # mirrored offset.
+            x = w - x - iw if flip else x
+            if self.layout == "CHW":
+                flat[slot][:, y:y + ih, x:x + iw] = inner
+            else:
+                flat[slot][y:y + ih, x:x + iw, :] = inner
         return out
 
-    def _decode_jpegs(self, jpegs, boxes, flips, target, where, samples):
-        h, w = self.size
+    def _frame_shape_of(self, w, h):
+        return (3, h, w) if self.layout == "CHW" else (h, w, 3)
+
+    def _pad(self, frame):
+        """What CenterCrop's zero padding becomes after ToTensor and Normalize."""
+        if self.dtype == torch.uint8:
+            frame.zero_()
+            return
+        fill = torch.tensor([-m / s for m, s in zip(self.mean, self.std)], dtype=self.dtype)
+        frame.copy_(fill.view(3, 1, 1).expand_as(frame) if self.layout == "CHW" else fill.expand_as(frame))
+
+    def _resample(self, image, box, flip, target, size, where, k):
+        if isinstance(image, np.ndarray):
+            pixels = image
+            self._counts["pixels"] += 1
+        else:
+            pixels = _pil_rgb(image, where, k)
+            self._counts["pil"] += 1
+        _core.resample_rgb(pixels, box, flip, target.numpy(), size[0], size[1], self.layout, _DTYPES[self.dtype],
+                           self.mean, self.std)
+
+    def _decode_jpegs(self, jpegs, boxes, flips, target, size, where, samples):
         try:
-            _core.decode_images(jpegs, boxes, flips, target.numpy(), w, h, self.layout, _DTYPES[self.dtype],
-                                self.mean, self.std)
+            _core.decode_images(jpegs, boxes, flips, target.numpy(), size[0], size[1], self.layout,
+                                _DTYPES[self.dtype], self.mean, self.std)
         except DecodeError as e:
             k = samples[getattr(e, "batch_index", 0)]
             raise DecodeError(f"{_name(where, k)}: {e}") from None
@@ -315,50 +426,120 @@ class ImageDecode:
 
 class ClipDecode(ImageDecode):
     """``LmdbDataset(decode=ClipDecode(112, frames=8))``: a record holding a
-    list of encoded frames (``{"frames": [...]}``, as ``convert --from
-    video_folder`` writes) -> a [T, C, H, W] tensor (``layout="HWC"``:
+    list of encoded frames -> a [T, C, H, W] tensor (``layout="HWC"``:
     [T, H, W, C]), every frame cut with one crop box and one flip.
 
     ``frames`` frames, ``stride`` apart: from a random start in training
     (torch's generator, drawn before the box), from the middle in
-    evaluation; a clip shorter than that repeats its last frame. Every other
-    argument is :class:`ImageDecode`'s.
+    evaluation; a clip shorter than that repeats its last frame.
+    ``clips``: clips drawn from each record, each with its own start, box and
+    flip (contrastive views): [clips, T, C, H, W]; 1 (the default) gives
+    [T, C, H, W].
+
+    ``record``: ``"msgpack"`` (the default): a map whose ``field``
+    (``"frames"``, as ``convert --from video_folder`` writes) holds the
+    frames, or a msgpack list that is the frames themselves (CoCLR's
+    ``msgpack.dumps([jpeg, ...])``); or a callable returning a list of
+    frames, or ``(frames, target)``. Every other argument is
+    :class:`ImageDecode`'s.
     """
 
-    def __init__(self, size, *, frames=8, stride=1, field="frames", **options):
-        super().__init__(size, field=field, **options)
-        for what, value in (("frames", frames), ("stride", stride)):
+    def __init__(self, size, *, frames=8, stride=1, clips=1, record="msgpack", field="frames", **options):
+        if record in ("raw", "caffe"):
+            raise ValueError(f"a clip's frames come from a msgpack list or map, or a callable; got record={record!r}")
+        super().__init__(size, record=record, field=field, **options)
+        for what, value in (("frames", frames), ("stride", stride), ("clips", clips)):
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= 4096:
                 raise ValueError(f"{what} must be an integer from 1 to 4096; got {value!r}")
-        if self.field is None:
+        if self.field is None and self.record == "msgpack":
             raise ValueError("a clip's frames come from a msgpack field: field must name it")
-        self.frames, self.stride = int(frames), int(stride)
+        self.frames, self.stride, self.clips = int(frames), int(stride), int(clips)
 
     _field_type = (list, tuple)
+    _returned_type = (list,)
     _field_kind = "a list of encoded frames"
+    _list_is_frames = True
 
     @property
     def sample_shape(self):
-        return (self.frames, *self.frame_shape)
+        clip = (self.frames, *self.frame_shape)
+        return clip if self.clips == 1 else (self.clips, *clip)
 
     def __repr__(self):
-        return super().__repr__().replace("ImageDecode(", f"ClipDecode(frames={self.frames}, stride={self.stride}, ")
+        return super().__repr__().replace(
+            "ImageDecode(", f"ClipDecode(frames={self.frames}, stride={self.stride}, clips={self.clips}, ")
 
     def decode_records(self, records, out=None, where=None):
         groups, targets = [], []
         for k, record in enumerate(records):
             frames, t = self._split(record, k, where)
-            if not frames or not all(isinstance(f, (bytes, bytearray)) for f in frames):
-                raise DecodeError(f"{_name(where, k)}: field {self.field!r} holds no list of encoded frames")
-            groups.append([frames[i] for i in self._chosen(len(frames))])
+            if not frames or not all(isinstance(f, (bytes, bytearray, memoryview)) for f in frames):
+                raise DecodeError(f"{_name(where, k)}: {self._frames_source()} holds no list of encoded frames")
+            for _ in range(self.clips):
+                groups.append([frames[i] for i in self._chosen(len(frames))])
             targets.append(t)
-        return self._decode_into(groups, out, where), targets
+        out = self._output(len(records), out)
+        clips = self.clips
+        by_group = None if where is None else (lambda g: where(g // clips))
+        self._decode_into(groups, out, by_group)
+        return out, _targets(targets, where)
+
+    def _frames_source(self):
+        if callable(self.record):
+            return f"record={_fn_name(self.record)}"
+        return f"field {self.field!r}"
 
     def _chosen(self, available):
         span = (self.frames - 1) * self.stride + 1
         room = max(available - span, 0)
         start = torch.randint(0, room + 1, size=(1,)).item() if self.train else room // 2
         return [min(start + t * self.stride, available - 1) for t in range(self.frames)]
+
+
+class _NoTarget:
+    """A record without a target (raw images, callables returning the image alone)."""
+
+    def __repr__(self):
+        return "<no target>"
+
+
+_NO_TARGET = _NoTarget()
+
+
+def _targets(targets, where):
+    """The batch's targets, or None when its records hold none; records of
+    one batch must agree."""
+    missing = [t is _NO_TARGET for t in targets]
+    if all(missing):
+        return None
+    if any(missing):
+        k = missing.index(True)
+        raise TypeError(f"{_name(where, k)}: no target, where other records of the batch have one")
+    return targets
+
+
+def _fn_name(fn):
+    return getattr(fn, "__qualname__", None) or repr(fn)
+
+
+def _split_datum(record, k, where):
+    """A Caffe Datum: (the encoded image, or its raw pixels as RGB; the label)."""
+    try:
+        channels, height, width, data, label, encoded = _core.caffe_datum(record)
+    except DecodeError as e:
+        raise DecodeError(f"{_name(where, k)}: {e}") from None
+    target = 0 if label is None else label  # protobuf: an absent int32 is 0
+    if encoded:
+        return data, target
+    if channels not in (1, 3):
+        raise DecodeError(f"{_name(where, k)}: a raw-pixel Datum of {channels} channels; 1 (gray) and 3 (BGR) "
+                          f"decode")
+    planes = np.frombuffer(data, dtype=np.uint8).reshape(channels, height, width)
+    if channels == 1:
+        rgb = np.repeat(planes[0][:, :, None], 3, axis=2)
+    else:  # OpenCV's BGR planes -> interleaved RGB
+        rgb = np.ascontiguousarray(planes[::-1].transpose(1, 2, 0))
+    return rgb, target
 
 
 def _name(where, k):
