@@ -180,11 +180,20 @@ class LmdbDataset(torch.utils.data.Dataset):
         return self.transform(record) if self.transform is not None else record
 
     def column(self, name):
-        """A metadata column (e.g. "label") as a read-only numpy array."""
+        """A metadata column (e.g. "label") as a read-only numpy array, one
+        value per record of the file (with ``keys``: index it with
+        :meth:`positions`)."""
         return self.reader.column(name)
 
+    def positions(self):
+        """The file's record position of each sample (a read-only int64
+        array): ``keys``' positions, or 0..len-1."""
+        if self._positions is None:
+            return np.arange(len(self), dtype=np.int64)
+        return self._positions
+
     def name(self, index):
-        return self.reader.name(index)
+        return self.reader.name(self._position(index))
 
     @property
     def manifest(self):

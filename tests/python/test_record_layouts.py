@@ -354,3 +354,17 @@ def test_bad_keys_and_targets(pickled):
     ds = lmdbloader.LmdbDataset(pickled, keys=["00000002", "00000000"], targets=[1, 2], decode="raw")
     assert isinstance(ds._positions, np.ndarray) and isinstance(ds._targets, np.ndarray)
     assert ds[1] == (lmdbloader.Reader(pickled)[0], 2)
+
+
+def test_keys_map_names_and_positions(tmp_path):
+    src = tmp_path / "src" / "class_0"
+    src.mkdir(parents=True)
+    for i in range(3):
+        (src / f"{i}.jpg").write_bytes(jpeg(photo(i, 40, 30)))
+    lmdbloader.convert(str(tmp_path / "src"), str(tmp_path / "c"), kind="image_folder")
+    full = lmdbloader.LmdbDataset(str(tmp_path / "c"))
+    keys = [full.reader.key(2), full.reader.key(0)]
+    ds = lmdbloader.LmdbDataset(str(tmp_path / "c"), keys=keys)
+    assert ds.positions().tolist() == [2, 0]
+    assert [ds.name(0), ds.name(1)] == [full.name(2), full.name(0)]
+    assert ds.column("label")[ds.positions()].tolist() == [0, 0]
