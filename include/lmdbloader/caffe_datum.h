@@ -22,11 +22,15 @@
 //     refusing them would refuse corpora that Caffe trains on; a caller that
 //     wants only plain Datums checks the count.
 // Refused, with a DecodeError naming what is wrong and where (byte offset):
-//   - a varint longer than 10 bytes or cut off, a length past the end of the
-//     record or above 2^31-1 (protobuf's message limit), a field cut off;
+//   - a varint longer than 10 bytes, past 64 bits or cut off, a length past
+//     the end of the record or above 2^31-1 (protobuf's message limit), a
+//     field cut off;
 //   - field number 0 or above 2^29-1, wire types 3 and 4 (groups, which no
 //     Datum has) and 6, 7 (no such wire types);
-//   - a declared field with another wire type than its declaration's;
+//   - a declared field with another wire type than its declaration's
+//     (protobuf would keep it as an unknown field and read the default: here
+//     it is the mark of another message, such as SSD's AnnotatedDatum, whose
+//     field 1 is a nested Datum);
 //   - `channels`, `height`, `width` or `label` outside int32 (protobuf would
 //     truncate such a varint silently), or a negative dimension;
 //   - an encoded Datum with empty `data`;
