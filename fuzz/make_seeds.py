@@ -1,7 +1,7 @@
 """Writes seed inputs for the libFuzzer harnesses into OUT/<fuzzer>/: small
 LMDB files of every kind (py-lmdb and lmdbloader corpora), their saved
-indexes, manifests, shard lists and msgpack records, and small JPEGs of
-every kind behind image_decode_fuzzer's 8 bytes of options."""
+indexes, manifests, shard lists, msgpack records and Caffe Datums, and small
+JPEGs of every kind behind image_decode_fuzzer's 8 bytes of options."""
 
 import json
 import os
@@ -78,11 +78,42 @@ def image_seeds(out):
         f.write(bytes([32 | 4, 30, 20, 5, 5, 200, 200, 52]) + np.asarray(img).tobytes())
 
 
+def datum_seeds(out):
+    """Caffe Datums as convert_imageset writes them (protobuf's wire format:
+    encoded images, raw pixels), float_data both ways, an unknown field."""
+
+    def varint(v):
+        v &= (1 << 64) - 1  # a negative int32 as protobuf writes it: 10 bytes
+        b = bytearray()
+        while v >= 0x80:
+            b.append(v & 0x7F | 0x80)
+            v >>= 7
+        return bytes(b) + bytes([v])
+
+    def field(number, value):
+        if isinstance(value, bytes):
+            return varint(number << 3 | 2) + varint(len(value)) + value
+        if isinstance(value, float):
+            return varint(number << 3 | 5) + struct.pack("<f", value)
+        return varint(number << 3) + varint(value)
+
+    seeds = {
+        "encoded": [(4, b"\xff\xd8\xff\xe0 a jpeg"), (5, 7), (7, 1)],
+        "raw": [(1, 3), (2, 2), (3, 4), (4, bytes(range(24))), (5, -1), (7, 0)],
+        "float": [(1, 1), (2, 1), (3, 2), (6, 1.5), (6, -2.0)],
+        "packed": [(1, 2), (2, 1), (3, 1), (6, struct.pack("<2f", 1, 2))],
+        "unknown": [(9, 5), (4, b"img"), (12, b"extra"), (7, 1)],
+    }
+    for name, fields in seeds.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(b"".join(field(n, v) for n, v in fields))
+
+
 def main(out):
     work = os.path.join(out, "work")
     os.makedirs(work, exist_ok=True)
     dirs = {k: os.path.join(out, k) for k in ("lmdb_pages", "index_file", "manifest", "shard_list",
-                                              "msgpack_record", "image_decode")}
+                                              "msgpack_record", "caffe_datum", "image_decode")}
     for d in dirs.values():
         os.makedirs(d, exist_ok=True)
     for name, data in lmdb_files(work):
@@ -106,6 +137,7 @@ def main(out):
                                 [1, 2.5, None, True, {"k": "ü"}]]):
         with open(os.path.join(dirs["msgpack_record"], str(i)), "wb") as f:
             f.write(msgpack.packb(record))
+    datum_seeds(dirs["caffe_datum"])
     image_seeds(dirs["image_decode"])
 
 

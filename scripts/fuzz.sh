@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzing, bounded in time (run by scripts/test.sh, so by CI):
-# 1. the libFuzzer harnesses in fuzz/ (clang, ASan + UBSan), FUZZ_SECONDS each,
+# 1. the libFuzzer harnesses in fuzz/ (clang, ASan + UBSan), FUZZ_SECONDS each
+#    (the two one-record parsers half that each),
 #    from seeds written by fuzz/make_seeds.py, then the saved regression inputs
 #    under fuzz/regressions/<harness>/ replayed;
 # 2. the corruption fuzzer over whole database files (fuzz/corrupt_databases.py),
@@ -21,16 +22,20 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 fuzz/make_seeds.py "$work/seeds"
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-for name in msgpack_record index_file manifest shard_list lmdb_pages image_decode; do
+for name in msgpack_record caffe_datum index_file manifest shard_list lmdb_pages image_decode; do
   fuzzer=build-fuzz/fuzz/${name}_fuzzer
+  # The two parsers of one small record each (msgpack, Caffe's Datum) reach
+  # their depth within seconds: they share one harness's time.
+  seconds=$SECONDS_EACH
+  case $name in msgpack_record | caffe_datum) seconds=$(((SECONDS_EACH + 1) / 2)) ;; esac
   saved=(fuzz/regressions/$name/*)
   if [ -e "${saved[0]}" ]; then
     echo "== $name: replaying ${#saved[@]} saved inputs"
     "$fuzzer" -runs=1 "${saved[@]}" >"$work/$name.replay.log" 2>&1 || { cat "$work/$name.replay.log"; exit 1; }
   fi
-  echo "== $name: fuzzing for ${SECONDS_EACH}s"
+  echo "== $name: fuzzing for ${seconds}s"
   mkdir -p "$work/corpus/$name"
-  if ! "$fuzzer" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  if ! "$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
       -artifact_prefix="$work/" "$work/corpus/$name" "$work/seeds/$name" >"$work/$name.log" 2>&1; then
     tail -50 "$work/$name.log"
     echo "fuzz: $name found a failing input; add it under fuzz/regressions/$name/ once fixed"

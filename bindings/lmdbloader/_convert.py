@@ -22,7 +22,9 @@ def convert(source, output, *, kind, **options):
     ``kind``: image_folder, video_folder, jsonl or lmdb. Options, each as
     ``lmdbloader.convert_options()`` lists it with its default: overwrite,
     order (given, sorted, shuffle), seed, frame_step, num_shards, shard_index
-    (None: every shard), skip_bad, progress, db. An unknown keyword is a
+    (None: every shard), skip_bad, progress, db, record (lmdb sources: as_is,
+    caffe, msgpack or raw; include/lmdbloader/convert.h lists what each
+    splits a value into). An unknown keyword is a
     TypeError; a value of the right type that the core refuses is a
     ConvertError. Bad input raises ConvertError (an lmdbloader.Error and a
     ValueError) naming the file or line; nothing is left at ``output`` then.

@@ -14,6 +14,25 @@
 //                 columns, schema and label names carry over). A DUPSORT
 //                 database is refused (one record a name).
 // Files are stored as they are: no decoding, no re-encoding.
+//
+// Record layouts (`record`, lmdb sources only): how the values of an LMDB that
+// another tool wrote hold their image and label. With a layout other than
+// as_is, each value is split into a corpus's fields, so that the label becomes
+// a column (Reader::ReadColumn, Python's ds.column("label")):
+//   caffe    a Caffe Datum (caffe_datum.h): an encoded image -> {image, label};
+//            raw pixels -> {pixels, channels, height, width, label}, the pixels
+//            as Caffe stored them (channels x height x width bytes, BGR);
+//            a Datum of float_data only (features, not an image) is refused
+//   msgpack  a msgpack list of byte strings (CoCLR's video frames; bin, or str
+//            as msgpack-python before 1.0 wrote bytes) -> {frames: [...]}; a
+//            msgpack map is kept as it is, its integer "label" a column
+//   raw      the value is the encoded image -> {image}
+// `label` is there when the record has one. Keys of the form __name__
+// (CoCLR's __keys__, __len__, __order__, __vlen__; folder2lmdb's __keys__) are
+// the writer's metadata, not samples: they are left out and listed in the
+// summary's `skipped`. A value that does not fit the layout is an
+// InvalidArgument naming the source, the record and its key (with skip_bad,
+// listed in `skipped`).
 #ifndef LMDBLOADER_CONVERT_H_
 #define LMDBLOADER_CONVERT_H_
 
@@ -29,6 +48,9 @@ namespace lmdbloader {
 
 // What a corpus is written from (the list at the top of this file).
 enum class SourceKind { kImageFolder, kVideoFolder, kJsonl, kLmdb };
+
+// How an lmdb source's values are laid out (the list at the top of this file).
+enum class RecordLayout { kAsIs, kCaffe, kMsgpack, kRaw };
 
 // The order of the records: the listing's (file order, manifest lines, the
 // LMDB's keys), by name, or shuffled with a seed.
@@ -54,6 +76,9 @@ struct ConvertOptions {
   bool skip_bad = false;   // skip bad inputs and list them instead of failing
   bool progress = false;   // progress line on stderr
   std::string db_name;     // lmdb source: named database ("db")
+  // lmdb source: split each value into fields ("record"). kAsIs keeps values
+  // as they are.
+  RecordLayout record = RecordLayout::kAsIs;
 };
 
 // The options by name, as ReaderOptionList (options.h) describes the
@@ -71,6 +96,7 @@ std::string ConvertOptionValue(const ConvertOptions& options, std::string_view n
 // The names the enums are written with ("image_folder", "shuffle", ...).
 const char* SourceKindName(SourceKind kind);
 const char* RecordOrderName(RecordOrder order);
+const char* RecordLayoutName(RecordLayout layout);
 
 struct ConvertSummary {
   std::vector<std::string> outputs;  // corpora written

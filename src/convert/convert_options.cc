@@ -18,6 +18,10 @@ constexpr EnumName<SourceKind> kSourceKinds[] = {{SourceKind::kImageFolder, "ima
                                                  {SourceKind::kLmdb, "lmdb"}};
 constexpr EnumName<RecordOrder> kRecordOrders[] = {
     {RecordOrder::kGiven, "given"}, {RecordOrder::kSorted, "sorted"}, {RecordOrder::kShuffle, "shuffle"}};
+constexpr EnumName<RecordLayout> kRecordLayouts[] = {{RecordLayout::kAsIs, "as_is"},
+                                                     {RecordLayout::kCaffe, "caffe"},
+                                                     {RecordLayout::kMsgpack, "msgpack"},
+                                                     {RecordLayout::kRaw, "raw"}};
 
 Status SetText(std::string_view text, std::string* field) {
   *field = std::string(text);
@@ -71,6 +75,11 @@ const std::vector<ConvertEntry>& Entries() {
       {{"db", "text", "a database name", "lmdb source: named database (empty: the main one)"},
        [](std::string_view t, ConvertOptions* o) { return SetText(t, &o->db_name); },
        [](const ConvertOptions& o) { return o.db_name; }},
+      {{"record", "choice", NameList(kRecordLayouts, " or "),
+        "lmdb source: split each value into fields (a Caffe Datum, msgpack frames or map, an encoded image), "
+        "leaving out __name__ metadata keys; as_is keeps values as they are"},
+       [](std::string_view t, ConvertOptions* o) { return ParseName(kRecordLayouts, "record", t, &o->record); },
+       [](const ConvertOptions& o) { return std::string(RecordLayoutName(o.record)); }},
   };
   return entries;
 }
@@ -84,6 +93,11 @@ const char* SourceKindName(SourceKind kind) {
 
 const char* RecordOrderName(RecordOrder order) {
   const char* name = NameOf(kRecordOrders, order);
+  return name ? name : "unknown";
+}
+
+const char* RecordLayoutName(RecordLayout layout) {
+  const char* name = NameOf(kRecordLayouts, layout);
   return name ? name : "unknown";
 }
 

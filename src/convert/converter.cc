@@ -9,10 +9,12 @@
 #include <filesystem>
 #include <random>
 #include <regex>
+#include <set>
 
 #include <msgpack.hpp>
 #include <nlohmann/json.hpp>
 
+#include "convert/record_layout.h"
 #include "convert/source_listing.h"
 #include "corpus/corpus_format.h"
 #include "io/atomic_write.h"
@@ -127,13 +129,27 @@ Status WriteOne(const ConvertOptions& o, const Listing& listing, size_t begin, s
   msgpack::sbuffer buf;
   std::string value;
   std::vector<std::string> contents;
+  std::set<std::string> fields;  // a record layout's fields, for the schema
   for (size_t i = begin; i < end; ++i) {
     const Item& it = listing.items[i];
     std::map<std::string, double> columns;
     if (lmdb_source) {
       LMDBLOADER_RETURN_IF_ERROR(lmdb_source->Read(it.position, &value));
       for (const auto& [column, values] : listing.columns) columns[column] = values[it.position];
-      Status added = writer->Add(it.name, value, columns);
+      std::string_view record = value;
+      if (o.record != RecordLayout::kAsIs) {
+        SplitValue split;
+        Status s = SplitRecord(o.record, value, &buf, &split, &fields);
+        if (!s.ok()) {
+          const std::string why = it.origin + ": " + s.message();
+          if (!o.skip_bad) return Status::InvalidArgument(why);
+          summary->skipped.push_back(why);
+          continue;
+        }
+        if (split.has_label) columns["label"] = static_cast<double>(split.label);
+        record = std::string_view(buf.data(), buf.size());
+      }
+      Status added = writer->Add(it.name, record, columns);
       if (!added.ok()) return Status::InvalidArgument(it.origin + ": " + added.message());
     } else {
       contents.resize(it.files.size());
@@ -159,6 +175,11 @@ Status WriteOne(const ConvertOptions& o, const Listing& listing, size_t begin, s
                                                  {"fields", o.source_kind == SourceKind::kVideoFolder
                                                                 ? json::array({"frames", "label", "name"})
                                                                 : json::array({"image", "label", "name"})}}}};
+  if (o.record != RecordLayout::kAsIs) {
+    manifest["source"]["record"] = RecordLayoutName(o.record);
+    manifest["schema"] = {{"encoding", "msgpack"}, {"fields", fields}};
+    if (fields.count("pixels")) manifest["schema"]["pixels"] = "uint8, channels x height x width, BGR (Caffe's)";
+  }
   if (!listing.label_names.empty()) manifest["label_names"] = listing.label_names;
   if (o.num_shards > 1) manifest["shard"] = {{"index", begin == 0 ? 0 : -1}, {"count", o.num_shards}};
   LMDBLOADER_RETURN_IF_ERROR(writer->Finish(manifest.dump(-1, ' ', false, json::error_handler_t::replace)));
@@ -192,6 +213,10 @@ Status Convert(const ConvertOptions& o, ConvertSummary* summary) {
   if (o.shard_index >= static_cast<int32_t>(o.num_shards))
     return Status::InvalidArgument("shard_index " + std::to_string(o.shard_index) + " is not below num_shards " +
                                    std::to_string(o.num_shards));
+  if (o.record != RecordLayout::kAsIs && o.source_kind != SourceKind::kLmdb)
+    return Status::InvalidArgument(std::string("record ") + RecordLayoutName(o.record) + " applies to an lmdb "
+                                   "source only; a " + SourceKindName(o.source_kind) + " source is split by the "
+                                   "converter itself");
   Listing listing;
   std::unique_ptr<Reader> lmdb_source;
   if (o.source_kind == SourceKind::kImageFolder || o.source_kind == SourceKind::kVideoFolder) {
@@ -199,6 +224,7 @@ Status Convert(const ConvertOptions& o, ConvertSummary* summary) {
   } else if (o.source_kind == SourceKind::kJsonl) {
     LMDBLOADER_RETURN_IF_ERROR(ListJsonl(o, &listing));
   } else if (o.source_kind == SourceKind::kLmdb) {
+    if (std::string(RecordLayoutName(o.record)) == "unknown") return Status::InvalidArgument("invalid record layout");
     ReaderOptions ro;
     ro.db_name = o.db_name;
     ro.index_dir = "none";  // never write into the source

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "convert/record_layout.h"
 #include "corpus/corpus_format.h"
 #include "io/open_file.h"
 #include "lmdb/lmdb_pages.h"
@@ -227,9 +228,17 @@ Status ListLmdb(const ConvertOptions& o, Reader& source, Listing* listing) {
     Item it;
     LMDBLOADER_RETURN_IF_ERROR(corpus ? source.Name(i, &it.name) : source.Key(i, &it.name));
     it.position = i;
-    it.origin = where + " record " + std::to_string(i);
+    it.origin = where + " record " + std::to_string(i) + " (key " + PrintableName(it.name) + ")";
+    // A layout splits samples: the writer's own bookkeeping beside them
+    // (__keys__, __len__, ...) is no sample.
+    if (o.record != RecordLayout::kAsIs && IsMetadataKey(it.name)) {
+      listing->skipped.push_back(it.origin + ": a metadata record (a key of the form __name__), not a sample");
+      continue;
+    }
     listing->items.push_back(std::move(it));
   }
+  if (o.record != RecordLayout::kAsIs && listing->items.empty())
+    return Status::InvalidArgument(where + ": no records but metadata (keys of the form __name__) to convert");
   if (!corpus) return Status::OK();
   const json manifest = json::parse(source.manifest(), nullptr, /*allow_exceptions=*/false);
   if (manifest.is_object() && manifest.contains("schema")) listing->schema = manifest["schema"];

@@ -18,7 +18,7 @@ TEST(ConvertOptionsTest, EveryDefaultReadsBackAndSetsAgain) {
     ASSERT_TRUE(SetConvertOption(info.name, text, &o).ok()) << info.name << " = '" << text << "'";
     EXPECT_EQ(ConvertOptionValue(o, info.name), text) << info.name;
   }
-  EXPECT_EQ(ConvertOptionList().size(), 12u);
+  EXPECT_EQ(ConvertOptionList().size(), 13u);
 }
 
 TEST(ConvertOptionsTest, ChoicesAreTheEnumsNames) {
@@ -30,6 +30,10 @@ TEST(ConvertOptionsTest, ChoicesAreTheEnumsNames) {
   for (const char* order : {"given", "sorted", "shuffle"}) {
     ASSERT_TRUE(SetConvertOption("order", order, &o).ok()) << order;
     EXPECT_STREQ(RecordOrderName(o.order), order);
+  }
+  for (const char* layout : {"as_is", "caffe", "msgpack", "raw"}) {
+    ASSERT_TRUE(SetConvertOption("record", layout, &o).ok()) << layout;
+    EXPECT_STREQ(RecordLayoutName(o.record), layout);
   }
   Status s = SetConvertOption("order", "sideways", &o);
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);

@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -81,6 +82,69 @@ TEST(ConverterTest, AManifestThatIsADirectoryOrAnUnknownKindIsNamed) {
             std::string::npos)
       << s.message();
   EXPECT_FALSE(fs::exists(dir.Sub("out")));
+}
+
+// A Caffe Datum as convert_imageset writes an encoded image: data, label,
+// encoded (protobuf's wire format; tests/corpus/caffe_datum_test.cc checks
+// these bytes against protobuf's).
+std::string EncodedDatum(const std::string& image, uint8_t label) {
+  return std::string("\x22") + static_cast<char>(image.size()) + image + "\x28" + static_cast<char>(label) + "\x38\x01";
+}
+
+TEST(ConverterTest, ACaffeLmdbBecomesImagesWithALabelColumn) {
+  TempDir dir;
+  testing::WriteLmdb(dir.Sub("caffe"), {{"00000000_a.jpg", EncodedDatum("jpeg-a", 3)},
+                                        {"00000001_b.jpg", EncodedDatum("jpeg-b", 5)},
+                                        {"__keys__", "not a Datum"}});
+  ConvertOptions o;
+  o.source_kind = SourceKind::kLmdb;
+  o.source = dir.Sub("caffe");
+  o.output = dir.Sub("out");
+  o.record = RecordLayout::kCaffe;
+  ConvertSummary summary;
+  ASSERT_OK(Convert(o, &summary));
+  EXPECT_EQ(summary.records, 2u);
+  ASSERT_EQ(summary.skipped.size(), 1u);
+  EXPECT_NE(summary.skipped[0].find("(key '__keys__'): a metadata record"), std::string::npos) << summary.skipped[0];
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("out"), ReaderOptions(), &r));
+  std::string labels, record;
+  ASSERT_OK(r->ReadColumn("label", &labels));
+  ASSERT_EQ(labels.size(), 16u);
+  int64_t second = 0;
+  std::memcpy(&second, labels.data() + 8, 8);
+  EXPECT_EQ(second, 5);
+  ASSERT_OK(r->Read(1, &record));
+  EXPECT_EQ(record, std::string("\x82\xa5image\xc4\x06jpeg-b\xa5label\x05"));
+}
+
+TEST(ConverterTest, ABadRecordIsNamedByKeyAndLeavesNothingAtTheOutput) {
+  TempDir dir;
+  testing::WriteLmdb(dir.Sub("caffe"), {{"00000000_a.jpg", EncodedDatum("jpeg-a", 3)},
+                                        {"00000001_b.jpg", EncodedDatum("jpeg-b", 5).substr(0, 5)}});
+  ConvertOptions o;
+  o.source_kind = SourceKind::kLmdb;
+  o.source = dir.Sub("caffe");
+  o.output = dir.Sub("out");
+  o.record = RecordLayout::kCaffe;
+  ConvertSummary summary;
+  Status s = Convert(o, &summary);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find(dir.Sub("caffe") + " record 1 (key '00000001_b.jpg'): not a valid Caffe Datum: data: 6 "
+                             "bytes, but the record has 3 left"),
+            std::string::npos)
+      << s.message();
+  EXPECT_FALSE(fs::exists(dir.Sub("out")));
+  o.skip_bad = true;
+  ASSERT_OK(Convert(o, &summary));
+  EXPECT_EQ(summary.records, 1u);
+  ASSERT_EQ(summary.skipped.size(), 1u);
+  EXPECT_NE(summary.skipped[0].find("(key '00000001_b.jpg'): not a valid Caffe Datum"), std::string::npos);
+  // A layout is for LMDB sources.
+  o.source_kind = SourceKind::kImageFolder;
+  o.output = dir.Sub("out2");
+  s = Convert(o, &summary);
+  EXPECT_NE(s.message().find("record caffe applies to an lmdb source only"), std::string::npos) << s.message();
 }
 
 }  // namespace

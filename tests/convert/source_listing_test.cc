@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "corpus/corpus_format.h"
 #include "lmdbloader/writer.h"
 #include "test_util.h"
 
@@ -276,7 +277,8 @@ TEST(SourceListingTest, AnLmdbsBinaryKeysBecomeNamesByteForByteInKeyOrder) {
     EXPECT_EQ(l.items[i].position, i);
     EXPECT_FALSE(l.items[i].has_label);
   }
-  EXPECT_EQ(l.items[5].origin, dir.Sub("db") + " (database 'packed') record 5");
+  EXPECT_EQ(l.items[5].origin,
+            dir.Sub("db") + " (database 'packed') record 5 (key " + PrintableName(records[5].first) + ")");
   // INTEGERKEY: native-order integers, listed in liblmdb's numeric order.
   std::vector<std::pair<std::string, std::string>> ints;
   for (uint32_t i : {70000u, 3u, 256u, 0xffffffffu}) ints.emplace_back(std::string(reinterpret_cast<char*>(&i), 4), "x");
@@ -292,7 +294,40 @@ TEST(SourceListingTest, AnLmdbsBinaryKeysBecomeNamesByteForByteInKeyOrder) {
     order.push_back(v);
   }
   EXPECT_EQ(order, (std::vector<uint32_t>{3u, 256u, 70000u, 0xffffffffu}));
-  EXPECT_EQ(l.items[0].origin, dir.Sub("ints") + " record 0");
+  EXPECT_EQ(l.items[0].origin, dir.Sub("ints") + " record 0 (key 0x03000000)");
+}
+
+TEST(SourceListingTest, ARecordLayoutLeavesMetadataKeysOutAndListsThem) {
+  TempDir dir;
+  testing::WriteLmdb(dir.Sub("db"), {{"0", "a"}, {"__keys__", "k"}, {"1", "b"}, {"__len__", "2"}, {"__x", "c"}}, "",
+                     false, 0);
+  ConvertOptions o = Options(SourceKind::kLmdb, dir.Sub("db"));
+  for (RecordLayout layout : {RecordLayout::kAsIs, RecordLayout::kMsgpack}) {
+    o.record = layout;
+    auto r = Open(dir.Sub("db"));
+    Listing l;
+    ASSERT_OK(ListLmdb(o, *r, &l));
+    std::vector<std::string> names;
+    for (const Item& it : l.items) names.push_back(it.name);
+    if (layout == RecordLayout::kAsIs) {  // every record kept, as before
+      EXPECT_EQ(names, (std::vector<std::string>{"0", "1", "__keys__", "__len__", "__x"}));
+      EXPECT_TRUE(l.skipped.empty());
+      continue;
+    }
+    EXPECT_EQ(names, (std::vector<std::string>{"0", "1", "__x"}));
+    ASSERT_EQ(l.skipped.size(), 2u);
+    EXPECT_EQ(l.skipped[0], dir.Sub("db") + " record 2 (key '__keys__'): a metadata record (a key of the form "
+                                            "__name__), not a sample");
+  }
+  // Nothing but metadata: an error, not an empty corpus.
+  testing::WriteLmdb(dir.Sub("meta"), {{"__keys__", "k"}, {"__len__", "0"}}, "", false, 0);
+  auto r = Open(dir.Sub("meta"));
+  o = Options(SourceKind::kLmdb, dir.Sub("meta"));
+  o.record = RecordLayout::kCaffe;
+  Listing l;
+  Status s = ListLmdb(o, *r, &l);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("no records but metadata"), std::string::npos) << s.message();
 }
 
 TEST(SourceListingTest, ADupsortLmdbIsRefusedNamingTheSourceAndDatabase) {

@@ -29,7 +29,7 @@ PUBLIC = {
     "status.h": "base", "options.h": "base",
     "memory.h": "io", "memory_budget.h": "io", "batch_ring.h": "io",
     "corpus_keys.h": "corpus", "inspect.h": "corpus", "lmdb_copy.h": "corpus",
-    "msgpack_record.h": "corpus", "writer.h": "corpus",
+    "msgpack_record.h": "corpus", "caffe_datum.h": "corpus", "writer.h": "corpus",
     "reader.h": "reader", "record_view.h": "reader", "scan.h": "reader",
     "convert.h": "convert", "report_fields.h": "convert",
     "image_decode.h": "image",
