@@ -19,7 +19,6 @@ and flips torchvision would draw. Images that are not baseline or progressive
 same crop, resize, flip and normalization (counted in :meth:`ImageDecode.stats`).
 """
 
-import io
 import math
 import numbers
 
@@ -28,6 +27,9 @@ import numpy as np
 import torch
 
 from . import _core
+from ._crop_boxes import random_resized_crop_box, resize_center_crop_plan  # noqa: F401 (public here)
+from ._image_records import (RECORD_LAYOUTS, _NO_TARGET, _fn_name, _name, _pil_rgb, _pil_size, _split_datum,
+                             _targets)
 from .errors import DecodeError
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -60,63 +62,6 @@ def _three(value, what, positive=False):
                     (v > 0 or not positive) for v in value)):
         raise ValueError(f"{what} must be three finite numbers{' above 0' if positive else ''}; got {value!r}")
     return tuple(float(v) for v in value)
-
-
-def random_resized_crop_box(width, height, scale, ratio):
-    """torchvision's ``RandomResizedCrop.get_params`` for an image of this
-    size: (top, left, height, width), drawn with torch's generator in the same
-    order (10 tries of area and log-ratio, then a center crop of the ratio
-    clamped to ``ratio``)."""
-    area = height * width
-    log_ratio = torch.log(torch.tensor(ratio))
-    for _ in range(10):
-        target_area = area * torch.empty(1).uniform_(scale[0], scale[1]).item()
-        aspect = torch.exp(torch.empty(1).uniform_(log_ratio[0], log_ratio[1])).item()
-        w = int(round(math.sqrt(target_area * aspect)))
-        h = int(round(math.sqrt(target_area / aspect)))
-        if 0 < w <= width and 0 < h <= height:
-            top = torch.randint(0, height - h + 1, size=(1,)).item()
-            left = torch.randint(0, width - w + 1, size=(1,)).item()
-            return top, left, h, w
-    in_ratio = width / height
-    if in_ratio < min(ratio):
-        w, h = width, int(round(width / min(ratio)))
-    elif in_ratio > max(ratio):
-        h, w = height, int(round(height * max(ratio)))
-    else:
-        w, h = width, height
-    return (height - h) // 2, (width - w) // 2, h, w
-
-
-def resize_center_crop_plan(width, height, resize, size):
-    """torchvision's ``Resize(resize)`` then ``CenterCrop(size)`` as a box of
-    the source (left, top, width, height, in source pixels), the size
-    (width, height) that box is resampled to, and where that lands in the
-    (height, width) = ``size`` output (x, y). Where the output is larger than
-    the resized image along an axis, CenterCrop pads it with zeros: the box
-    then spans the whole source along that axis, is resampled to the resized
-    image's length, and lands at torchvision's padding offset (the left or
-    top pad, ``(out - new) // 2``); elsewhere the box is the crop and fills
-    the output."""
-    short, long = (width, height) if width <= height else (height, width)
-    new_short, new_long = resize, int(resize * long / short)
-    new_w, new_h = (new_short, new_long) if width <= height else (new_long, new_short)
-    out_h, out_w = size
-    sx, sy = width / new_w, height / new_h
-
-    def axis(new, out, scale):
-        if out > new:  # padded: the whole axis, resampled to the resized length
-            return 0.0, new * scale, new, (out - new) // 2
-        start = int(round((new - out) / 2.0))
-        return start * scale, out * scale, out, 0
-
-    left, box_w, inner_w, x = axis(new_w, out_w, sx)
-    top, box_h, inner_h, y = axis(new_h, out_h, sy)
-    return (left, top, box_w, box_h), (inner_w, inner_h), (x, y)
-
-
-#: How an image (or a clip's frames) and its target come out of a record.
-RECORD_LAYOUTS = ("msgpack", "raw", "caffe")
 
 
 class ImageDecode:
@@ -346,7 +291,7 @@ class ImageDecode:
                 elif (width, height) != size:
                     raise DecodeError(f"{_name(where, k)}: frame {f} is {width}x{height}, frame 0 "
                                       f"{size[0]}x{size[1]}: a clip's frames share one crop box")
-                box, inner, at, flip = plan
+                box, inner, _, flip = plan
                 slot = k * frames + f
                 if inner != (self.size[1], self.size[0]):
                     padded.append((k, slot, image, is_jpeg, plan))
@@ -494,74 +439,3 @@ class ClipDecode(ImageDecode):
         room = max(available - span, 0)
         start = torch.randint(0, room + 1, size=(1,)).item() if self.train else room // 2
         return [min(start + t * self.stride, available - 1) for t in range(self.frames)]
-
-
-class _NoTarget:
-    """A record without a target (raw images, callables returning the image alone)."""
-
-    def __repr__(self):
-        return "<no target>"
-
-
-_NO_TARGET = _NoTarget()
-
-
-def _targets(targets, where):
-    """The batch's targets, or None when its records hold none; records of
-    one batch must agree."""
-    missing = [t is _NO_TARGET for t in targets]
-    if all(missing):
-        return None
-    if any(missing):
-        k = missing.index(True)
-        raise TypeError(f"{_name(where, k)}: no target, where other records of the batch have one")
-    return targets
-
-
-def _fn_name(fn):
-    return getattr(fn, "__qualname__", None) or repr(fn)
-
-
-def _split_datum(record, k, where):
-    """A Caffe Datum: (the encoded image, or its raw pixels as RGB; the label)."""
-    try:
-        channels, height, width, data, label, encoded = _core.caffe_datum(record)
-    except DecodeError as e:
-        raise DecodeError(f"{_name(where, k)}: {e}") from None
-    target = 0 if label is None else label  # protobuf: an absent int32 is 0
-    if encoded:
-        return data, target
-    if channels not in (1, 3):
-        raise DecodeError(f"{_name(where, k)}: a raw-pixel Datum of {channels} channels; 1 (gray) and 3 (BGR) "
-                          f"decode")
-    planes = np.frombuffer(data, dtype=np.uint8).reshape(channels, height, width)
-    if channels == 1:
-        rgb = np.repeat(planes[0][:, :, None], 3, axis=2)
-    else:  # OpenCV's BGR planes -> interleaved RGB
-        rgb = np.ascontiguousarray(planes[::-1].transpose(1, 2, 0))
-    return rgb, target
-
-
-def _name(where, k):
-    return where(k) if where is not None else f"image {k} of the batch"
-
-
-def _pil_size(data, where, k):
-    image = _pil_open(data, where, k)
-    return image.size
-
-
-def _pil_open(data, where, k):
-    from PIL import Image
-    try:
-        return Image.open(io.BytesIO(data))
-    except Exception as e:  # PIL's UnidentifiedImageError, DecompressionBombError, OSError
-        raise DecodeError(f"{_name(where, k)}: not a decodable image ({type(e).__name__}: {e})") from None
-
-
-def _pil_rgb(data, where, k):
-    image = _pil_open(data, where, k)
-    try:
-        return np.asarray(image.convert("RGB"))
-    except Exception as e:  # truncated or corrupt pixel data
-        raise DecodeError(f"{_name(where, k)}: the image does not decode ({type(e).__name__}: {e})") from None

@@ -216,7 +216,7 @@ def test_coclr_two_clips_from_a_split_file(coclr):
 
 
 def test_clips_one_keeps_the_shape_and_a_callable_gives_frames(coclr):
-    path, frames, _ = coclr
+    path, _, _ = coclr
     keys = ["0", "3"]
     ds = lmdbloader.LmdbDataset(path, keys=keys, decode=lmdbloader.ClipDecode(64, frames=4, clips=1))
     assert ds[0].shape == (4, 3, 64, 64)  # no target in the record, none given

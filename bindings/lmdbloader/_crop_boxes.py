@@ -1,0 +1,60 @@
+"""Where torchvision's recipes cut an image: RandomResizedCrop's draws and
+Resize + CenterCrop's box (with its padding), as boxes of the source that
+the fused decoder resamples to the output."""
+
+import math
+
+import torch
+
+
+def random_resized_crop_box(width, height, scale, ratio):
+    """torchvision's ``RandomResizedCrop.get_params`` for an image of this
+    size: (top, left, height, width), drawn with torch's generator in the same
+    order (10 tries of area and log-ratio, then a center crop of the ratio
+    clamped to ``ratio``)."""
+    area = height * width
+    log_ratio = torch.log(torch.tensor(ratio))
+    for _ in range(10):
+        target_area = area * torch.empty(1).uniform_(scale[0], scale[1]).item()
+        aspect = torch.exp(torch.empty(1).uniform_(log_ratio[0], log_ratio[1])).item()
+        w = int(round(math.sqrt(target_area * aspect)))
+        h = int(round(math.sqrt(target_area / aspect)))
+        if 0 < w <= width and 0 < h <= height:
+            top = torch.randint(0, height - h + 1, size=(1,)).item()
+            left = torch.randint(0, width - w + 1, size=(1,)).item()
+            return top, left, h, w
+    in_ratio = width / height
+    if in_ratio < min(ratio):
+        w, h = width, int(round(width / min(ratio)))
+    elif in_ratio > max(ratio):
+        h, w = height, int(round(height * max(ratio)))
+    else:
+        w, h = width, height
+    return (height - h) // 2, (width - w) // 2, h, w
+
+
+def resize_center_crop_plan(width, height, resize, size):
+    """torchvision's ``Resize(resize)`` then ``CenterCrop(size)`` as a box of
+    the source (left, top, width, height, in source pixels), the size
+    (width, height) that box is resampled to, and where that lands in the
+    (height, width) = ``size`` output (x, y). Where the output is larger than
+    the resized image along an axis, CenterCrop pads it with zeros: the box
+    then spans the whole source along that axis, is resampled to the resized
+    image's length, and lands at torchvision's padding offset (the left or
+    top pad, ``(out - new) // 2``); elsewhere the box is the crop and fills
+    the output."""
+    short, long = (width, height) if width <= height else (height, width)
+    new_short, new_long = resize, int(resize * long / short)
+    new_w, new_h = (new_short, new_long) if width <= height else (new_long, new_short)
+    out_h, out_w = size
+    sx, sy = width / new_w, height / new_h
+
+    def axis(new, out, scale):
+        if out > new:  # padded: the whole axis, resampled to the resized length
+            return 0.0, new * scale, new, (out - new) // 2
+        start = int(round((new - out) / 2.0))
+        return start * scale, out * scale, out, 0
+
+    left, box_w, inner_w, x = axis(new_w, out_w, sx)
+    top, box_h, inner_h, y = axis(new_h, out_h, sy)
+    return (left, top, box_w, box_h), (inner_w, inner_h), (x, y)

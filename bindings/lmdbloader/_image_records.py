@@ -1,0 +1,84 @@
+"""How an image (or a clip's frames) and its target come out of a record
+(ImageDecode's ``record=``): targets, Caffe Datums, and PIL for what the
+JPEG path does not decode."""
+
+import io
+
+import numpy as np
+
+from . import _core
+from .errors import DecodeError
+
+#: How an image (or a clip's frames) and its target come out of a record.
+RECORD_LAYOUTS = ("msgpack", "raw", "caffe")
+
+
+class _NoTarget:
+    """A record without a target (raw images, callables returning the image alone)."""
+
+    def __repr__(self):
+        return "<no target>"
+
+
+_NO_TARGET = _NoTarget()
+
+
+def _targets(targets, where):
+    """The batch's targets, or None when its records hold none; records of
+    one batch must agree."""
+    missing = [t is _NO_TARGET for t in targets]
+    if all(missing):
+        return None
+    if any(missing):
+        k = missing.index(True)
+        raise TypeError(f"{_name(where, k)}: no target, where other records of the batch have one")
+    return targets
+
+
+def _fn_name(fn):
+    return getattr(fn, "__qualname__", None) or repr(fn)
+
+
+def _split_datum(record, k, where):
+    """A Caffe Datum: (the encoded image, or its raw pixels as RGB; the label)."""
+    try:
+        channels, height, width, data, label, encoded = _core.caffe_datum(record)
+    except DecodeError as e:
+        raise DecodeError(f"{_name(where, k)}: {e}") from None
+    target = 0 if label is None else label  # protobuf: an absent int32 is 0
+    if encoded:
+        return data, target
+    if channels not in (1, 3):
+        raise DecodeError(f"{_name(where, k)}: a raw-pixel Datum of {channels} channels; 1 (gray) and 3 (BGR) "
+                          f"decode")
+    planes = np.frombuffer(data, dtype=np.uint8).reshape(channels, height, width)
+    if channels == 1:
+        rgb = np.repeat(planes[0][:, :, None], 3, axis=2)
+    else:  # OpenCV's BGR planes -> interleaved RGB
+        rgb = np.ascontiguousarray(planes[::-1].transpose(1, 2, 0))
+    return rgb, target
+
+
+def _name(where, k):
+    return where(k) if where is not None else f"image {k} of the batch"
+
+
+def _pil_size(data, where, k):
+    image = _pil_open(data, where, k)
+    return image.size
+
+
+def _pil_open(data, where, k):
+    from PIL import Image
+    try:
+        return Image.open(io.BytesIO(data))
+    except Exception as e:  # PIL's UnidentifiedImageError, DecompressionBombError, OSError
+        raise DecodeError(f"{_name(where, k)}: not a decodable image ({type(e).__name__}: {e})") from None
+
+
+def _pil_rgb(data, where, k):
+    image = _pil_open(data, where, k)
+    try:
+        return np.asarray(image.convert("RGB"))
+    except Exception as e:  # truncated or corrupt pixel data
+        raise DecodeError(f"{_name(where, k)}: the image does not decode ({type(e).__name__}: {e})") from None
