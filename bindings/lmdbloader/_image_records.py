@@ -48,15 +48,29 @@ def _split_datum(record, k, where):
     target = 0 if label is None else label  # protobuf: an absent int32 is 0
     if encoded:
         return data, target
+    return bgr_planes(data, channels, height, width, k, where), target
+
+
+def bgr_planes(data, channels, height, width, k, where):
+    """Caffe's raw pixels (channels x height x width bytes, BGR planes as
+    OpenCV's) -> RGB pixels (height, width, 3)."""
     if channels not in (1, 3):
-        raise DecodeError(f"{_name(where, k)}: a raw-pixel Datum of {channels} channels; 1 (gray) and 3 (BGR) "
-                          f"decode")
+        raise DecodeError(f"{_name(where, k)}: raw pixels of {channels} channels; 1 (gray) and 3 (BGR) decode")
+    if height <= 0 or width <= 0 or len(data) != channels * height * width:
+        raise DecodeError(f"{_name(where, k)}: {len(data)} bytes of raw pixels for {channels} x {height} x {width}")
     planes = np.frombuffer(data, dtype=np.uint8).reshape(channels, height, width)
     if channels == 1:
-        rgb = np.repeat(planes[0][:, :, None], 3, axis=2)
-    else:  # OpenCV's BGR planes -> interleaved RGB
-        rgb = np.ascontiguousarray(planes[::-1].transpose(1, 2, 0))
-    return rgb, target
+        return np.repeat(planes[0][:, :, None], 3, axis=2)
+    return np.ascontiguousarray(planes[::-1].transpose(1, 2, 0))
+
+
+def converted_pixels(fields, k, where):
+    """The raw pixels of a Datum as ``convert --record caffe`` writes them
+    ({"pixels", "channels", "height", "width", "label"})."""
+    dims = [fields.get(name) for name in ("channels", "height", "width")]
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in dims):
+        raise DecodeError(f"{_name(where, k)}: a 'pixels' record needs integer channels, height and width")
+    return bgr_planes(fields["pixels"], *dims, k, where)
 
 
 def _name(where, k):

@@ -29,7 +29,7 @@ import torch
 from . import _core
 from ._crop_boxes import random_resized_crop_box, resize_center_crop_plan  # noqa: F401 (public here)
 from ._image_records import (RECORD_LAYOUTS, _NO_TARGET, _fn_name, _name, _pil_rgb, _pil_size, _split_datum,
-                             _targets)
+                             _targets, converted_pixels)
 from .errors import DecodeError
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -215,6 +215,8 @@ class ImageDecode:
             raise DecodeError(f"{_name(where, k)}: the record is not a msgpack map")
         if self.field is None:
             image = record
+        elif self.field not in fields and isinstance(fields.get("pixels"), bytes) and not self._list_is_frames:
+            image = converted_pixels(fields, k, where)  # a raw-pixel Datum, converted
         else:
             if self.field not in fields:
                 raise DecodeError(f"{_name(where, k)}: no field {self.field!r} (fields: {sorted(map(str, fields))})")

@@ -368,3 +368,23 @@ def test_keys_map_names_and_positions(tmp_path):
     assert ds.positions().tolist() == [2, 0]
     assert [ds.name(0), ds.name(1)] == [full.name(2), full.name(0)]
     assert ds.column("label")[ds.positions()].tolist() == [0, 0]
+
+
+def test_a_converted_caffe_corpus_reads_as_the_datums_do(tmp_path, photos):
+    """convert --record caffe writes encoded Datums as {image, label} and raw
+    ones as {pixels, channels, height, width, label}: both decode as the
+    Datums themselves do, the labels a column."""
+    items = []
+    for i, (data, label) in enumerate(photos[:4]):
+        image = Image.open(io.BytesIO(data)).convert("RGB")
+        bgr = np.asarray(image)[:, :, ::-1].transpose(2, 0, 1)
+        value = datum(bgr.tobytes(), label, False, 3, image.height, image.width) if i % 2 else datum(data, label, True)
+        items.append((b"%08d_%d.jpg" % (i, i), value))
+    src = write_lmdb(tmp_path / "caffe", items)
+    lmdbloader.convert(src, str(tmp_path / "corpus"), kind="lmdb", record="caffe")
+    by_datum = lmdbloader.LmdbDataset(src, decode=lmdbloader.ImageDecode(64, train=False, record="caffe"))
+    converted = lmdbloader.LmdbDataset(str(tmp_path / "corpus"), decode=lmdbloader.ImageDecode(64, train=False))
+    assert converted.column("label").tolist() == [label for _, label in photos[:4]]
+    for i in range(4):
+        (a, la), (b, lb) = by_datum[i], converted[i]
+        assert torch.equal(a, b) and la == lb
