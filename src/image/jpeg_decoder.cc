@@ -70,7 +70,6 @@ void OutputMessage(j_common_ptr) {}
 // is truncated", unless every row was already decoded: then its
 // jpeg_finish_decompress suspends, wherever it was in the markers after
 // the scan, and Pillow takes the image as it is.
-
 void InitSource(j_decompress_ptr) {}
 void TermSource(j_decompress_ptr) {}
 
