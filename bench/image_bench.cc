@@ -4,6 +4,12 @@
 //   FullDecode         every pixel at full size (what PIL's decode does)
 //   RegionDecode       only the box's rows and columns, full size
 //   RegionScaledDecode the box's region, shrunk in the IDCT
+//   RegionScaledDecodeToEnd  the same, then always the rows below the box
+//                      entropy-decoded and the markers after the scan read,
+//                      as PIL reads them (RegionScaledDecode does that only
+//                      when the scan below does not run into the end marker)
+//   MarkerSearch       the search for that marker, over all of each photo's
+//                      scan data (more than the part below a box)
 //   Resample           resize + flip + normalize of the decoded region alone
 //   Fused              DecodeJpegInto: RegionScaledDecode + Resample
 //   FusedFullScale     DecodeJpegInto without IDCT scaling (bit-exact path)
@@ -22,6 +28,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "image/decode_plan.h"
@@ -123,7 +130,7 @@ JpegDecodePlan Plan(const Photo& p, const OutputSpec& spec, DecodeScratch* scrat
   return plan;
 }
 
-void DecodeOnly(benchmark::State& state, bool region, bool scale) {
+void DecodeOnly(benchmark::State& state, bool region, bool scale, bool to_end = false) {
   DecodeScratch scratch;
   std::vector<uint8_t> out(Spec(scale).bytes());
   std::vector<JpegRegionRequest> requests;
@@ -135,6 +142,7 @@ void DecodeOnly(benchmark::State& state, bool region, bool scale) {
       r.x_end = p.header.width;
       r.y_end = p.header.height;
     }
+    r.read_to_end = to_end;
     requests.push_back(r);
   }
   NullSink sink;
@@ -151,6 +159,22 @@ void DecodeOnly(benchmark::State& state, bool region, bool scale) {
 void BM_FullDecode(benchmark::State& state) { DecodeOnly(state, false, false); }
 void BM_RegionDecode(benchmark::State& state) { DecodeOnly(state, true, false); }
 void BM_RegionScaledDecode(benchmark::State& state) { DecodeOnly(state, true, true); }
+void BM_RegionScaledDecodeToEnd(benchmark::State& state) { DecodeOnly(state, true, true, true); }
+
+void BM_MarkerSearch(benchmark::State& state) {
+  std::vector<std::string_view> scans;
+  for (const Photo& p : Photos()) {
+    const size_t sos = p.bytes.find("\xFF\xDA");
+    if (sos == std::string::npos) std::abort();
+    scans.push_back(std::string_view(p.bytes).substr(sos + 2));
+  }
+  int found = 0;
+  for (auto _ : state) {
+    for (std::string_view s : scans) found += NextMarker(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  }
+  benchmark::DoNotOptimize(found);
+  state.SetItemsProcessed(state.iterations() * Photos().size());
+}
 
 void BM_Resample(benchmark::State& state) {
   DecodeScratch scratch;
@@ -238,6 +262,8 @@ void BM_ResampleRgb(benchmark::State& state) {
 BENCHMARK(BM_FullDecode)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RegionDecode)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RegionScaledDecode)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RegionScaledDecodeToEnd)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MarkerSearch)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Resample)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Fused)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FusedFullScale)->Unit(benchmark::kMillisecond);

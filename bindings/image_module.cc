@@ -191,8 +191,9 @@ void RegisterImage(py::module_& m) {
         "Decodes JPEGs (bytes-like) cropped to boxes ((left, top, width, height) in source pixels), "
         "resized like PIL's BILINEAR, mirrored where flips[i] (or None), normalized for float32, into "
         "out (a writable C-contiguous buffer: image i at byte i * out_height * out_width * 3 * itemsize). "
-        "DecodeError (attribute batch_index) for an image that does not decode; ValueError for bad "
-        "arguments.");
+        "DecodeError (attribute batch_index) for an image that does not decode, or that PIL's "
+        "convert('RGB') would refuse (damage or a cut anywhere, below the box too); ValueError for "
+        "bad arguments.");
   m.def("resample_rgb", &ResampleRgb, py::arg("pixels"), py::arg("box"), py::arg("flip"), py::arg("out"),
         py::arg("out_width"), py::arg("out_height"), py::arg("layout") = "CHW", py::arg("dtype") = "float32",
         py::arg("mean") = std::array<float, 3>{0.485f, 0.456f, 0.406f},

@@ -2,7 +2,10 @@
 // decode (or the resize of raw RGB pixels), with a crop box, an output size
 // and the options taken from the input's first 8 bytes:
 //   [0] flags: 1 HWC, 2 uint8, 4 flip, 8 IDCT scaling, 16 fractional box,
-//       32 treat the rest as RGB pixels (ResampleRgbInto) instead of a JPEG
+//       32 treat the rest as RGB pixels (ResampleRgbInto) instead of a JPEG,
+//       64 the box reaches the last row (the JPEG is then read to its end
+//       marker, as PIL reads it; otherwise only the rest of the scan is
+//       searched for the marker that ends it)
 //   [1] [2] output width and height - 1
 //   [3..6] the box's left, top, width and height as fractions of the image
 //   [7] the RGB image's width - 1 (with flag 32)
@@ -19,7 +22,7 @@ namespace {
 
 constexpr uint64_t kMaxDecodedPixels = uint64_t{4} << 20;
 
-lmdbloader::CropBox Box(const uint8_t* p, uint32_t width, uint32_t height, bool fractional) {
+lmdbloader::CropBox Box(const uint8_t* p, uint32_t width, uint32_t height, bool fractional, bool to_bottom) {
   const double fl = p[0] / 255.0, ft = p[1] / 255.0, fw = p[2] / 255.0, fh = p[3] / 255.0;
   lmdbloader::CropBox box;
   box.left = fl * (width - 1);
@@ -34,6 +37,7 @@ lmdbloader::CropBox Box(const uint8_t* p, uint32_t width, uint32_t height, bool 
   }
   if (box.width <= 0) box.width = fractional ? 0.25 : 1;
   if (box.height <= 0) box.height = fractional ? 0.25 : 1;
+  if (to_bottom) box.height = height - box.top;
   return box;
 }
 
@@ -58,14 +62,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint32_t height = static_cast<uint32_t>(rest.size() / (size_t{width} * 3));
     if (height == 0) return 0;
     lmdbloader::ResampleRgbInto(reinterpret_cast<const uint8_t*>(rest.data()), width, height, size_t{width} * 3,
-                                Box(data + 3, width, height, flags & 16), spec, &scratch, out.data())
+                                Box(data + 3, width, height, flags & 16, flags & 64), spec, &scratch, out.data())
         .IgnoreError();
     return 0;
   }
   lmdbloader::ImageInfo info;
   if (!lmdbloader::ReadImageInfo(rest, &info).ok() || info.format != lmdbloader::ImageFormat::kJpeg) return 0;
   if (uint64_t{info.width} * info.height > kMaxDecodedPixels) return 0;
-  const lmdbloader::CropBox box = Box(data + 3, info.width, info.height, flags & 16);
+  const lmdbloader::CropBox box = Box(data + 3, info.width, info.height, flags & 16, flags & 64);
   lmdbloader::DecodeJpegInto(rest, box, spec, &scratch, out.data()).IgnoreError();
   return 0;
 }

@@ -74,6 +74,15 @@ def image_seeds(out):
         for k, opt in enumerate(options):
             with open(os.path.join(out, f"{name}-{k}"), "wb") as f:
                 f.write(opt + b.getvalue())
+    # Damage after the scan, where only a box reaching the last row looks
+    # (flag 64): a marker in place of the end-of-image marker, none at all.
+    b = io.BytesIO()
+    img.save(b, "JPEG", quality=75)
+    body = b.getvalue()[:-2]
+    for k, tail in enumerate([b"\xff\x05", b"\xff\xc4", b"\xff\xc0", b"", b"\x12\x34\xff\xd9"]):
+        for m, opt in enumerate([bytes([64 | 8, 31, 31, 0, 0, 255, 255, 0]), bytes([2, 15, 15, 40, 20, 100, 60, 0])]):
+            with open(os.path.join(out, f"damaged-end-{k}-{m}"), "wb") as f:
+                f.write(opt + body + tail)
     with open(os.path.join(out, "rgb"), "wb") as f:
         f.write(bytes([32 | 4, 30, 20, 5, 5, 200, 200, 52]) + np.asarray(img).tobytes())
 

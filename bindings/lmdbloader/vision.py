@@ -298,13 +298,6 @@ class ImageDecode:
                 if inner != (self.size[1], self.size[0]):
                     padded.append((k, slot, image, is_jpeg, plan))
                 elif is_jpeg:
-                    # Only the box's rows are decoded, so a file cut below
-                    # them would decode; PIL reads to the end and calls it
-                    # truncated. So does this: the end-of-image marker must
-                    # follow the (first) scan.
-                    if bytes(image[-2:]) != b"\xff\xd9" and image.rfind(b"\xff\xd9") < image.find(b"\xff\xda"):
-                        raise DecodeError(f"{_name(where, k)}: the JPEG is truncated (no end-of-image marker "
-                                          f"after its scan data)")
                     jpegs.append(image)
                     boxes.append(box)
                     flips.append(flip)

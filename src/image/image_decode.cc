@@ -121,7 +121,9 @@ Status DecodeOne(std::string_view jpeg, const CropBox& box, const OutputSpec& sp
   JpegRegionRequest& request = plan.request;
   Resampler resampler(rep);
   LMDBLOADER_RETURN_IF_ERROR(resampler.Prepare(plan.geometry, spec, out));
-  // Rows below the last one a window reads are not decoded.
+  // Rows below the last one a window reads are not decoded, unless the
+  // data below may hold what would make PIL refuse the image
+  // (jpeg_decoder.h, read_to_end).
   request.y_end = request.y_begin + resampler.rows_needed();
 
   ResampleSink sink(&resampler, request.x_begin, request.x_end);

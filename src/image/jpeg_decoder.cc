@@ -22,6 +22,7 @@ struct JpegJob {
   jpeg_decompress_struct cinfo;
   jpeg_error_mgr err;
   jpeg_progress_mgr progress;
+  jpeg_source_mgr source;
   jmp_buf jump;
   char message[JMSG_LENGTH_MAX + 96];
   // Inputs.
@@ -30,6 +31,10 @@ struct JpegJob {
   const JpegHeader* header;
   const JpegRegionRequest* request;
   RowSink* sink;
+  // Past the last row, in jpeg_finish_decompress: the end of the data ends
+  // the decode without error (ended_after_last_row).
+  bool finishing;
+  bool ended_after_last_row;
   // Outcome.
   bool sink_refused;
   bool bad_request;
@@ -50,18 +55,56 @@ void ErrorExit(j_common_ptr cinfo) {
   std::longjmp(job->jump, 1);
 }
 
-// Warnings are ignored as Pillow ignores them (corrupt data it can decode
-// around), except the end of the data before the rows asked for: jpeg_mem_src
-// then pads with an EOI marker and warns JWRN_JPEG_EOF, where Pillow raises
-// "image file is truncated".
-void EmitMessage(j_common_ptr cinfo, int level) {
-  if (level >= 0 || cinfo->err->msg_code != JWRN_JPEG_EOF) return;
-  JpegJob* job = JobOf(cinfo);
-  SetMessage(job, "Premature end of JPEG file (truncated)");
+// Warnings are ignored, as Pillow ignores them (its error manager replaces
+// error_exit and output_message only): libjpeg decodes around corrupt
+// entropy data, extraneous bytes and bogus progressions. A truncation is
+// not a warning here; the source below makes it an error.
+void EmitMessage(j_common_ptr, int) {}
+
+void OutputMessage(j_common_ptr) {}
+
+// The source: all the data at once. libjpeg asks for more only when it has
+// used every byte; jpeg_mem_src would then warn and pretend an end-of-image
+// marker, and decode the missing rows as grey. Pillow's suspending source
+// instead gets nothing more from a file at its end and raises "image file
+// is truncated", unless every row was already decoded: then its
+// jpeg_finish_decompress suspends, wherever it was in the markers after
+// the scan, and Pillow takes the image as it is.
+void InitSource(j_decompress_ptr) {}
+void TermSource(j_decompress_ptr) {}
+
+// The frame headers libjpeg reads (SOF0-2, SOF9-10); it refuses the others
+// on sight.
+bool IsFrameMarker(int marker) {
+  return marker == 0xC0 || marker == 0xC1 || marker == 0xC2 || marker == 0xC9 || marker == 0xCA;
+}
+
+boolean FillInput(j_decompress_ptr cinfo) {
+  JpegJob* job = JobOf(reinterpret_cast<j_common_ptr>(cinfo));
+  if (job->finishing && IsFrameMarker(cinfo->unread_marker)) {
+    // libjpeg-turbo 3 (which Pillow's wheels carry) refuses a second frame
+    // header as soon as it reads the marker; 2.1 only after its length, so
+    // at the end of the data it would take the image.
+    SetMessage(job, "Invalid JPEG file structure: two SOF markers");
+  } else if (job->finishing) {
+    job->ended_after_last_row = true;
+  } else {
+    SetMessage(job, "Premature end of JPEG file (truncated)");
+  }
   std::longjmp(job->jump, 1);
 }
 
-void OutputMessage(j_common_ptr) {}
+void SkipInput(j_decompress_ptr cinfo, long count) {
+  jpeg_source_mgr* src = cinfo->src;
+  if (count <= 0) return;
+  if (static_cast<unsigned long>(count) <= src->bytes_in_buffer) {
+    src->next_input_byte += count;
+    src->bytes_in_buffer -= static_cast<size_t>(count);
+    return;
+  }
+  src->bytes_in_buffer = 0;
+  FillInput(cinfo);
+}
 
 // Every scan of a progressive JPEG walks the whole image: a few hundred
 // bytes of empty scans could otherwise keep the decoder busy for minutes.
@@ -74,17 +117,50 @@ void Progress(j_common_ptr cinfo) {
   }
 }
 
+// After the rows asked for: decodes the rows below (entropy decoding only,
+// without the inverse DCT) and reads the markers after the scan, as
+// Pillow's jpeg_finish_decompress does. Skipping to the very end would only
+// mark the input done without reading it, so the last row is read. Runs
+// under RunJob's setjmp, with the same rules.
+bool ReadToEnd(JpegJob* job, JSAMPARRAY row) {
+  j_decompress_ptr cinfo = &job->cinfo;
+  const JDIMENSION last = cinfo->output_height - 1;
+  if (cinfo->output_scanline < last) {
+    const JDIMENSION skip = last - cinfo->output_scanline;
+    if (jpeg_skip_scanlines(cinfo, skip) != skip) {
+      SetMessage(job, "could not skip to the last row");
+      return false;
+    }
+  }
+  while (cinfo->output_scanline < cinfo->output_height) {
+    if (jpeg_read_scanlines(cinfo, row, 1) != 1) {
+      SetMessage(job, "libjpeg returned no row");
+      return false;
+    }
+  }
+  job->finishing = true;
+  jpeg_finish_decompress(cinfo);
+  return true;
+}
+
 // The only function that calls into libjpeg. Between setjmp and the last
 // libjpeg call no C++ object with a destructor lives in this frame, and no
 // local is read after a longjmp. Returns false with job->message set.
 bool RunJob(JpegJob* job) {
-  if (setjmp(job->jump)) return false;
+  if (setjmp(job->jump)) return job->ended_after_last_row;
   j_decompress_ptr cinfo = &job->cinfo;
   jpeg_create_decompress(cinfo);
   cinfo->client_data = job;
   cinfo->progress = &job->progress;
   cinfo->mem->max_memory_to_use = static_cast<long>(kMaxJpegDecoderBytes);
-  jpeg_mem_src(cinfo, job->data, job->size);
+  cinfo->src = &job->source;
+  job->source.next_input_byte = job->data;
+  job->source.bytes_in_buffer = job->size;
+  job->source.init_source = InitSource;
+  job->source.fill_input_buffer = FillInput;
+  job->source.skip_input_data = SkipInput;
+  job->source.resync_to_restart = jpeg_resync_to_restart;
+  job->source.term_source = TermSource;
   jpeg_read_header(cinfo, TRUE);
   const JpegHeader& h = *job->header;
   if (cinfo->image_width != h.width || cinfo->image_height != h.height) {
@@ -147,12 +223,38 @@ bool RunJob(JpegJob* job) {
     }
     job->sink->Row(row[0]);
   }
-  // The rest of the data is not read: jpeg_destroy_decompress in the caller
-  // releases everything without looking at it.
+  // A single-scan JPEG read down to the box only. Between here and the
+  // next marker that is not a restart lies only entropy-coded data, where
+  // libjpeg finds nothing worse than warnings; if that marker is the end of
+  // the image, Pillow, decoding on, would take the image. Anything else
+  // (no marker: the data was cut; another marker, which random bytes in the
+  // scan make) is decided by decoding the rest, as Pillow does.
+  if (!r.read_to_end && !jpeg_input_complete(cinfo)) {
+    const int marker = cinfo->unread_marker != 0
+                           ? cinfo->unread_marker
+                           : NextMarker(cinfo->src->next_input_byte, cinfo->src->bytes_in_buffer);
+    if (marker == JPEG_EOI) return true;
+  }
+  if (r.read_to_end || !jpeg_input_complete(cinfo)) return ReadToEnd(job, row);
+  // jpeg_destroy_decompress in the caller releases everything.
   return true;
 }
 
 }  // namespace
+
+int NextMarker(const uint8_t* p, size_t n) {
+  const uint8_t* end = p + n;
+  while (p < end) {
+    const void* ff = std::memchr(p, 0xFF, static_cast<size_t>(end - p));
+    if (ff == nullptr) return 0;
+    p = static_cast<const uint8_t*>(ff);
+    while (p < end && *p == 0xFF) ++p;
+    if (p == end) return 0;
+    if (*p != 0 && (*p < 0xD0 || *p > 0xD7)) return *p;
+    ++p;
+  }
+  return 0;
+}
 
 Status DecodeJpegRegion(std::string_view jpeg, const JpegHeader& header, const JpegRegionRequest& request,
                         RowSink* sink, bool* sink_refused) {

@@ -9,8 +9,15 @@
 // there; the region decoded therefore starts one pixel further left and
 // ends a few further right than asked where the image has them, so the
 // columns asked for match a full decode. Rows: jpeg_skip_scanlines keeps
-// the upsampler's context, and decoding stops after the last row asked for,
-// without reading the rest of the data.
+// the upsampler's context, and decoding stops after the last row asked for
+// where what follows cannot change the verdict (see read_to_end).
+//
+// Damaged data is judged as Pillow judges it (its JpegDecode.c): libjpeg's
+// warnings (corrupt entropy data, extraneous bytes, a bogus progression) are
+// ignored, its errors are errors, and data that ends before the last row is
+// truncated. Pillow then reads the markers after the scan up to the end of
+// the image (jpeg_finish_decompress), where a marker that makes no sense
+// there is an error and the end of the data is not. The same is done here.
 //
 // libjpeg reports fatal errors through a longjmp out of its error handler:
 // the function that calls libjpeg (RunJob in jpeg_decoder.cc) holds no C++
@@ -19,6 +26,7 @@
 #ifndef LMDBLOADER_SRC_IMAGE_JPEG_DECODER_H_
 #define LMDBLOADER_SRC_IMAGE_JPEG_DECODER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -42,6 +50,13 @@ struct JpegRegionRequest {
   // Columns [x_begin, x_end) and rows [y_begin, y_end) of the scaled image.
   uint32_t x_begin = 0, x_end = 0;
   uint32_t y_begin = 0, y_end = 0;
+  // After row y_end - 1, always decode the rows below (entropy decoding
+  // only) and read the markers after the scan. Without it, a single-scan
+  // JPEG whose scan data below the region runs, with restart markers only,
+  // into its end-of-image marker is not read further (nothing there could
+  // make Pillow refuse it); other data (cut, or damaged into a marker) is
+  // read to the end all the same. The verdict is the same either way.
+  bool read_to_end = false;
 };
 
 class RowSink {
@@ -57,13 +72,18 @@ class RowSink {
 };
 
 // Decodes the request's region of `jpeg`, whose header ParseJpegHeader read
-// (header.decodable). DecodeError with libjpeg's message for damaged data,
-// "truncated" when the data ends before the last row asked for, or more
-// than kMaxJpegScans scans; InvalidArgument for a request outside the
+// (header.decodable). DecodeError with libjpeg's message for damaged data
+// (anywhere, as Pillow would raise), "truncated" when the data ends before
+// the last row, or more than kMaxJpegScans scans; InvalidArgument for a request outside the
 // scaled image. When the sink's Begin refuses, returns OK with
 // *sink_refused set (the sink knows why).
 Status DecodeJpegRegion(std::string_view jpeg, const JpegHeader& header, const JpegRegionRequest& request,
                         RowSink* sink, bool* sink_refused);
+
+// The first marker in entropy-coded data p[0, n): the byte after a 0xFF
+// that is neither a stuffed 0, a fill 0xFF nor a restart marker's (0xD0 to
+// 0xD7); 0 when the data ends first.
+int NextMarker(const uint8_t* p, size_t n);
 
 }  // namespace lmdbloader
 

@@ -160,6 +160,29 @@ TEST(ImageDecodeTest, ErrorsAreStatusesThatSayWhat) {
             Status::Code::kInvalidArgument);
 }
 
+// Damage below the box (here a marker libjpeg does not know in place of
+// the end-of-image marker) is refused as PIL, which decodes every row,
+// refuses it; a cut below the box is a truncation.
+TEST(ImageDecodeTest, DamageBelowTheBoxIsRefusedAsPilRefusesIt) {
+  DecodeScratch scratch;
+  std::vector<uint8_t> out(32 * 32 * 3);
+  const std::string jpeg = EncodeJpeg(SyntheticPhoto(64, 64, 5));
+  const std::string damaged = jpeg.substr(0, jpeg.size() - 2) + "\xFF\x05";
+  const std::string cut = jpeg.substr(0, jpeg.size() - 40);
+  for (bool scale : {false, true}) {
+    const OutputSpec spec = Uint8Hwc(16, 16, scale);
+    for (const CropBox& box : {CropBox{0, 0, 64, 64}, CropBox{20, 40, 30, 24}, CropBox{0, 0, 64, 63.5},
+                               CropBox{0, 0, 64, 16}, CropBox{5, 1, 3, 2}}) {
+      EXPECT_OK(DecodeJpegInto(jpeg, box, spec, &scratch, out.data()));
+      Status s = DecodeJpegInto(damaged, box, spec, &scratch, out.data());
+      EXPECT_EQ(s.code(), Status::Code::kDecodeError) << box.top + box.height;
+      EXPECT_NE(s.message().find("Unsupported marker"), std::string::npos) << s.message();
+      s = DecodeJpegInto(cut, box, spec, &scratch, out.data());
+      EXPECT_NE(s.message().find("truncated"), std::string::npos) << s.message();
+    }
+  }
+}
+
 TEST(ImageDecodeTest, EveryTruncationIsAStatusNeverACrash) {
   JpegOptions p;
   p.progressive = true;

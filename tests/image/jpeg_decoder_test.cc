@@ -142,25 +142,85 @@ TEST(JpegDecoderTest, ARegionOutsideTheScaledImageIsInvalid) {
 }
 
 // Pillow raises "image file is truncated" when the data ends before the
-// last row; only the rows asked for are read here.
-TEST(JpegDecoderTest, TruncatedDataIsAnErrorOnlyWhereTheRegionNeedsIt) {
+// last row. A region above the cut finds it too: the rest of the data holds
+// no marker ending the scan.
+TEST(JpegDecoderTest, TruncatedDataIsAnErrorWhereverTheRegion) {
   const std::string jpeg = EncodeJpeg(SyntheticPhoto(96, 160, 4));
   const std::string half = jpeg.substr(0, jpeg.size() / 2);
+  for (const JpegRegionRequest& r : {JpegRegionRequest{8, 0, 96, 0, 16}, JpegRegionRequest{8, 0, 96, 0, 160},
+                                     JpegRegionRequest{8, 0, 96, 0, 16, true}}) {
+    CollectSink sink;
+    Status s = Decode(half, r, &sink);
+    EXPECT_EQ(s.code(), Status::Code::kDecodeError) << r.y_end;
+    EXPECT_NE(s.message().find("truncated"), std::string::npos) << s.message();
+  }
+  // Without its end-of-image marker: the decoder reads ahead of the last
+  // block, into the missing bytes, as Pillow's does.
   CollectSink top;
-  EXPECT_OK(Decode(half, JpegRegionRequest{8, 0, 96, 0, 16}, &top));
-  CollectSink all;
-  Status s = Decode(half, JpegRegionRequest{8, 0, 96, 0, 160}, &all);
-  EXPECT_EQ(s.code(), Status::Code::kDecodeError);
-  EXPECT_NE(s.message().find("truncated"), std::string::npos) << s.message();
+  EXPECT_NE(Decode(jpeg.substr(0, jpeg.size() - 2), JpegRegionRequest{8, 0, 96, 0, 16}, &top).message().find(
+                "truncated"),
+            std::string::npos);
 
   // A progressive JPEG holds every row in every scan: any truncation is fatal.
   JpegOptions p;
   p.progressive = true;
   const std::string prog = EncodeJpeg(SyntheticPhoto(96, 160, 4), p);
   CollectSink first;
-  s = Decode(prog.substr(0, prog.size() - 40), JpegRegionRequest{8, 0, 96, 0, 8}, &first);
+  Status s = Decode(prog.substr(0, prog.size() - 40), JpegRegionRequest{8, 0, 96, 0, 8}, &first);
   EXPECT_EQ(s.code(), Status::Code::kDecodeError);
   EXPECT_NE(s.message().find("truncated"), std::string::npos) << s.message();
+}
+
+// What Pillow (libjpeg with an error manager that ignores warnings, then
+// jpeg_finish_decompress) makes of damage after the rows, checked against
+// Pillow 13 by tests/python/test_image_decode_damaged.py.
+TEST(JpegDecoderTest, DamageAfterTheLastRowIsJudgedAsPillowJudgesIt) {
+  const std::string jpeg = EncodeJpeg(SyntheticPhoto(96, 64, 8));
+  ASSERT_EQ(jpeg.substr(jpeg.size() - 2), "\xFF\xD9");
+  const std::string body = jpeg.substr(0, jpeg.size() - 2);
+  struct Case {
+    std::string data;
+    const char* error;  // nullptr: decodes
+  };
+  for (const Case& c : {
+           Case{jpeg, nullptr},
+           Case{body + "\x12\x34\x56\xFF\xD9", nullptr},  // extraneous bytes: a warning
+           Case{jpeg + "trailing bytes", nullptr},           // after the end of the image
+           Case{body + "\xFF\xC4", nullptr},  // a table marker whose length the data lacks: Pillow stops there
+           Case{body + "\xFF\x05", "Unsupported marker type 0x05"},
+           Case{body + "\xFF\xC0", "two SOF markers"},
+           Case{body + "\xFF\xD8", "SOI"},
+           Case{body.substr(0, body.size() / 2) + "\xFF\xD9", nullptr},  // the scan ends early: grey rows
+           Case{body.substr(0, body.size() * 2 / 3) + "\xFF\x05" + body.substr(body.size() * 2 / 3 + 2) + "\xFF\xD9",
+                "Unsupported marker type 0x05"},
+       }) {
+    CollectSink all;
+    Status s = Decode(c.data, JpegRegionRequest{8, 0, 96, 0, 64, true}, &all);
+    if (c.error == nullptr) {
+      EXPECT_OK(s);
+      EXPECT_EQ(all.count_, 64u);
+    } else {
+      EXPECT_EQ(s.code(), Status::Code::kDecodeError) << c.error;
+      EXPECT_NE(s.message().find(c.error), std::string::npos) << s.message();
+    }
+    // A region that stops above the damage gives the same verdict.
+    CollectSink top;
+    EXPECT_EQ(Decode(c.data, JpegRegionRequest{8, 0, 96, 0, 8}, &top).code(), s.code()) << s.ToString();
+  }
+}
+
+// The rows read to the end are the rows: skipping below the region and
+// reading on changes none delivered, at every scale.
+TEST(JpegDecoderTest, ReadingToTheEndDeliversTheSameRows) {
+  const std::string jpeg = EncodeJpeg(SyntheticPhoto(80, 72, 2));
+  for (uint32_t num : {1u, 2u, 4u, 8u}) {
+    const uint32_t w = JpegScaledSize(80, num), h = JpegScaledSize(72, num);
+    CollectSink stop, to_end;
+    EXPECT_OK(Decode(jpeg, JpegRegionRequest{num, 0, w, 1, h / 2}, &stop));
+    EXPECT_OK(Decode(jpeg, JpegRegionRequest{num, 0, w, 1, h / 2, true}, &to_end));
+    EXPECT_EQ(stop.rows_, to_end.rows_) << num;
+    EXPECT_EQ(to_end.count_, h / 2 - 1) << num;
+  }
 }
 
 TEST(JpegDecoderTest, StoppingBeforeTheLastRowIsNotATruncation) {

@@ -278,3 +278,29 @@ def test_worker_rss_stays_under_budget_plus_ring_and_scratch(tmp_path):
         grown = statm_rss(pid) - first
         # budget + ring (4 slots of 1.25 batches) + scratch and allocator slack
         assert grown < (1 << 20) + 4 * batch_bytes * 1.25 + (24 << 20), f"worker grew {grown / 2**20:.1f} MiB"
+
+
+def test_damaged_jpegs_are_refused_as_pil_refuses_them():
+    """The decoder's own verdict (tests/python/test_image_decode_damaged.py
+    checks it at length): a JPEG whose end-of-image marker became another
+    marker decodes where PIL decodes it, or is refused where PIL refuses it,
+    and one cut below every box is truncated."""
+    good = jpeg(photo(3, 120, 90))
+    body = good[:-2]
+    decode = lmdbloader.ImageDecode(32, field=None, target=None)
+
+    def pil_decodes(data):
+        try:
+            Image.open(io.BytesIO(data)).convert("RGB")
+            return True
+        except OSError:
+            return False
+
+    for tail, decodes in ((b"\xff\xc4", True), (b"\xff\x05", False), (b"", False)):
+        assert pil_decodes(body + tail) == decodes
+        for _ in range(5):  # several boxes, drawn from torch's generator
+            if decodes:
+                assert decode(body + tail).shape == (3, 32, 32)
+            else:
+                with pytest.raises(lmdbloader.DecodeError, match="marker|truncated"):
+                    decode(body + tail)
