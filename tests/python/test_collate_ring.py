@@ -27,7 +27,7 @@ from lmdbloader import _ring_main as ring_main
 from lmdbloader import _ring_worker as ring_worker
 
 sys.path.insert(0, os.path.dirname(__file__))
-from ring_samples import Numbered, Samples, first_byte_and_record  # noqa: E402
+from ring_samples import Numbered, Samples, Uneven, first_byte_and_record  # noqa: E402
 
 RECORD = 16 << 10
 RECORDS = 96
@@ -795,6 +795,27 @@ def test_rings_of_an_epoch_cut_short_or_a_deleted_loader_give_their_memory_back(
     stats = collate.stats()
     assert stats["in_ring"] == stats["batches"] and stats["fallback_full"] == 0, stats
 
+
+def test_a_worker_that_runs_out_first_exits_with_every_batch_of_it_received_intact():
+    """An IterableDataset whose first worker runs out early: torch tells that
+    worker to exit (retiring its ring) only after it read the worker's last
+    batch, so none of its batches is freed unreceived; the kept ones stay
+    intact after it exited, and equal default_collate's."""
+    lengths, batch = [2 * 4, 8 * 4], 4
+    loader = DataLoader(Uneven(lengths), batch_size=batch, num_workers=2, collate_fn=lmdbloader.Collate(), timeout=60)
+    it = iter(loader)
+    kept = [next(it) for _ in range(6)]  # worker 0's two batches and four of worker 1's, alternating
+    it._workers[0].join(timeout=30)
+    assert it._workers[0].exitcode == 0, "the worker that ran out did not exit"
+    kept += list(it)
+    expected = []
+    for k, n in enumerate(lengths):
+        samples = [{"x": torch.full((4096,), float(i)), "label": i} for i in range(1000 * k, 1000 * k + n)]
+        expected += [default_collate(samples[j:j + batch]) for j in range(0, n, batch)]
+    assert sorted(int(b["label"][0]) for b in kept) == sorted(int(b["label"][0]) for b in expected)
+    by_first = {int(b["label"][0]): b for b in expected}
+    for b in kept:
+        same(b, by_first[int(b["label"][0])])
 
 def _jpeg_corpus(path, records):
     from PIL import Image
