@@ -817,6 +817,22 @@ def test_a_worker_that_runs_out_first_exits_with_every_batch_of_it_received_inta
     for b in kept:
         same(b, by_first[int(b["label"][0])])
 
+def test_a_batch_received_after_its_ring_was_retired_is_an_error_not_zeros():
+    """A batch that a worker's exit freed (never claimed) cannot be built
+    afterwards: its slot's bytes are no longer the batch's."""
+    ring = lmdbloader._core.BatchRing.create(2, 4096)
+    slot, generation = ring.acquire()
+    ring.reserve(slot, 4096)
+    memoryview(ring).cast("B")[ring.slot_offset(slot)] = 7
+    ring_main._attached["retired-test"] = (os.getpid(), ring)
+    try:
+        ring.retire()  # what the worker does as it exits
+        assert ring.generation(slot) == 0 and ring.reserved_bytes == 4096
+        with pytest.raises(RuntimeError, match="arrived after the worker gave up its ring"):
+            ring_main._rebuild_tensor("retired-test", None, os.getpid(), slot, generation, 0, torch.uint8, (4,))
+    finally:
+        del ring_main._attached["retired-test"]
+
 def _jpeg_corpus(path, records):
     from PIL import Image
     buf = io.BytesIO()
