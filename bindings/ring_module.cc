@@ -71,6 +71,8 @@ void RegisterRing(py::module_& m) {
         ThrowIfError(s);
       }, py::arg("slot"), py::arg("bytes"))
       .def("release", &BatchRing::Release)
+      .def("claim", &BatchRing::Claim)
+      .def("claimed", &BatchRing::claimed)
       .def("return_free_slots", &BatchRing::ReturnFreeSlots, py::call_guard<py::gil_scoped_release>())
       .def("retire", &BatchRing::Retire, py::call_guard<py::gil_scoped_release>())
       .def("generation", &BatchRing::generation)

@@ -58,20 +58,15 @@ def _alive(pid):
 
 def _drop_rings_of_exited_workers():
     """Rings whose worker has exited, dropped when another ring arrives. A
-    worker that exits normally has retired its rings (their memory goes back
-    as their batches are dropped); one that was killed has not, so it is
-    done here. A slot held with no batch of it in this process holds a batch
-    that was never received (its pickle was left in the DataLoader's queue
-    when the iterator shut down): nothing will read it, so it is freed."""
+    worker that exits normally has retired its rings: the memory of their
+    free slots and of batches never received (left in the DataLoader's queue
+    when its iterator shut down) went back then, a received batch's goes back
+    as it is dropped. One that was killed has not, so it is done here."""
     for key, (owner, ring) in list(_attached.items()):
         if _alive(owner):
             continue
         del _attached[key]
         ring.retire()
-        for slot in range(ring.slots):
-            generation = ring.generation(slot)
-            if generation and (key, slot, generation) not in _leases:
-                ring.release(slot, generation)
 
 
 def _rebuild_tensor(key, carrier, pid, slot, generation, offset, dtype, shape):
@@ -85,7 +80,12 @@ def _rebuild_tensor(key, carrier, pid, slot, generation, offset, dtype, shape):
             entry = _attached[key] = (pid, _core.BatchRing.attach(carrier.detach()))
         lease = _leases.get((key, slot, generation))
         if lease is None:
-            lease = _leases[(key, slot, generation)] = _core.RingLease(entry[1], slot, generation)
+            try:
+                lease = _core.RingLease(entry[1], slot, generation)
+            except ValueError as e:
+                raise RuntimeError(f"lmdbloader.collate: a batch of worker {pid} arrived after the worker gave up "
+                                   f"its ring ({e})") from None
+            _leases[(key, slot, generation)] = lease
     return torch.frombuffer(lease, dtype=dtype, count=math.prod(shape), offset=offset).view(shape)
 
 

@@ -166,12 +166,18 @@ def _worker_rings(config, info):
 
 
 def _retire_rings_at_exit():
-    """When this worker exits, its rings give their free slots' memory back
-    and have the main process give back each held slot's when its batch is
-    dropped: an epoch's rings do not outlive its batches. A DataLoader worker
-    leaves through multiprocessing, which runs these finalizers on the way
-    out (not atexit: it ends with os._exit). A worker killed before it can
-    is retired by the main process when it next receives a ring."""
+    """When this worker exits, its rings give back the memory of their free
+    slots and of the batches the main process never received (those left in
+    the DataLoader's queue when it shut its workers down, as it does at the
+    end of an epoch, cut short or not, and when the loader goes), and have
+    the main process give back each received batch's when it is dropped: an
+    epoch's rings do not outlive its batches. A worker exits only once the
+    main process reads nothing more of it (torch's _shutdown_workers stops
+    its pin-memory thread first; an exhausted IterableDataset worker is told
+    to exit after its last batch was read). A DataLoader worker leaves
+    through multiprocessing, which runs these finalizers on the way out (not
+    atexit: it ends with os._exit). A worker killed before it can is retired
+    by the main process when it next receives a ring."""
     global _retiring_in
     if _retiring_in == os.getpid():
         return

@@ -20,8 +20,12 @@ waiting on that worker (``prefetch_factor``), one for the batch the consumer
 holds and one for the batch it still holds while asking for the next. A slot
 takes memory only when a batch first needs it, and only as much as the
 largest batch it has held, so a worker's ring holds no more than the batches
-it has had in flight at once. When a worker exits, its ring's free slots give
-their memory back at once and each held one when its batch is dropped.
+it has had in flight at once. When a worker exits (the end of an epoch without
+persistent workers, run out or cut short by ``break``; the loader deleted),
+its ring's free slots give their memory back at once, so do those of batches
+it made that the main process never received (prefetched batches a ``break``
+leaves in the DataLoader's queue), and each received one when its batch is
+dropped.
 
 The output equals ``default_collate``'s: same structure, types, dtypes, shapes
 and values. Outside a worker (``num_workers=0``) this is ``default_collate``.

@@ -13,11 +13,13 @@
 // Layout: one header page (magic, slot count, slot size, the retired flag,
 // then one 64-bit state word per slot), then the slots, each page-aligned. A
 // slot's state is 0 when free and the generation of the batch in it when
-// held. The producer takes a free slot (Acquire), fills it and hands
-// (slot, generation) on; the holder frees it (Release) when nothing refers to
-// the batch any more. Release names the generation, so a late or repeated
+// held, marked claimed once a receiver has taken the batch. The producer
+// takes a free slot (Acquire), fills it and hands (slot, generation) on; the
+// receiver claims it (Lease::Take) and frees it (Release) when nothing refers
+// to the batch any more. Release names the generation, so a late or repeated
 // release never frees a slot's next batch. State words are lock-free atomics
-// in the shared mapping: any process that maps the segment may release.
+// in the shared mapping: any process that maps the segment may claim and
+// release.
 //
 // Backing: a memfd (Linux 3.17; no name, nothing in /dev/shm, freed when the
 // last descriptor and mapping are gone, whoever dies first), else a POSIX
@@ -30,10 +32,12 @@
 // clear error, never a SIGBUS when the page is first written. Pages go back
 // to the system (a hole punched in the segment) when the producer gives up a
 // free slot (ReturnFreeSlots), and once the producer is gone (Retire): its
-// free slots at once, each held one when its batch is released.
+// free slots and those whose batch no receiver claimed at once (a batch sent
+// into a queue that is never read again: a DataLoader epoch cut short), each
+// claimed one when its batch is released.
 //
 // Thread-safety: Acquire, Reserve and ReturnFreeSlots are for one producer
-// thread of the ring's creator; Release, Retire and the accessors may be
+// thread of the ring's creator; Claim, Release, Retire and the accessors may be
 // called from any thread of any process mapping the ring.
 // Fork: a forked child inherits the mapping and the slots its parent holds;
 // it must not release those (that would free them under the parent) nor
@@ -126,22 +130,32 @@ class BatchRing {
   // (ENOSPC, ENOMEM) when the memory cannot be had; nothing of this call is
   // left reserved then.
   Status Reserve(uint32_t slot, uint64_t bytes);
-  // Frees `slot` if it still holds `generation`; false otherwise (already
-  // freed, or out of range). On a retired ring the slot's memory goes back to
-  // the system too.
+  // Frees `slot` if it still holds `generation`, claimed or not; false
+  // otherwise (already freed, or out of range). On a retired ring the slot's
+  // memory goes back to the system too.
   bool Release(uint32_t slot, uint64_t generation);
+  // Marks the batch of `generation` in `slot` as received, so that Retire
+  // leaves it to its receiver: true if it was held and unclaimed, false when
+  // the slot no longer holds it (Retire freed it, or a release did) or it is
+  // claimed already. Lease::Take claims; a receiver claims once per batch.
+  bool Claim(uint32_t slot, uint64_t generation);
   // Gives the memory of every free slot back to the system (creator only;
   // a slot taken later is reserved again). Returns the bytes given back.
   uint64_t ReturnFreeSlots();
   // The producer is gone, or about to be: marks the ring retired (in the
-  // shared header, for every process mapping it) and gives back the memory of
-  // every free slot; a held slot's goes back when its batch is released. The
-  // creator must not Acquire after this. Call it from the creator as it
-  // exits, or from a process that knows the creator has exited.
+  // shared header, for every process mapping it), frees every slot whose
+  // batch no receiver has claimed (nobody will receive it now: a later Claim
+  // of it fails, so its zeroed bytes are never taken for the batch), and
+  // gives back the memory of every free slot; a claimed slot's goes back when
+  // its batch is released. The creator must not Acquire after this. Call it
+  // from the creator as it exits, once nothing it sent will be received, or
+  // from a process that knows the creator has exited.
   void Retire();
   bool retired() const;
   // The generation of the batch in `slot`, 0 when free (or out of range).
   uint64_t generation(uint32_t slot) const;
+  // Whether a receiver has claimed the batch in `slot`.
+  bool claimed(uint32_t slot) const;
   // Slots held now.
   uint32_t held() const;
 
@@ -177,10 +191,11 @@ class BatchRing {
 // Thread-safety: a Lease is immutable after Take; destroy it once.
 class BatchRing::Lease {
  public:
-  // Holds `slot` of `ring`, which the batch of `generation` fills, for the
-  // calling process. InvalidArgument when the ring has no such slot. A
-  // generation the slot no longer holds is not an error: the destructor's
-  // release then frees nothing (Release's rule).
+  // Claims the batch of `generation` in `slot` of `ring` and holds it for the
+  // calling process. InvalidArgument when the ring has no such slot, or the
+  // slot no longer holds that batch unclaimed (its producer retired the ring
+  // before the batch was received, or the batch was leased already): its
+  // bytes are not the batch's.
   static Status Take(std::shared_ptr<BatchRing> ring, uint32_t slot, uint64_t generation,
                      std::unique_ptr<Lease>* out);
 

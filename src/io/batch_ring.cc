@@ -20,6 +20,10 @@ constexpr uint64_t kMagic = 0x474e4952'4c444d4cull;  // "LMDLRING" little-endian
 constexpr uint64_t kPage = BatchRing::kHeaderBytes;  // the header is one page; slots are whole pages
 constexpr uint64_t kRetiredAt = 24;  // header: magic, slots, slot bytes, retired flag
 constexpr uint64_t kStatesAt = 64;   // then the state words
+// A held slot's state word: the batch's generation, with this bit set once a
+// receiver has claimed the batch (Lease::Take). Generations count up from 1
+// in one producer and never reach it.
+constexpr uint64_t kClaimed = uint64_t{1} << 63;
 
 constexpr EnumName<RingBacking> kBackings[] = {
     {RingBacking::kAuto, "auto"}, {RingBacking::kMemfd, "memfd"}, {RingBacking::kShm, "shm"}};
@@ -187,14 +191,24 @@ Status BatchRing::Reserve(uint32_t slot, uint64_t bytes) {
 }
 
 bool BatchRing::Release(uint32_t slot, uint64_t generation) {
-  if (slot >= slots_ || generation == 0) return false;
-  uint64_t expected = generation;
+  if (slot >= slots_ || generation == 0 || (generation & kClaimed) != 0) return false;
+  uint64_t expected = __atomic_load_n(state(slot), __ATOMIC_SEQ_CST);
   // Sequentially consistent with Retire: either this sees the ring retired
-  // and gives the slot back, or Retire sees the slot free and does.
-  if (!__atomic_compare_exchange_n(state(slot), &expected, 0, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-    return false;
+  // and gives the slot back, or Retire sees the slot free and does. A failed
+  // exchange reloads `expected`: a claim that lands meanwhile is retried.
+  do {
+    if ((expected & ~kClaimed) != generation) return false;
+  } while (!__atomic_compare_exchange_n(state(slot), &expected, 0, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
   if (__atomic_load_n(retired_word(), __ATOMIC_SEQ_CST) != 0) GiveBack(slot);
   return true;
+}
+
+bool BatchRing::Claim(uint32_t slot, uint64_t generation) {
+  if (slot >= slots_ || generation == 0 || (generation & kClaimed) != 0) return false;
+  uint64_t expected = generation;
+  // Against Retire's exchange of an unclaimed slot: one of the two wins.
+  return __atomic_compare_exchange_n(state(slot), &expected, generation | kClaimed, false, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_SEQ_CST);
 }
 
 uint64_t BatchRing::GiveBack(uint32_t slot) {
@@ -218,14 +232,25 @@ uint64_t BatchRing::ReturnFreeSlots() {
 
 void BatchRing::Retire() {
   __atomic_store_n(retired_word(), 1, __ATOMIC_SEQ_CST);
-  for (uint32_t i = 0; i < slots_; ++i)
-    if (__atomic_load_n(state(i), __ATOMIC_SEQ_CST) == 0) GiveBack(i);
+  for (uint32_t i = 0; i < slots_; ++i) {
+    uint64_t expected = __atomic_load_n(state(i), __ATOMIC_SEQ_CST);
+    // A batch sent and never claimed (left in a queue nobody reads) is freed
+    // here: no receiver will release it. A claimed one is its holder's.
+    while (expected != 0 && (expected & kClaimed) == 0 &&
+           !__atomic_compare_exchange_n(state(i), &expected, 0, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    }
+    if ((expected & kClaimed) == 0) GiveBack(i);
+  }
 }
 
 bool BatchRing::retired() const { return __atomic_load_n(retired_word(), __ATOMIC_ACQUIRE) != 0; }
 
 uint64_t BatchRing::generation(uint32_t slot) const {
-  return slot < slots_ ? __atomic_load_n(state(slot), __ATOMIC_ACQUIRE) : 0;
+  return slot < slots_ ? __atomic_load_n(state(slot), __ATOMIC_ACQUIRE) & ~kClaimed : 0;
+}
+
+bool BatchRing::claimed(uint32_t slot) const {
+  return slot < slots_ && (__atomic_load_n(state(slot), __ATOMIC_ACQUIRE) & kClaimed) != 0;
 }
 
 uint64_t BatchRing::reserved_bytes() const {
@@ -243,6 +268,9 @@ uint32_t BatchRing::held() const {
 Status BatchRing::Lease::Take(std::shared_ptr<BatchRing> ring, uint32_t slot, uint64_t generation,
                               std::unique_ptr<Lease>* out) {
   if (!ring || slot >= ring->slots()) return Status::InvalidArgument("no slot " + std::to_string(slot) + " in this ring");
+  if (!ring->Claim(slot, generation))
+    return Status::InvalidArgument("slot " + std::to_string(slot) + " of the batch ring no longer holds batch " +
+                                   std::to_string(generation) + " (freed by its producer, or claimed already)");
   out->reset(new Lease(std::move(ring), slot, generation, ::getpid()));
   return Status::OK();
 }

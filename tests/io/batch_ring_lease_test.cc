@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <memory>
+#include <string>
 
 #include "lmdbloader/batch_ring.h"
 #include "test_util.h"
@@ -87,7 +88,7 @@ TEST(BatchRingLeaseTest, ALeaseOnASlotTheRingLacksIsInvalidArgument) {
   EXPECT_EQ(lease, nullptr);
 }
 
-TEST(BatchRingLeaseTest, ALateLeaseFreesNotTheSlotsNextBatch) {
+TEST(BatchRingLeaseTest, ALateLeaseIsRefusedAndFreesNotTheSlotsNextBatch) {
   std::shared_ptr<BatchRing> ring = MakeRing(1, 4096);
   uint32_t slot = 0;
   uint64_t first = 0, second = 0;
@@ -95,9 +96,28 @@ TEST(BatchRingLeaseTest, ALateLeaseFreesNotTheSlotsNextBatch) {
   ASSERT_TRUE(ring->Release(slot, first));
   ASSERT_TRUE(ring->Acquire(&slot, &second));
   std::unique_ptr<BatchRing::Lease> stale;
-  ASSERT_OK(BatchRing::Lease::Take(ring, slot, first, &stale));
-  stale.reset();
-  EXPECT_EQ(ring->generation(slot), second) << "a lease of an old generation freed the next batch";
+  Status s = BatchRing::Lease::Take(ring, slot, first, &stale);
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("no longer holds batch"), std::string::npos) << s.ToString();
+  EXPECT_EQ(stale, nullptr);
+  EXPECT_EQ(ring->generation(slot), second) << "a lease of an old generation touched the next batch";
+  EXPECT_FALSE(ring->claimed(slot)) << "a refused lease must not claim the next batch";
+}
+
+TEST(BatchRingLeaseTest, TakingALeaseClaimsTheBatchOnce) {
+  std::shared_ptr<BatchRing> ring = MakeRing(1, 4096);
+  uint32_t slot = 0;
+  uint64_t generation = 0;
+  std::unique_ptr<BatchRing::Lease> lease = LeaseNewBatch(ring, &slot, &generation);
+  ASSERT_NE(lease, nullptr);
+  EXPECT_TRUE(ring->claimed(slot));
+  std::unique_ptr<BatchRing::Lease> second;
+  EXPECT_EQ(BatchRing::Lease::Take(ring, slot, generation, &second).code(), Status::Code::kInvalidArgument)
+      << "two leases of one batch would free it under each other";
+  ring->Retire();
+  EXPECT_EQ(ring->generation(slot), generation) << "retiring must leave a received batch to its lease";
+  lease.reset();
+  EXPECT_EQ(ring->held(), 0u);
 }
 
 TEST(BatchRingLayoutTest, OffsetsAndSizeAgreeWithTheRing) {

@@ -200,6 +200,7 @@ TEST(BatchRingTest, ARetiredRingGivesBackFreeSlotsAtOnceAndHeldOnesAtRelease) {
       std::memset(producer->slot_data(slot[i]), 0x70 + i, 64 << 10);
     }
     ASSERT_OK(BatchRing::Attach(::dup(producer->fd()), &consumer));
+    for (int i = 0; i < 2; ++i) ASSERT_TRUE(consumer->Claim(slot[i], gen[i]));  // both received
     ASSERT_TRUE(consumer->Release(slot[0], gen[0]));  // the consumer is done with batch 0
     EXPECT_EQ(consumer->reserved_bytes(), 4096u + 2 * (64u << 10)) << "a live producer's slots stay reserved";
     held_slot = slot[1];
@@ -229,6 +230,7 @@ TEST(BatchRingTest, AConsumerRetiresTheRingOfAProducerThatDiedWithoutDoingSo) {
     }
     ASSERT_TRUE(producer->Release(slot[0], gen[0]));
     ASSERT_OK(BatchRing::Attach(::dup(producer->fd()), &consumer));
+    ASSERT_TRUE(consumer->Claim(slot[1], gen[1]));
   }
   EXPECT_EQ(consumer->reserved_bytes(), 4096u + 2 * (64u << 10));
   consumer->Retire();  // the free slot, whole: this process never knew how much of it was used
@@ -237,6 +239,58 @@ TEST(BatchRingTest, AConsumerRetiresTheRingOfAProducerThatDiedWithoutDoingSo) {
   EXPECT_EQ(consumer->reserved_bytes(), 4096u + (64u << 10));
   ASSERT_TRUE(consumer->Release(slot[1], gen[1]));
   EXPECT_EQ(consumer->reserved_bytes(), 4096u);
+}
+
+// A DataLoader epoch cut short: the producer sent batches into a queue that
+// is never read again, then exits. Retiring frees them and gives their
+// memory back at once; the batch the consumer did receive stays intact
+// until released, and a late claim of a freed batch is refused rather than
+// taken for its (now zeroed) bytes.
+TEST(BatchRingTest, RetiringFreesTheBatchesNoReceiverClaimed) {
+  std::unique_ptr<BatchRing> consumer;
+  uint32_t slot[3];
+  uint64_t gen[3];
+  {
+    std::unique_ptr<BatchRing> producer;
+    ASSERT_OK(BatchRing::Create(4, 64 << 10, RingBacking::kMemfd, &producer));
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(producer->Acquire(&slot[i], &gen[i]));
+      ASSERT_OK(producer->Reserve(slot[i], 64 << 10));
+      std::memset(producer->slot_data(slot[i]), 0x40 + i, 64 << 10);
+    }
+    ASSERT_OK(BatchRing::Attach(::dup(producer->fd()), &consumer));
+    ASSERT_TRUE(consumer->Claim(slot[0], gen[0]));
+    EXPECT_FALSE(consumer->Claim(slot[0], gen[0])) << "a batch is claimed once";
+    EXPECT_TRUE(consumer->claimed(slot[0]));
+    EXPECT_FALSE(consumer->claimed(slot[1]));
+    EXPECT_EQ(consumer->generation(slot[0]), gen[0]) << "the claim mark is not part of the generation";
+    EXPECT_EQ(producer->held(), 3u);
+    producer->Retire();
+    EXPECT_EQ(producer->held(), 1u) << "the two batches nobody received are freed";
+  }
+  EXPECT_EQ(consumer->reserved_bytes(), 4096u + (64u << 10)) << "only the received batch keeps memory";
+  for (int i = 0; i < (64 << 10); ++i) ASSERT_EQ(consumer->slot_data(slot[0])[i], 0x40) << "received batch at " << i;
+  EXPECT_FALSE(consumer->Claim(slot[1], gen[1])) << "a batch freed by Retire must not be claimed";
+  EXPECT_EQ(consumer->generation(slot[1]), 0u);
+  ASSERT_TRUE(consumer->Release(slot[0], gen[0]));
+  EXPECT_EQ(consumer->reserved_bytes(), 4096u);
+}
+
+TEST(BatchRingTest, AClaimedOrUnclaimedBatchIsReleasedByItsGenerationOnly) {
+  std::unique_ptr<BatchRing> ring;
+  ASSERT_OK(BatchRing::Create(2, 4096, RingBacking::kAuto, &ring));
+  uint32_t a, b;
+  uint64_t ga, gb;
+  ASSERT_TRUE(ring->Acquire(&a, &ga));
+  ASSERT_TRUE(ring->Acquire(&b, &gb));
+  ASSERT_TRUE(ring->Claim(b, gb));
+  EXPECT_FALSE(ring->Claim(b, gb + 1)) << "another generation's claim";
+  EXPECT_FALSE(ring->Release(b, gb | (uint64_t{1} << 63))) << "the claim mark names no batch";
+  EXPECT_FALSE(ring->Release(b, gb + 1));
+  EXPECT_TRUE(ring->Release(a, ga)) << "an unclaimed batch (a producer abandoning it)";
+  EXPECT_TRUE(ring->Release(b, gb)) << "a claimed batch (its receiver done with it)";
+  EXPECT_EQ(ring->held(), 0u);
+  EXPECT_FALSE(ring->claimed(b));
 }
 
 }  // namespace

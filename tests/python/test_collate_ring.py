@@ -6,6 +6,7 @@ batches kept by the consumer stay intact; nothing blocks, leaks or is left in
 import collections
 import errno
 import gc
+import io
 import os
 import signal
 import subprocess
@@ -26,7 +27,7 @@ from lmdbloader import _ring_main as ring_main
 from lmdbloader import _ring_worker as ring_worker
 
 sys.path.insert(0, os.path.dirname(__file__))
-from ring_samples import Numbered, Samples, first_byte_and_record  # noqa: E402
+from ring_samples import Numbered, Samples, Uneven, first_byte_and_record  # noqa: E402
 
 RECORD = 16 << 10
 RECORDS = 96
@@ -694,6 +695,189 @@ def test_a_consumer_that_keeps_batches_grows_the_ring_and_gets_the_memory_back_w
     after = rings_held_by(collate.stats())
     slot = 512 << 10
     assert after <= 2 * 4096 + 4 * slot < held, (held, after)
+
+
+# --------------------------------------- epochs cut short, loaders deleted
+
+def _settle_shmem(base):
+    """Shmem above `base` once it stops moving: the least of a few readings
+    over 50 ms (another process's batch passing through is not kept)."""
+    readings = []
+    for _ in range(6):
+        readings.append(meminfo_shmem() - base)
+        time.sleep(0.01)
+    return min(readings)
+
+
+def _cut_short(it, received):
+    """Receives `received` batches, waits until the workers have made every
+    batch the DataLoader asked of them (prefetch_factor a worker, waiting in
+    its queue: what a `break` leaves unreceived, at its most), then breaks."""
+    for k, batch in enumerate(it):
+        if k + 1 == received:
+            until_every_dispatched_batch_is_made(it)
+            break
+    return batch
+
+
+def _epochs_cut_short_run_out_and_deleted(loader, workers, collate_fn):
+    """Shmem above the start, and the bytes the rings of `collate_fn` hold by
+    their own blocks (None for torch's default path), at three moments:
+    after an epoch ended by `break` once every worker's ring has reached this
+    process and every batch asked of the workers is made, after an epoch run
+    to the end, and after the loader was deleted in the middle of an epoch.
+    The loop drops its last batch each time, as the next epoch would."""
+    gc.collect()
+    base = meminfo_shmem()
+    seen = {}
+    received = workers + 1  # round robin: a batch from every worker, so every ring is attached here
+    for moment in ("cut short", "run out", "deleted"):
+        it = iter(loader)
+        if moment == "run out":
+            for batch in it:
+                pass
+        else:
+            batch = _cut_short(it, received)
+        if moment == "deleted":
+            del loader
+        del it, batch  # the loop's iterator goes with the loop: torch shuts its workers down
+        gc.collect()
+        seen[moment] = (_settle_shmem(base),
+                        None if collate_fn is None else rings_held_by(collate_fn.stats()))
+    return seen
+
+
+def _measured_against_the_default_path(make_loader, workers, bound):
+    """(default path's readings, rings' readings, collate) of
+    _epochs_cut_short_run_out_and_deleted, the default path first. Shmem is
+    the whole system's, and other processes' shared memory comes and goes: a
+    run where the default path's Shmem did not come back to where it started
+    (torch's segments go with the batches and the workers), or the rings'
+    went past `bound` over the default path's, is run again (the rings' own
+    blocks, which no other process moves, are checked apart)."""
+    for _ in range(4):
+        default = _epochs_cut_short_run_out_and_deleted(make_loader(None), workers, None)
+        collate = lmdbloader.Collate()
+        rings = _epochs_cut_short_run_out_and_deleted(make_loader(collate), workers, collate)
+        if all(abs(shm) <= 2 << 20 for shm, _ in default.values()) and \
+                all(shm <= default[m][0] + bound for m, (shm, _) in rings.items()):
+            break
+    return default, rings, collate
+
+
+@pytest.mark.parametrize("workers", [2, 4, 8])
+def test_rings_of_an_epoch_cut_short_or_a_deleted_loader_give_their_memory_back(workers):
+    """Non-persistent workers, epochs ended by `break` (the batches the
+    DataLoader prefetched are never received), run to the end, and the loader
+    deleted mid-epoch: after each, the rings' Shmem (/proc/meminfo) is within
+    the default path's, measured the same way in the same test, plus one slot
+    per worker, and the rings hold nothing but their header pages by their own
+    blocks. (Freeing an unreceived batch's slot only when the next epoch's
+    workers sent a ring held 2 x workers batches here until then.)"""
+    mib = 1 << 20
+    rows, cols = (512, 512) if workers == 2 else (512, 256) if workers == 4 else (256, 256)
+    batch_bytes = BIG_BATCH * rows * cols * 4  # 8 MiB prefetched in all, whatever the workers
+    slot = ring_worker._slot_size(batch_bytes)
+
+    def make_loader(collate_fn):
+        return DataLoader(Numbered((3 * workers + 2) * BIG_BATCH, rows=rows, cols=cols), batch_size=BIG_BATCH,
+                          num_workers=workers, collate_fn=collate_fn, timeout=120)
+
+    default, rings, collate = _measured_against_the_default_path(make_loader, workers, workers * slot)
+    figures = (f"{workers} workers, batches of {batch_bytes / mib:.0f} MiB, Shmem above the start in MiB after "
+               f"each of {list(default)}: default path {[round(s / mib, 1) for s, _ in default.values()]}, "
+               f"rings {[round(s / mib, 1) for s, _ in rings.values()]}, by the rings' own blocks "
+               f"{[round(r / mib, 2) for _, r in rings.values()]}")
+    print(figures)
+    for moment, (shm, held) in rings.items():
+        assert shm <= default[moment][0] + workers * slot, f"{moment}: {figures}"
+        assert held <= workers * lmdbloader._core.BatchRing.HEADER_BYTES, f"{moment}: {figures}"
+    stats = collate.stats()
+    assert stats["in_ring"] == stats["batches"] and stats["fallback_full"] == 0, stats
+
+
+def test_a_worker_that_runs_out_first_exits_with_every_batch_of_it_received_intact():
+    """An IterableDataset whose first worker runs out early: torch tells that
+    worker to exit (retiring its ring) only after it read the worker's last
+    batch, so none of its batches is freed unreceived; the kept ones stay
+    intact after it exited, and equal default_collate's."""
+    lengths, batch = [2 * 4, 8 * 4], 4
+    loader = DataLoader(Uneven(lengths), batch_size=batch, num_workers=2, collate_fn=lmdbloader.Collate(), timeout=60)
+    it = iter(loader)
+    kept = [next(it) for _ in range(6)]  # worker 0's two batches and four of worker 1's, alternating
+    it._workers[0].join(timeout=30)
+    assert it._workers[0].exitcode == 0, "the worker that ran out did not exit"
+    kept += list(it)
+    expected = []
+    for k, n in enumerate(lengths):
+        samples = [{"x": torch.full((4096,), float(i)), "label": i} for i in range(1000 * k, 1000 * k + n)]
+        expected += [default_collate(samples[j:j + batch]) for j in range(0, n, batch)]
+    assert sorted(int(b["label"][0]) for b in kept) == sorted(int(b["label"][0]) for b in expected)
+    by_first = {int(b["label"][0]): b for b in expected}
+    for b in kept:
+        same(b, by_first[int(b["label"][0])])
+
+def test_a_batch_received_after_its_ring_was_retired_is_an_error_not_zeros():
+    """A batch that a worker's exit freed (never claimed) cannot be built
+    afterwards: its slot's bytes are no longer the batch's."""
+    ring = lmdbloader._core.BatchRing.create(2, 4096)
+    slot, generation = ring.acquire()
+    ring.reserve(slot, 4096)
+    memoryview(ring).cast("B")[ring.slot_offset(slot)] = 7
+    ring_main._attached["retired-test"] = (os.getpid(), ring)
+    try:
+        ring.retire()  # what the worker does as it exits
+        assert ring.generation(slot) == 0 and ring.reserved_bytes == 4096
+        with pytest.raises(RuntimeError, match="arrived after the worker gave up its ring"):
+            ring_main._rebuild_tensor("retired-test", None, os.getpid(), slot, generation, 0, torch.uint8, (4,))
+    finally:
+        del ring_main._attached["retired-test"]
+
+def _jpeg_corpus(path, records):
+    from PIL import Image
+    buf = io.BytesIO()
+    Image.fromarray(np.arange(96 * 128 * 3, dtype=np.uint8).reshape(96, 128, 3)).save(buf, format="JPEG")
+    with lmdbloader.CorpusWriter(path) as w:
+        for i in range(records):
+            w.add(f"r{i}", {"image": buf.getvalue(), "label": i}, label=i)
+    return path
+
+
+@pytest.mark.parametrize("decode", ["tensor", "image"])
+def test_a_deleted_loader_with_persistent_workers_gives_back_what_its_rings_held(corpus, tmp_path, decode):
+    """lmdbloader.DataLoader with persistent workers, records read or images
+    decoded straight into the slot: an epoch run out, one cut short (its
+    prefetched batches stay with the live workers, as torch's own do), then
+    the loader deleted mid-epoch: its rings hold nothing but their header
+    pages, and the system's Shmem is back within one slot per worker."""
+    workers = 2
+    if decode == "tensor":
+        ds = lmdbloader.LmdbDataset(corpus, decode="tensor")
+        batch_bytes = 8 * RECORD
+    else:
+        pytest.importorskip("PIL")
+        ds = lmdbloader.LmdbDataset(_jpeg_corpus(str(tmp_path / "jpeg"), 48), decode=lmdbloader.ImageDecode(64))
+        batch_bytes = 8 * 3 * 64 * 64 * 4
+    slot = ring_worker._slot_size(batch_bytes)
+    for _ in range(4):  # run again while another process's shared memory moves the system's count
+        gc.collect()
+        base = meminfo_shmem()
+        loader = lmdbloader.DataLoader(ds, batch_size=8, num_workers=workers, persistent_workers=True, timeout=120)
+        collate = loader.collate_fn
+        for batch in loader:
+            pass
+        batch = _cut_short(iter(loader), workers + 1)
+        del batch
+        it = iter(loader)
+        batch = _cut_short(it, workers + 1)
+        assert collate.stats()["in_ring"] == collate.stats()["batches"], collate.stats()
+        del loader, it, batch  # the loader held the workers' iterator: it goes, its workers exit
+        gc.collect()
+        shm, held = _settle_shmem(base), rings_held_by(collate.stats())
+        if shm <= workers * slot:
+            break
+    assert held <= workers * lmdbloader._core.BatchRing.HEADER_BYTES, (decode, held)
+    assert shm <= workers * slot, f"{decode}: Shmem {shm} bytes above the start after the loader went"
 
 
 def test_memory_short_for_a_slot_is_an_oserror_at_that_batch_naming_the_backing():
