@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lmdbloader/convert.h"
 #include "lmdbloader/image_decode.h"
 #include "status_error.h"
 
@@ -57,20 +58,8 @@ OutputSpec MakeSpec(uint32_t width, uint32_t height, const std::string& layout, 
   OutputSpec spec;
   spec.width = width;
   spec.height = height;
-  if (layout == "CHW") {
-    spec.layout = PixelLayout::kCHW;
-  } else if (layout == "HWC") {
-    spec.layout = PixelLayout::kHWC;
-  } else {
-    ThrowInvalid("layout must be 'CHW' or 'HWC', not '" + layout + "'");
-  }
-  if (dtype == "float32") {
-    spec.type = PixelType::kFloat32;
-  } else if (dtype == "uint8") {
-    spec.type = PixelType::kUint8;
-  } else {
-    ThrowInvalid("dtype must be 'float32' or 'uint8', not '" + dtype + "'");
-  }
+  ThrowIfError(ParsePixelLayout(layout, &spec.layout));
+  ThrowIfError(ParsePixelType(dtype, &spec.type));
   for (int c = 0; c < 3; ++c) {
     spec.mean[c] = mean[c];
     spec.std[c] = std[c];
@@ -177,17 +166,41 @@ void ResampleRgb(const py::object& pixels, const py::handle& box_obj, bool flip,
   ThrowIfError(s);
 }
 
+std::array<float, 3> ImageNet(const double (&v)[3]) {
+  return {static_cast<float>(v[0]), static_cast<float>(v[1]), static_cast<float>(v[2])};
+}
+
+// What ImageDecode and ClipDecode accept, from the C++ tables, so Python,
+// its checks and its docs spell nothing of their own.
+py::dict ImageOptions() {
+  py::dict out;
+  out["layouts"] = PixelLayoutNames();
+  out["dtypes"] = PixelTypeNames();
+  // The layouts a record can have on the image path: the converter's, but
+  // "as_is" (a record kept as it is has no image to split out).
+  std::vector<std::string> records;
+  for (RecordLayout r : {RecordLayout::kMsgpack, RecordLayout::kRaw, RecordLayout::kCaffe})
+    records.emplace_back(RecordLayoutName(r));
+  out["records"] = records;
+  out["mean"] = py::make_tuple(kImageNetMean[0], kImageNetMean[1], kImageNetMean[2]);
+  out["std"] = py::make_tuple(kImageNetStd[0], kImageNetStd[1], kImageNetStd[2]);
+  out["max_side"] = kMaxOutputSide;
+  return out;
+}
+
 }  // namespace
 
 void RegisterImage(py::module_& m) {
+  m.def("image_options", &ImageOptions,
+        "The image path's option table: layout, dtype and record names, ImageNet's mean and std, the "
+        "longest output side.");
   m.def("image_info", &ImageInfoOf, py::arg("data"),
         "(width, height, components, is_jpeg) from a JPEG's frame header; (0, 0, 0, False) for other "
         "data and JPEG variants decode_images does not decode. DecodeError for a damaged header or "
         "one claiming more pixels than PIL's decompression-bomb limit.");
   m.def("decode_images", &DecodeImages, py::arg("images"), py::arg("boxes"), py::arg("flips"), py::arg("out"),
         py::arg("out_width"), py::arg("out_height"), py::arg("layout") = "CHW", py::arg("dtype") = "float32",
-        py::arg("mean") = std::array<float, 3>{0.485f, 0.456f, 0.406f},
-        py::arg("std") = std::array<float, 3>{0.229f, 0.224f, 0.225f}, py::arg("scale_in_idct") = true,
+        py::arg("mean") = ImageNet(kImageNetMean), py::arg("std") = ImageNet(kImageNetStd), py::arg("scale_in_idct") = true,
         "Decodes JPEGs (bytes-like) cropped to boxes ((left, top, width, height) in source pixels), "
         "resized like PIL's BILINEAR, mirrored where flips[i] (or None), normalized for float32, into "
         "out (a writable C-contiguous buffer: image i at byte i * out_height * out_width * 3 * itemsize). "
@@ -196,8 +209,7 @@ void RegisterImage(py::module_& m) {
         "bad arguments.");
   m.def("resample_rgb", &ResampleRgb, py::arg("pixels"), py::arg("box"), py::arg("flip"), py::arg("out"),
         py::arg("out_width"), py::arg("out_height"), py::arg("layout") = "CHW", py::arg("dtype") = "float32",
-        py::arg("mean") = std::array<float, 3>{0.485f, 0.456f, 0.406f},
-        py::arg("std") = std::array<float, 3>{0.229f, 0.224f, 0.225f},
+        py::arg("mean") = ImageNet(kImageNetMean), py::arg("std") = ImageNet(kImageNetStd),
         "decode_images's crop, resize, flip and normalization for RGB pixels decoded elsewhere "
         "(numpy.asarray of a PIL image in mode RGB).");
   m.def("scratch_bytes", [] { return ThreadScratch().bytes(); },

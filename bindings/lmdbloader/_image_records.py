@@ -9,10 +9,6 @@ import numpy as np
 from . import _core
 from .errors import DecodeError
 
-#: How an image (or a clip's frames) and its target come out of a record.
-RECORD_LAYOUTS = ("msgpack", "raw", "caffe")
-
-
 class _NoTarget:
     """A record without a target (raw images, callables returning the image alone)."""
 

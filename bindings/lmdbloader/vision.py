@@ -28,23 +28,28 @@ import torch
 
 from . import _core
 from ._crop_boxes import random_resized_crop_box, resize_center_crop_plan  # noqa: F401 (public here)
-from ._image_records import (RECORD_LAYOUTS, _NO_TARGET, _fn_name, _name, _pil_rgb, _pil_size, _split_datum,
+from ._image_records import (_NO_TARGET, _fn_name, _name, _pil_rgb, _pil_size, _split_datum,
                              _targets, converted_pixels)
 from .errors import DecodeError
 
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
-
-_DTYPES = {torch.float32: "float32", torch.uint8: "uint8"}
-_LAYOUTS = ("CHW", "HWC")
+# The image path's option table, written once in C++ (image_decode.h, and the
+# converter's record layouts): names, defaults and limits.
+_OPTIONS = _core.image_options()
+IMAGENET_MEAN = tuple(_OPTIONS["mean"])
+IMAGENET_STD = tuple(_OPTIONS["std"])
+#: How an image (or a clip's frames) and its target come out of a record.
+RECORD_LAYOUTS = tuple(_OPTIONS["records"])
+_DTYPES = {getattr(torch, name): name for name in _OPTIONS["dtypes"]}
+_LAYOUTS = tuple(_OPTIONS["layouts"])
+_MAX_SIDE = _OPTIONS["max_side"]
 
 
 def _pair(value, what):
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         value = (value, value)
     if (not isinstance(value, (tuple, list)) or len(value) != 2 or
-            not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) and 0 < v <= 16384 for v in value)):
-        raise ValueError(f"{what} must be a positive integer or (height, width) up to 16384; got {value!r}")
+            not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) and 0 < v <= _MAX_SIDE for v in value)):
+        raise ValueError(f"{what} must be a positive integer or (height, width) up to {_MAX_SIDE}; got {value!r}")
     return int(value[0]), int(value[1])
 
 
@@ -116,17 +121,17 @@ class ImageDecode:
         self.flip = float(flip)
         if resize is None:
             resize = int(round(min(self.size) * 256 / 224))
-        if isinstance(resize, bool) or not isinstance(resize, numbers.Integral) or not 0 < resize <= 16384:
+        if isinstance(resize, bool) or not isinstance(resize, numbers.Integral) or not 0 < resize <= _MAX_SIDE:
             raise ValueError(f"resize (the shorter side before the center crop) must be an integer from 1 to "
-                             f"16384; got {resize!r}")
+                             f"{_MAX_SIDE}; got {resize!r}")
         self.resize = int(resize)
         self.mean = _three(mean, "mean")
         self.std = _three(std, "std", positive=True)
         if dtype not in _DTYPES:
-            raise ValueError(f"dtype must be torch.float32 or torch.uint8; got {dtype!r}")
+            raise ValueError(f"dtype must be {' or '.join(f'torch.{n}' for n in _DTYPES.values())}; got {dtype!r}")
         self.dtype = dtype
         if layout not in _LAYOUTS:
-            raise ValueError(f"layout must be 'CHW' or 'HWC'; got {layout!r}")
+            raise ValueError(f"layout must be {' or '.join(map(repr, _LAYOUTS))}; got {layout!r}")
         self.layout = layout
         if not (callable(record) or (isinstance(record, str) and record in RECORD_LAYOUTS)):
             raise ValueError(f"record must be one of {', '.join(map(repr, RECORD_LAYOUTS))} or a callable; "

@@ -62,7 +62,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "lmdbloader/status.h"
 
@@ -120,6 +122,20 @@ enum class PixelType {
   kUint8,    // v, the resized value rounded and clamped (mean and std ignored)
 };
 
+// The names every front spells layouts and types with ("CHW", "HWC";
+// "float32", "uint8"), from one table each (image_decode.cc), in the table's
+// order. Parse* give InvalidArgument "layout must be one of CHW, HWC; got
+// 'x'" for any other name.
+std::vector<std::string> PixelLayoutNames();
+std::vector<std::string> PixelTypeNames();
+Status ParsePixelLayout(std::string_view name, PixelLayout* layout);
+Status ParsePixelType(std::string_view name, PixelType* type);
+
+// ImageNet's per-channel (R, G, B) mean and standard deviation on the 0-1
+// scale, torchvision's Normalize for ImageNet: OutputSpec's defaults.
+constexpr double kImageNetMean[3] = {0.485, 0.456, 0.406};
+constexpr double kImageNetStd[3] = {0.229, 0.224, 0.225};
+
 // What each image becomes.
 struct OutputSpec {
   uint32_t width = 224;
@@ -128,8 +144,8 @@ struct OutputSpec {
   PixelType type = PixelType::kFloat32;
   // Per channel (R, G, B); float32 only. std must be finite and non-zero.
   // Default: ImageNet's.
-  float mean[3] = {0.485f, 0.456f, 0.406f};
-  float std[3] = {0.229f, 0.224f, 0.225f};
+  float mean[3] = {float(kImageNetMean[0]), float(kImageNetMean[1]), float(kImageNetMean[2])};
+  float std[3] = {float(kImageNetStd[0]), float(kImageNetStd[1]), float(kImageNetStd[2])};
   // Mirror left to right after resizing (RandomHorizontalFlip).
   bool flip = false;
   // Let the JPEG decoder shrink by n/8 in the inverse DCT, choosing the

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "base/enum_names.h"
 #include "image/decode_plan.h"
 
 namespace lmdbloader {
@@ -165,6 +166,27 @@ DecodeScratch::~DecodeScratch() = default;
 size_t DecodeScratch::bytes() const { return rep_->bytes(); }
 size_t DecodeScratch::max_bytes() const { return rep_->max_bytes; }
 void DecodeScratch::Release() { rep_->Release(); }
+
+namespace {
+
+constexpr EnumName<PixelLayout> kPixelLayouts[] = {{PixelLayout::kCHW, "CHW"}, {PixelLayout::kHWC, "HWC"}};
+constexpr EnumName<PixelType> kPixelTypes[] = {{PixelType::kFloat32, "float32"}, {PixelType::kUint8, "uint8"}};
+
+template <typename E, size_t N>
+std::vector<std::string> NamesOf(const EnumName<E> (&table)[N]) {
+  std::vector<std::string> out;
+  for (const EnumName<E>& e : table) out.emplace_back(e.name);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> PixelLayoutNames() { return NamesOf(kPixelLayouts); }
+std::vector<std::string> PixelTypeNames() { return NamesOf(kPixelTypes); }
+Status ParsePixelLayout(std::string_view name, PixelLayout* layout) {
+  return ParseName(kPixelLayouts, "layout", name, layout);
+}
+Status ParsePixelType(std::string_view name, PixelType* type) { return ParseName(kPixelTypes, "dtype", name, type); }
 
 Status ReadImageInfo(std::string_view encoded, ImageInfo* info) {
   *info = ImageInfo();

@@ -44,6 +44,27 @@ std::vector<JpegOptions> Kinds() {
 
 // Whole-pixel boxes at full scale: what torchvision computes, bar rounding
 // ties (see resample.h): a level here and there.
+TEST(PixelNames, EveryNameParsesToItsValueAndOthersAreRefusedWithTheList) {
+  ASSERT_EQ(PixelLayoutNames(), (std::vector<std::string>{"CHW", "HWC"}));
+  ASSERT_EQ(PixelTypeNames(), (std::vector<std::string>{"float32", "uint8"}));
+  PixelLayout layout = PixelLayout::kCHW;
+  EXPECT_TRUE(ParsePixelLayout("HWC", &layout).ok());
+  EXPECT_EQ(layout, PixelLayout::kHWC);
+  PixelType type = PixelType::kFloat32;
+  EXPECT_TRUE(ParsePixelType("uint8", &type).ok());
+  EXPECT_EQ(type, PixelType::kUint8);
+  const Status bad = ParsePixelLayout("chw", &layout);
+  EXPECT_EQ(bad.code(), Status::Code::kInvalidArgument) << bad.ToString();
+  EXPECT_NE(bad.ToString().find("layout must be one of CHW, HWC; got 'chw'"), std::string::npos) << bad.ToString();
+  EXPECT_FALSE(ParsePixelType("float16", &type).ok());
+  // OutputSpec's defaults are the table's ImageNet figures.
+  const OutputSpec spec;
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_EQ(spec.mean[c], static_cast<float>(kImageNetMean[c]));
+    EXPECT_EQ(spec.std[c], static_cast<float>(kImageNetStd[c]));
+  }
+}
+
 TEST(ImageDecodeTest, FullScaleDecodingMatchesPilDecodeThenResize) {
   std::mt19937 rng(1);
   DecodeScratch scratch;

@@ -182,3 +182,38 @@ def test_the_commands_json_carries_the_fields_it_reports(corpus, tmp_path):
                 assert key in got, f"{' '.join(args[:1])} --json lacks {key} ({struct}::{name})"
                 checked += 1
     assert checked >= 5
+
+
+def test_the_image_paths_options_are_the_cores_table():
+    """ImageDecode's layout, dtype and record names, its mean and std
+    defaults and its size limit come from the C++ table: each name is
+    accepted and documented, anything else refused with the table's list."""
+    import inspect
+
+    import torch
+
+    table = lmdbloader._core.image_options()
+    assert table["layouts"] == ["CHW", "HWC"] and table["dtypes"] == ["float32", "uint8"]
+    assert table["records"] == ["msgpack", "raw", "caffe"]
+    from lmdbloader import vision
+    assert list(vision.RECORD_LAYOUTS) == table["records"]
+    record_row = next(row for row in CONVERT_OPTIONS if row[0] == "record")
+    assert all(name in record_row[2] for name in table["records"])  # the converter's names
+    defaults = inspect.signature(lmdbloader.ImageDecode).parameters
+    assert defaults["mean"].default == table["mean"] and defaults["std"].default == table["std"]
+    doc = lmdbloader.ImageDecode.__doc__
+    for name in table["layouts"] + table["dtypes"] + table["records"]:
+        assert name in doc, f"{name!r} is not in ImageDecode's docstring"
+    for layout in table["layouts"]:
+        for dtype in table["dtypes"]:
+            decode = lmdbloader.ImageDecode(8, layout=layout, dtype=getattr(torch, dtype))
+            assert decode.sample_shape == ((3, 8, 8) if layout == "CHW" else (8, 8, 3))
+    for record in table["records"]:
+        assert lmdbloader.ImageDecode(8, record=record).record == record
+    with pytest.raises(ValueError, match="'CHW' or 'HWC'"):
+        lmdbloader.ImageDecode(8, layout="CWH")
+    with pytest.raises(ValueError, match="'msgpack', 'raw', 'caffe'"):
+        lmdbloader.ImageDecode(8, record="json")
+    lmdbloader.ImageDecode((table["max_side"], 1))
+    with pytest.raises(ValueError, match=str(table["max_side"])):
+        lmdbloader.ImageDecode(table["max_side"] + 1)
