@@ -1,12 +1,14 @@
 // VerifyDatabase: the checks of `lmdbloader verify`, in the library so that
 // every front finds the same problems.
+#include "lmdbloader/verify.h"
+
 #include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "lmdbloader/inspect.h"
 #include "lmdbloader/msgpack_record.h"
+#include "lmdbloader/page_check.h"
 #include "lmdbloader/reader.h"
 
 namespace lmdbloader {
