@@ -58,11 +58,10 @@ Status VerifyDatabase(const std::string& path, ReaderOptions options, VerifyRepo
       continue;
     }
     if (!msgpack_records) continue;
-    msgpack::object_handle oh;
-    std::string error;
-    if (!UnpackRecord(value.data(), value.size(), &oh, &error))
-      problem("record " + std::to_string(i) + ": undecodable msgpack (" + error + ")");
-    else if (oh.get().type != msgpack::type::MAP)
+    UnpackedRecord record;
+    if (!(s = UnpackRecord(value, &record)).ok())
+      problem("record " + std::to_string(i) + ": undecodable msgpack (" + s.message() + ")");
+    else if (record.root().type() != RecordValue::Type::kMap)
       problem("record " + std::to_string(i) + ": not a msgpack map");
   }
   if (r->is_corpus()) {
