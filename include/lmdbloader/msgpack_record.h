@@ -25,11 +25,13 @@ inline constexpr int kMaxRecordDepth = 512;
 
 class UnpackedRecord;
 
-// One value of an unpacked record: a small handle into its UnpackedRecord,
-// valid while that record lives, as are the views it returns (they point
-// into the record's bytes). Cheap to copy. An accessor for another type than
-// type() answers false, 0 or empty, and element, key or value at i >= size()
-// a kNil value: a caller's mistake is never undefined behaviour.
+// One value of an unpacked record: a small copy of its type, its scalar or
+// where its bytes or children are, valid while its UnpackedRecord lives, as
+// are the views it returns (they point into the record's bytes). Reading a
+// value costs no call into the library; stepping to a child costs one. An
+// accessor for another type than type() answers false, 0 or empty, and
+// element, key or value at i >= size() a kNil value: a caller's mistake is
+// never undefined behaviour.
 class RecordValue {
  public:
   enum class Type {
@@ -43,21 +45,39 @@ class RecordValue {
     kArray,
     kMap,
   };
-  Type type() const;
-  bool boolean() const;             // kBool
-  uint64_t unsigned_value() const;  // kUnsigned
-  int64_t signed_value() const;     // kSigned
-  double float_value() const;       // kFloat
-  std::string_view bytes() const;   // kString or kBytes
-  uint32_t size() const;            // kArray: its elements; kMap: its entries
+  RecordValue() = default;  // kNil
+
+  Type type() const { return type_; }
+  bool boolean() const { return type_ == Type::kBool && scalar_.boolean; }         // kBool
+  uint64_t unsigned_value() const { return type_ == Type::kUnsigned ? scalar_.u : 0; }  // kUnsigned
+  int64_t signed_value() const { return type_ == Type::kSigned ? scalar_.i : 0; }       // kSigned
+  double float_value() const { return type_ == Type::kFloat ? scalar_.f : 0; }           // kFloat
+  // kString or kBytes.
+  std::string_view bytes() const {
+    return type_ == Type::kString || type_ == Type::kBytes ? std::string_view(scalar_.data, size_)
+                                                           : std::string_view();
+  }
+  // kArray: its elements; kMap: its entries.
+  uint32_t size() const { return type_ == Type::kArray || type_ == Type::kMap ? size_ : 0; }
   RecordValue element(uint32_t i) const;  // kArray, i < size()
   RecordValue key(uint32_t i) const;      // kMap, i < size()
   RecordValue value(uint32_t i) const;    // kMap, i < size()
 
  private:
   friend class UnpackedRecord;
-  explicit RecordValue(const void* object) : object_(object) {}
-  const void* object_;  // the unpacker's own node, inside an UnpackedRecord
+  // The value of one of the unpacker's nodes (src/corpus/msgpack_record.cc).
+  static RecordValue Of(const void* node);
+
+  Type type_ = Type::kNil;
+  uint32_t size_ = 0;  // bytes of a string or bin; elements or entries of a container
+  union {
+    bool boolean;
+    uint64_t u;
+    int64_t i;
+    double f;
+    const char* data;      // kString, kBytes
+    const void* children;  // kArray, kMap: the unpacker's nodes
+  } scalar_{};
 };
 
 // A record unpacked by UnpackRecord. Move-only; its strings and bytes point

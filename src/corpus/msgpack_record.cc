@@ -15,10 +15,6 @@ struct UnpackedRecord::Rep {
 
 namespace {
 
-const msgpack::object kNil;  // what out-of-type and out-of-range accessors point to
-
-const msgpack::object& Object(const void* p) { return *static_cast<const msgpack::object*>(p); }
-
 // Depth is already bounded by the unpack limit, so this recursion is too.
 bool Check(const msgpack::object& o, std::string* error) {
   switch (o.type) {
@@ -81,68 +77,66 @@ bool Unpack(std::string_view data, msgpack::object_handle* out, std::string* err
 
 }  // namespace
 
-RecordValue::Type RecordValue::type() const {
-  switch (Object(object_).type) {
-    case msgpack::type::BOOLEAN: return Type::kBool;
-    case msgpack::type::POSITIVE_INTEGER: return Type::kUnsigned;
-    case msgpack::type::NEGATIVE_INTEGER: return Type::kSigned;
+RecordValue RecordValue::Of(const void* node) {
+  const msgpack::object& o = *static_cast<const msgpack::object*>(node);
+  RecordValue v;
+  switch (o.type) {
+    case msgpack::type::BOOLEAN:
+      v.type_ = Type::kBool;
+      v.scalar_.boolean = o.via.boolean;
+      break;
+    case msgpack::type::POSITIVE_INTEGER:
+      v.type_ = Type::kUnsigned;
+      v.scalar_.u = o.via.u64;
+      break;
+    case msgpack::type::NEGATIVE_INTEGER:
+      v.type_ = Type::kSigned;
+      v.scalar_.i = o.via.i64;
+      break;
     case msgpack::type::FLOAT32:
-    case msgpack::type::FLOAT64: return Type::kFloat;
-    case msgpack::type::STR: return Type::kString;
-    case msgpack::type::BIN: return Type::kBytes;
-    case msgpack::type::ARRAY: return Type::kArray;
-    case msgpack::type::MAP: return Type::kMap;
-    default: return Type::kNil;  // NIL; EXT never passes Check
+    case msgpack::type::FLOAT64:
+      v.type_ = Type::kFloat;
+      v.scalar_.f = o.via.f64;
+      break;
+    case msgpack::type::STR:
+      v.type_ = Type::kString;
+      v.scalar_.data = o.via.str.ptr;
+      v.size_ = o.via.str.size;
+      break;
+    case msgpack::type::BIN:
+      v.type_ = Type::kBytes;
+      v.scalar_.data = o.via.bin.ptr;
+      v.size_ = o.via.bin.size;
+      break;
+    case msgpack::type::ARRAY:
+      v.type_ = Type::kArray;
+      v.scalar_.children = o.via.array.ptr;
+      v.size_ = o.via.array.size;
+      break;
+    case msgpack::type::MAP:
+      v.type_ = Type::kMap;
+      v.scalar_.children = o.via.map.ptr;
+      v.size_ = o.via.map.size;
+      break;
+    default:  // NIL; EXT never passes Check
+      break;
   }
-}
-
-bool RecordValue::boolean() const {
-  const msgpack::object& o = Object(object_);
-  return o.type == msgpack::type::BOOLEAN && o.via.boolean;
-}
-
-uint64_t RecordValue::unsigned_value() const {
-  const msgpack::object& o = Object(object_);
-  return o.type == msgpack::type::POSITIVE_INTEGER ? o.via.u64 : 0;
-}
-
-int64_t RecordValue::signed_value() const {
-  const msgpack::object& o = Object(object_);
-  return o.type == msgpack::type::NEGATIVE_INTEGER ? o.via.i64 : 0;
-}
-
-double RecordValue::float_value() const {
-  const msgpack::object& o = Object(object_);
-  return o.type == msgpack::type::FLOAT32 || o.type == msgpack::type::FLOAT64 ? o.via.f64 : 0;
-}
-
-std::string_view RecordValue::bytes() const {
-  const msgpack::object& o = Object(object_);
-  if (o.type == msgpack::type::STR) return std::string_view(o.via.str.ptr, o.via.str.size);
-  if (o.type == msgpack::type::BIN) return std::string_view(o.via.bin.ptr, o.via.bin.size);
-  return std::string_view();
-}
-
-uint32_t RecordValue::size() const {
-  const msgpack::object& o = Object(object_);
-  if (o.type == msgpack::type::ARRAY) return o.via.array.size;
-  if (o.type == msgpack::type::MAP) return o.via.map.size;
-  return 0;
+  return v;
 }
 
 RecordValue RecordValue::element(uint32_t i) const {
-  const msgpack::object& o = Object(object_);
-  return RecordValue(o.type == msgpack::type::ARRAY && i < o.via.array.size ? &o.via.array.ptr[i] : &kNil);
+  if (type_ != Type::kArray || i >= size_) return RecordValue();
+  return Of(&static_cast<const msgpack::object*>(scalar_.children)[i]);
 }
 
 RecordValue RecordValue::key(uint32_t i) const {
-  const msgpack::object& o = Object(object_);
-  return RecordValue(o.type == msgpack::type::MAP && i < o.via.map.size ? &o.via.map.ptr[i].key : &kNil);
+  if (type_ != Type::kMap || i >= size_) return RecordValue();
+  return Of(&static_cast<const msgpack::object_kv*>(scalar_.children)[i].key);
 }
 
 RecordValue RecordValue::value(uint32_t i) const {
-  const msgpack::object& o = Object(object_);
-  return RecordValue(o.type == msgpack::type::MAP && i < o.via.map.size ? &o.via.map.ptr[i].val : &kNil);
+  if (type_ != Type::kMap || i >= size_) return RecordValue();
+  return Of(&static_cast<const msgpack::object_kv*>(scalar_.children)[i].val);
 }
 
 UnpackedRecord::UnpackedRecord() : rep_(new Rep) {}
@@ -152,7 +146,7 @@ UnpackedRecord& UnpackedRecord::operator=(UnpackedRecord&&) noexcept = default;
 
 RecordValue UnpackedRecord::root() const {
   // A default object_handle holds a NIL object; a moved-from record holds none.
-  return RecordValue(rep_ ? &rep_->handle.get() : &kNil);
+  return rep_ ? RecordValue::Of(&rep_->handle.get()) : RecordValue();
 }
 
 Status UnpackRecord(std::string_view data, UnpackedRecord* out) {
