@@ -70,8 +70,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "VerifyDatabase: %s, %zu problems\n", s.ToString().c_str(), report.problems.size());
     return 1;
   }
+  const std::string packed("\x81\xa5label\x07", 8);  // {"label": 7}; outlives the record's views
   lmdbloader::UnpackedRecord record;
-  s = lmdbloader::UnpackRecord(std::string("\x81\xa5label\x07", 8), &record);  // {"label": 7}
+  s = lmdbloader::UnpackRecord(packed, &record);
   if (!s.ok() || record.root().size() != 1 || record.root().key(0).bytes() != "label" ||
       record.root().value(0).unsigned_value() != 7) {
     std::fprintf(stderr, "UnpackRecord: %s\n", s.ToString().c_str());

@@ -74,7 +74,8 @@ TEST(MsgpackRecordTest, ARecordOfFieldsUnpacksAndReadsBack) {
 TEST(MsgpackRecordTest, AccessorsOfAnotherTypeOrPastTheEndAnswerEmpty) {
   UnpackedRecord record;
   EXPECT_EQ(record.root().type(), RecordValue::Type::kNil);  // nothing unpacked yet
-  ASSERT_TRUE(UnpackRecord(std::string("\x92\x05\xa1y", 4), &record).ok());  // [5, "y"]
+  const std::string bytes("\x92\x05\xa1y", 4);  // [5, "y"]; outlives the record's views
+  ASSERT_TRUE(UnpackRecord(bytes, &record).ok());
   const RecordValue root = record.root();
   EXPECT_EQ(root.element(2).type(), RecordValue::Type::kNil);
   EXPECT_EQ(root.key(0).type(), RecordValue::Type::kNil);  // not a map
