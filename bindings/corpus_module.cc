@@ -8,6 +8,7 @@
 #include <string>
 
 #include "lmdbloader/convert.h"
+#include "lmdbloader/shard_set.h"
 #include "lmdbloader/writer.h"
 #include "report_dicts.h"
 #include "option_rows.h"

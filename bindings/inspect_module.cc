@@ -1,13 +1,16 @@
-// LMDB files inspected and copied (lmdbloader/inspect.h,
-// lmdbloader/lmdb_copy.h): what lmdbloader.compat needs beyond a Reader.
+// LMDB files inspected and copied (lmdbloader/database_info.h,
+// named_databases.h, leaf_layout.h, lmdb_version.h, lmdb_copy.h): what lmdbloader.compat needs beyond a Reader.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <string>
 #include <vector>
 
-#include "lmdbloader/inspect.h"
+#include "lmdbloader/database_info.h"
+#include "lmdbloader/leaf_layout.h"
 #include "lmdbloader/lmdb_copy.h"
+#include "lmdbloader/lmdb_version.h"
+#include "lmdbloader/named_databases.h"
 #include "report_dicts.h"
 #include "status_error.h"
 

@@ -1,9 +1,8 @@
 // msgpack -> Python objects (maps, lists, bytes, ints, floats, strings).
 #include "record_objects.h"
 
-#include <msgpack.hpp>
-
 #include <string>
+#include <string_view>
 
 #include "lmdbloader/msgpack_record.h"
 #include "status_error.h"
@@ -14,47 +13,50 @@ namespace lmdbloader {
 
 namespace {
 
-py::object ToPython(const msgpack::object& o) {
-  switch (o.type) {
-    case msgpack::type::NIL: return py::none();
-    case msgpack::type::BOOLEAN: return py::bool_(o.via.boolean);
-    case msgpack::type::POSITIVE_INTEGER:
-      return py::reinterpret_steal<py::object>(PyLong_FromUnsignedLongLong(o.via.u64));
-    case msgpack::type::NEGATIVE_INTEGER:
-      return py::reinterpret_steal<py::object>(PyLong_FromLongLong(o.via.i64));
-    case msgpack::type::FLOAT32:
-    case msgpack::type::FLOAT64: return py::float_(o.via.f64);
-    case msgpack::type::STR: {  // UnpackRecord checked the UTF-8
-      PyObject* s = PyUnicode_DecodeUTF8(o.via.str.ptr, o.via.str.size, "strict");
+py::object ToPython(const RecordValue& v) {
+  switch (v.type()) {
+    case RecordValue::Type::kNil: return py::none();
+    case RecordValue::Type::kBool: return py::bool_(v.boolean());
+    case RecordValue::Type::kUnsigned:
+      return py::reinterpret_steal<py::object>(PyLong_FromUnsignedLongLong(v.unsigned_value()));
+    case RecordValue::Type::kSigned:
+      return py::reinterpret_steal<py::object>(PyLong_FromLongLong(v.signed_value()));
+    case RecordValue::Type::kFloat: return py::float_(v.float_value());
+    case RecordValue::Type::kString: {  // UnpackRecord checked the UTF-8
+      const std::string_view text = v.bytes();
+      PyObject* s = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "strict");
       if (!s) throw py::error_already_set();
       return py::reinterpret_steal<py::object>(s);
     }
-    case msgpack::type::BIN: return py::bytes(o.via.bin.ptr, o.via.bin.size);
-    case msgpack::type::ARRAY: {
-      py::list list(o.via.array.size);
-      for (uint32_t i = 0; i < o.via.array.size; ++i) list[i] = ToPython(o.via.array.ptr[i]);
+    case RecordValue::Type::kBytes: {
+      const std::string_view bytes = v.bytes();
+      return py::bytes(bytes.data(), bytes.size());
+    }
+    case RecordValue::Type::kArray: {
+      const uint32_t n = v.size();
+      py::list list(n);
+      for (uint32_t i = 0; i < n; ++i) list[i] = ToPython(v.element(i));
       return std::move(list);
     }
-    case msgpack::type::MAP: {
+    case RecordValue::Type::kMap: {
       py::dict dict;
-      for (uint32_t i = 0; i < o.via.map.size; ++i)
-        dict[ToPython(o.via.map.ptr[i].key)] = ToPython(o.via.map.ptr[i].val);
+      const uint32_t n = v.size();
+      for (uint32_t i = 0; i < n; ++i) dict[ToPython(v.key(i))] = ToPython(v.value(i));
       return std::move(dict);
     }
-    default:
-      throw StatusError{Status::DecodeError("msgpack extension types are not supported")};
   }
+  return py::none();  // not reached: every type is handled above
 }
 
 }  // namespace
 
 py::object DecodeRecord(const Reader& r, uint64_t index, const char* data, size_t size) {
-  msgpack::object_handle oh;
-  std::string error;
-  if (!UnpackRecord(data, size, &oh, &error))
+  UnpackedRecord record;
+  const Status s = UnpackRecord(std::string_view(data, size), &record);
+  if (!s.ok())
     throw StatusError{Status::DecodeError("cannot decode record " + std::to_string(index) + " of " + r.path() +
-                                          " as msgpack: " + error)};
-  return ToPython(oh.get());
+                                          " as msgpack: " + s.message())};
+  return ToPython(record.root());
 }
 
 }  // namespace lmdbloader

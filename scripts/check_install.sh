@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Checks what lmdbloader installs, as its users consume it (run by
 # scripts/test.sh): the C++ library installed to a prefix and found by a fresh
-# CMake project (find_package(lmdbloader CONFIG)), which builds and reads a
-# database; and `pip wheel .` installed into a fresh virtual environment, where
-# the package imports and the `lmdbloader` command is on PATH.
+# CMake project (find_package(lmdbloader CONFIG)), which compiles every
+# installed header on its own and builds and reads a database; and `pip wheel
+# .` installed into a fresh virtual environment, where the package imports and
+# the `lmdbloader` command is on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
@@ -17,6 +18,11 @@ cmake --build "$work/build" -j "$JOBS" >/dev/null
 cmake --install "$work/build" >/dev/null
 cmake -S tests/consumer -B "$work/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/consumer" >/dev/null
+# The consumer compiled each installed header alone: as many as the source has.
+units=$(ls "$work/consumer/headers" | wc -l)
+headers=$(ls include/lmdbloader/*.h | wc -l)
+[ "$units" = "$headers" ] || { echo "consumer compiled $units headers alone, the package has $headers"; exit 1; }
+echo "consumer: each of the $headers installed headers compiles on its own"
 python3 - "$work/db" <<'PY'
 import sys, lmdb
 with lmdb.open(sys.argv[1], map_size=1 << 20) as env, env.begin(write=True) as txn:

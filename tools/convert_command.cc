@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lmdbloader/convert.h"
+#include "lmdbloader/shard_set.h"
 #include "tools/option_flags.h"
 #include "tools/report_json.h"
 

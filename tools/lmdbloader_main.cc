@@ -12,11 +12,12 @@
 #include <iostream>
 #include <random>
 
-#include "lmdbloader/convert.h"
-#include "lmdbloader/inspect.h"
+#include "lmdbloader/atomic_write.h"
+#include "lmdbloader/database_info.h"
 #include "lmdbloader/memory.h"
 #include "lmdbloader/reader.h"
 #include "lmdbloader/scan.h"
+#include "lmdbloader/verify.h"
 #include "tools/convert_command.h"
 #include "tools/option_flags.h"
 #include "tools/report_json.h"

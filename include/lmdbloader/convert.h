@@ -106,21 +106,9 @@ struct ConvertSummary {
   std::vector<std::string> skipped;  // "<file or line>: <why>"
 };
 
+// Writes the corpus (with num_shards > 1, the shards of shard_index, or all
+// of them and their shard list: shard_set.h).
 Status Convert(const ConvertOptions& options, ConvertSummary* summary);
-
-// Writes <folder>/shards.json listing the part-* corpora in the folder, after
-// checking that they form one complete set.
-Status WriteShardList(const std::string& folder, uint64_t* records);
-
-// "part-00003-of-00016": five digits, so at most kMaxShards shards.
-std::string ShardName(uint32_t index, uint32_t count);
-inline constexpr uint32_t kMaxShards = 99999;
-
-// Writes `bytes` to a temporary file beside `path`, syncs it and renames it
-// over `path`: readers see the old file or the whole new one (a device, FIFO
-// or socket is written in place, never replaced). IOError naming the file
-// and the system's reason (ENOSPC, ENOENT, ...) otherwise.
-Status WriteFileAtomically(const std::string& path, std::string_view bytes);
 
 }  // namespace lmdbloader
 

@@ -190,9 +190,9 @@ class DecodeScratch {
 
   // The buffers themselves, opaque here (src/image/resample.h defines them).
   struct Rep;
-  Rep* rep() { return rep_.get(); }
 
  private:
+  friend Rep* ScratchRep(DecodeScratch* scratch);  // src/image/resample.h
   std::unique_ptr<Rep> rep_;
 };
 

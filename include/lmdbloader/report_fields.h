@@ -29,7 +29,7 @@
 #include <utility>
 
 #include "lmdbloader/convert.h"
-#include "lmdbloader/inspect.h"
+#include "lmdbloader/database_info.h"
 #include "lmdbloader/memory.h"
 #include "lmdbloader/reader.h"
 

@@ -15,7 +15,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "lmdbloader/corpus_keys.h"
 #include "lmdbloader/status.h"
@@ -53,34 +52,22 @@ class CorpusWriter {
   // column values; every record must give the same column names.
   Status Add(std::string_view name, std::string_view record,
              const std::map<std::string, double>& columns = {});
-  uint64_t size() const { return count_; }
-  uint64_t bytes() const { return bytes_; }
+  // Records added, and their bytes.
+  uint64_t size() const;
+  uint64_t bytes() const;
 
   // Writes the manifest (`manifest_json`, a JSON object, gains "format",
   // "version", "records", "columns"), names and columns, syncs, and renames
-  // the corpus into place.
+  // the corpus into place. Columns whose values are all integers are stored
+  // as little-endian int64, others as float64.
   Status Finish(const std::string& manifest_json);
 
-  // Columns whose values are all integers are stored as little-endian int64,
-  // others as float64.
  private:
-  CorpusWriter() = default;
-  Status Put(std::string_view key, std::string_view value, bool append);
-  Status Commit();
-  Status Begin();
-  Status SwapIntoPlace();
-
-  std::string target_, temp_;
-  WriterOptions options_;
-  struct Env;
-  std::unique_ptr<Env> env_;
-  uint64_t count_ = 0, bytes_ = 0, txn_bytes_ = 0;
-  std::string names_;
-  std::string checksums_;  // XXH3-64 of each record, little-endian
-  std::vector<uint64_t> name_ends_;
-  std::map<std::string, uint64_t> name_seen_;  // name -> record
-  std::map<std::string, std::vector<double>> columns_;
-  bool finished_ = false;
+  // The open environment, the names, checksums and columns gathered so far
+  // (src/corpus/writer.cc).
+  struct Rep;
+  explicit CorpusWriter(std::unique_ptr<Rep> rep);
+  std::unique_ptr<Rep> rep_;
 };
 
 }  // namespace lmdbloader

@@ -8,6 +8,7 @@
 #include "base/enum_names.h"
 #include "base/option_table.h"
 #include "lmdbloader/convert.h"
+#include "lmdbloader/shard_set.h"
 
 namespace lmdbloader {
 namespace {

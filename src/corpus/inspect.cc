@@ -1,4 +1,13 @@
-#include "lmdbloader/inspect.h"
+// Reading what LMDB records about a database, without liblmdb's trust in its
+// pages: the counts (database_info.h), the named databases
+// (named_databases.h), the leaf layout (leaf_layout.h), the page check
+// (page_check.h) and liblmdb's version (lmdb_version.h). One file, because all
+// open the database the same way, through the checked page reader.
+#include "lmdbloader/database_info.h"
+#include "lmdbloader/leaf_layout.h"
+#include "lmdbloader/lmdb_version.h"
+#include "lmdbloader/named_databases.h"
+#include "lmdbloader/page_check.h"
 
 #include <algorithm>
 

@@ -1,10 +1,17 @@
 #include "lmdbloader/msgpack_record.h"
 
-#include "corpus/corpus_format.h"
+#include <msgpack.hpp>
 
 #include <exception>
+#include <string>
+
+#include "corpus/corpus_format.h"
 
 namespace lmdbloader {
+
+struct UnpackedRecord::Rep {
+  msgpack::object_handle handle;
+};
 
 namespace {
 
@@ -40,17 +47,17 @@ bool Check(const msgpack::object& o, std::string* error) {
   }
 }
 
-}  // namespace
-
-bool UnpackRecord(const char* data, size_t size, msgpack::object_handle* out, std::string* error) {
+// The unpack itself, with msgpack-cxx's exceptions turned into the rule broken.
+bool Unpack(std::string_view data, msgpack::object_handle* out, std::string* error) {
   // Every element takes at least one byte, every map entry two.
-  const size_t n = size > 0xffffffffu ? 0xffffffffu : size;
+  const size_t n = data.size() > 0xffffffffu ? 0xffffffffu : data.size();
   msgpack::unpack_limit limit(n, n / 2, n, n, n, kMaxRecordDepth);
   size_t offset = 0;
   try {
     // Reference str/bin bytes in place instead of copying them into the zone.
     *out = msgpack::unpack(
-        data, size, offset, [](msgpack::type::object_type, std::size_t, void*) { return true; }, nullptr, limit);
+        data.data(), data.size(), offset, [](msgpack::type::object_type, std::size_t, void*) { return true; },
+        nullptr, limit);
   } catch (const msgpack::depth_size_overflow&) {
     *error = "nested deeper than " + std::to_string(kMaxRecordDepth) + " levels";
     return false;
@@ -61,11 +68,95 @@ bool UnpackRecord(const char* data, size_t size, msgpack::object_handle* out, st
     *error = e.what();
     return false;
   }
-  if (offset != size) {
-    *error = std::to_string(size - offset) + " bytes follow the msgpack value";
+  if (offset != data.size()) {
+    *error = std::to_string(data.size() - offset) + " bytes follow the msgpack value";
     return false;
   }
   return Check(out->get(), error);
+}
+
+}  // namespace
+
+RecordValue RecordValue::Of(const void* node) {
+  const msgpack::object& o = *static_cast<const msgpack::object*>(node);
+  RecordValue v;
+  switch (o.type) {
+    case msgpack::type::BOOLEAN:
+      v.type_ = Type::kBool;
+      v.scalar_.boolean = o.via.boolean;
+      break;
+    case msgpack::type::POSITIVE_INTEGER:
+      v.type_ = Type::kUnsigned;
+      v.scalar_.u = o.via.u64;
+      break;
+    case msgpack::type::NEGATIVE_INTEGER:
+      v.type_ = Type::kSigned;
+      v.scalar_.i = o.via.i64;
+      break;
+    case msgpack::type::FLOAT32:
+    case msgpack::type::FLOAT64:
+      v.type_ = Type::kFloat;
+      v.scalar_.f = o.via.f64;
+      break;
+    case msgpack::type::STR:
+      v.type_ = Type::kString;
+      v.scalar_.data = o.via.str.ptr;
+      v.size_ = o.via.str.size;
+      break;
+    case msgpack::type::BIN:
+      v.type_ = Type::kBytes;
+      v.scalar_.data = o.via.bin.ptr;
+      v.size_ = o.via.bin.size;
+      break;
+    case msgpack::type::ARRAY:
+      v.type_ = Type::kArray;
+      v.scalar_.children = o.via.array.ptr;
+      v.size_ = o.via.array.size;
+      break;
+    case msgpack::type::MAP:
+      v.type_ = Type::kMap;
+      v.scalar_.children = o.via.map.ptr;
+      v.size_ = o.via.map.size;
+      break;
+    default:  // NIL; EXT never passes Check
+      break;
+  }
+  return v;
+}
+
+RecordValue RecordValue::element(uint32_t i) const {
+  if (type_ != Type::kArray || i >= size_) return RecordValue();
+  return Of(&static_cast<const msgpack::object*>(scalar_.children)[i]);
+}
+
+RecordValue RecordValue::key(uint32_t i) const {
+  if (type_ != Type::kMap || i >= size_) return RecordValue();
+  return Of(&static_cast<const msgpack::object_kv*>(scalar_.children)[i].key);
+}
+
+RecordValue RecordValue::value(uint32_t i) const {
+  if (type_ != Type::kMap || i >= size_) return RecordValue();
+  return Of(&static_cast<const msgpack::object_kv*>(scalar_.children)[i].val);
+}
+
+UnpackedRecord::UnpackedRecord() : rep_(new Rep) {}
+UnpackedRecord::~UnpackedRecord() = default;
+UnpackedRecord::UnpackedRecord(UnpackedRecord&&) noexcept = default;
+UnpackedRecord& UnpackedRecord::operator=(UnpackedRecord&&) noexcept = default;
+
+RecordValue UnpackedRecord::root() const {
+  // A default object_handle holds a NIL object; a moved-from record holds none.
+  return rep_ ? RecordValue::Of(&rep_->handle.get()) : RecordValue();
+}
+
+Status UnpackRecord(std::string_view data, UnpackedRecord* out) {
+  if (!out->rep_) out->rep_.reset(new UnpackedRecord::Rep);
+  std::string error;
+  if (!Unpack(data, &out->rep_->handle, &error)) {
+    out->rep_->handle = msgpack::object_handle();  // no half-built tree behind root()
+    return Status::DecodeError(error);
+  }
+  return Status::OK();
 }
 
 }  // namespace lmdbloader

@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -53,17 +55,40 @@ void RemoveLeftovers(const std::string& target) {
   }
 }
 
-}  // namespace
-
-struct CorpusWriter::Env {
+// The LMDB handles of the corpus being written.
+struct WriterEnv {
   MDB_env* env = nullptr;
   MDB_txn* txn = nullptr;
   MDB_dbi dbi = 0;
   uint64_t map_size = 1ull << 30;
-  ~Env() {
+  ~WriterEnv() {
     if (txn) mdb_txn_abort(txn);
     if (env) mdb_env_close(env);
   }
+};
+
+}  // namespace
+
+struct CorpusWriter::Rep {
+  // Removes the temporary directory unless Finish() succeeded.
+  ~Rep();
+  Status Add(std::string_view name, std::string_view record, const std::map<std::string, double>& columns);
+  Status Finish(const std::string& manifest_json);
+  Status Put(std::string_view key, std::string_view value, bool append);
+  Status Commit();
+  Status Begin();
+  Status SwapIntoPlace();
+
+  std::string target_, temp_;
+  WriterOptions options_;
+  std::unique_ptr<WriterEnv> env_;
+  uint64_t count_ = 0, bytes_ = 0, txn_bytes_ = 0;
+  std::string names_;
+  std::string checksums_;  // XXH3-64 of each record, little-endian
+  std::vector<uint64_t> name_ends_;
+  std::map<std::string, uint64_t> name_seen_;  // name -> record
+  std::map<std::string, std::vector<double>> columns_;
+  bool finished_ = false;
 };
 
 Status CorpusWriter::Create(const std::string& target, const WriterOptions& options,
@@ -72,7 +97,7 @@ Status CorpusWriter::Create(const std::string& target, const WriterOptions& opti
   std::error_code ec;
   if (fs::exists(target, ec) && !options.overwrite)
     return Status::InvalidArgument("output " + target + " exists (pass --overwrite to replace it)");
-  std::unique_ptr<CorpusWriter> w(new CorpusWriter());
+  auto w = std::make_unique<Rep>();
   w->target_ = target;
   while (w->target_.size() > 1 && w->target_.back() == '/') w->target_.pop_back();
   w->temp_ = w->target_ + ".tmp-" + std::to_string(::getpid());
@@ -83,7 +108,7 @@ Status CorpusWriter::Create(const std::string& target, const WriterOptions& opti
   if (!parent.empty() && !fs::is_directory(parent, ec))
     return Status::IOError("output directory " + parent.string() + " does not exist", ENOENT);
   if (::mkdir(w->temp_.c_str(), 0755) != 0) return Status::FromErrno(errno, "mkdir", w->temp_);
-  w->env_ = std::make_unique<Env>();
+  w->env_ = std::make_unique<WriterEnv>();
   int rc = mdb_env_create(&w->env_->env);
   if (rc == MDB_SUCCESS) rc = mdb_env_set_mapsize(w->env_->env, w->env_->map_size);
   // One writer, nothing reads until the rename: no lock file, no sync per
@@ -91,11 +116,23 @@ Status CorpusWriter::Create(const std::string& target, const WriterOptions& opti
   if (rc == MDB_SUCCESS) rc = mdb_env_open(w->env_->env, w->temp_.c_str(), MDB_NOLOCK | MDB_NOSYNC, 0644);
   if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_env_open", w->temp_);
   LMDBLOADER_RETURN_IF_ERROR(w->Begin());
-  *out = std::move(w);
+  out->reset(new CorpusWriter(std::move(w)));
   return Status::OK();
 }
 
-CorpusWriter::~CorpusWriter() {
+CorpusWriter::CorpusWriter(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
+CorpusWriter::~CorpusWriter() = default;
+uint64_t CorpusWriter::size() const { return rep_->count_; }
+uint64_t CorpusWriter::bytes() const { return rep_->bytes_; }
+
+Status CorpusWriter::Add(std::string_view name, std::string_view record,
+                         const std::map<std::string, double>& columns) {
+  return rep_->Add(name, record, columns);
+}
+
+Status CorpusWriter::Finish(const std::string& manifest_json) { return rep_->Finish(manifest_json); }
+
+CorpusWriter::Rep::~Rep() {
   env_.reset();
   if (!finished_ && !temp_.empty()) {
     std::error_code ec;
@@ -125,7 +162,7 @@ Status LmdbWriteFailure(int rc, const char* call, const std::string& path, uint6
 
 }  // namespace
 
-Status CorpusWriter::Begin() {
+Status CorpusWriter::Rep::Begin() {
   int rc = mdb_txn_begin(env_->env, nullptr, 0, &env_->txn);
   if (rc == MDB_SUCCESS) rc = mdb_dbi_open(env_->txn, nullptr, 0, &env_->dbi);
   if (rc != MDB_SUCCESS) return Status::FromLmdb(rc, "mdb_txn_begin", temp_);
@@ -133,7 +170,7 @@ Status CorpusWriter::Begin() {
   return Status::OK();
 }
 
-Status CorpusWriter::Commit() {
+Status CorpusWriter::Rep::Commit() {
   MDB_txn* txn = env_->txn;
   env_->txn = nullptr;
   int rc = mdb_txn_commit(txn);
@@ -141,7 +178,7 @@ Status CorpusWriter::Commit() {
   return Status::OK();
 }
 
-Status CorpusWriter::Put(std::string_view key, std::string_view value, bool append) {
+Status CorpusWriter::Rep::Put(std::string_view key, std::string_view value, bool append) {
   // Grow the map before a put could fill it: LMDB answers MDB_MAP_FULL
   // only after the transaction is lost. The estimate is deliberately
   // generous (values, plus page overhead, plus the tree).
@@ -166,8 +203,8 @@ Status CorpusWriter::Put(std::string_view key, std::string_view value, bool appe
   return Status::OK();
 }
 
-Status CorpusWriter::Add(std::string_view name, std::string_view record,
-                         const std::map<std::string, double>& columns) {
+Status CorpusWriter::Rep::Add(std::string_view name, std::string_view record,
+                              const std::map<std::string, double>& columns) {
   // Everything is checked before anything changes: a refused record leaves
   // the writer as it was, so a caller may skip it and go on.
   if (record.size() > kMaxRecordBytes)
@@ -204,7 +241,7 @@ Status CorpusWriter::Add(std::string_view name, std::string_view record,
   return Status::OK();
 }
 
-Status CorpusWriter::Finish(const std::string& manifest_json) {
+Status CorpusWriter::Rep::Finish(const std::string& manifest_json) {
   nlohmann::json manifest = nlohmann::json::parse(manifest_json, nullptr, false);
   if (manifest.is_discarded() || !manifest.is_object())
     return Status::InvalidArgument("manifest is not a JSON object");
@@ -279,7 +316,7 @@ Status CorpusWriter::Finish(const std::string& manifest_json) {
   return Status::OK();
 }
 
-Status CorpusWriter::SwapIntoPlace() {
+Status CorpusWriter::Rep::SwapIntoPlace() {
   // The target path always holds a whole corpus, old or new: with an old
   // one, the two directories trade names in one step (renameat2's
   // RENAME_EXCHANGE), and the old one is removed from the temporary name.

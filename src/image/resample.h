@@ -61,6 +61,10 @@ struct DecodeScratch::Rep {
   void Release();
 };
 
+// A scratch's buffers, for the code that decodes into them (and the
+// benchmark that times its stages); the public header keeps them private.
+inline DecodeScratch::Rep* ScratchRep(DecodeScratch* scratch) { return scratch->rep_.get(); }
+
 // The pixels of [0, n) whose centers lie in the box [b0, b1) (PIL's crop
 // of a whole-pixel box keeps exactly those); when none does, the pixel
 // holding the box's middle. Needs 0 <= b0 < b1 <= n.

@@ -1,4 +1,4 @@
-#include "io/atomic_write.h"
+#include "lmdbloader/atomic_write.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "base/checksum.h"
-#include "io/atomic_write.h"
+#include "lmdbloader/atomic_write.h"
 #include "io/open_file.h"
 
 namespace lmdbloader {

@@ -1,12 +1,14 @@
 // VerifyDatabase: the checks of `lmdbloader verify`, in the library so that
 // every front finds the same problems.
+#include "lmdbloader/verify.h"
+
 #include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "lmdbloader/inspect.h"
 #include "lmdbloader/msgpack_record.h"
+#include "lmdbloader/page_check.h"
 #include "lmdbloader/reader.h"
 
 namespace lmdbloader {
@@ -56,11 +58,10 @@ Status VerifyDatabase(const std::string& path, ReaderOptions options, VerifyRepo
       continue;
     }
     if (!msgpack_records) continue;
-    msgpack::object_handle oh;
-    std::string error;
-    if (!UnpackRecord(value.data(), value.size(), &oh, &error))
-      problem("record " + std::to_string(i) + ": undecodable msgpack (" + error + ")");
-    else if (oh.get().type != msgpack::type::MAP)
+    UnpackedRecord record;
+    if (!(s = UnpackRecord(value, &record)).ok())
+      problem("record " + std::to_string(i) + ": undecodable msgpack (" + s.message() + ")");
+    else if (record.root().type() != RecordValue::Type::kMap)
       problem("record " + std::to_string(i) + ": not a msgpack map");
   }
   if (r->is_corpus()) {

@@ -3,7 +3,10 @@
 // and mdb_stat report for databases written with every kind of option; the
 // named databases are the main tree's entries liblmdb opens as databases;
 // shard sets sum their parts; bad paths and files are errors naming them.
-#include "lmdbloader/inspect.h"
+#include "lmdbloader/database_info.h"
+#include "lmdbloader/leaf_layout.h"
+#include "lmdbloader/named_databases.h"
+#include "lmdbloader/page_check.h"
 
 #include <lmdb.h>
 #include <sys/stat.h>
@@ -15,8 +18,8 @@
 #include <functional>
 #include <sstream>
 
-#include "lmdbloader/convert.h"
 #include "lmdbloader/reader.h"
+#include "lmdbloader/shard_set.h"
 #include "lmdbloader/writer.h"
 #include "test_util.h"
 

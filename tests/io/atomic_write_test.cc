@@ -2,7 +2,7 @@
 // one, never a part; a failure (missing or unwritable folder, a write error, a
 // directory in the way) leaves the destination as it was, no temporary file
 // beside it, and an IOError naming the file and the system's reason.
-#include "io/atomic_write.h"
+#include "lmdbloader/atomic_write.h"
 
 #include <fcntl.h>
 #include <signal.h>

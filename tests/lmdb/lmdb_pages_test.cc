@@ -3,7 +3,8 @@
 // edits and random mutations end in a Corruption status, never a crash (this
 // suite runs under ASan + UBSan in CI).
 #include "lmdb/lmdb_pages.h"
-#include "lmdbloader/inspect.h"
+#include "lmdbloader/database_info.h"
+#include "lmdbloader/leaf_layout.h"
 
 #include <fcntl.h>
 #include <lmdb.h>

@@ -2,6 +2,8 @@
 // problem; one changed byte in a corpus's record or metadata is one problem
 // naming the file and the record or value; a plain LMDB has no checksums, so
 // only its structure is checked; a file that cannot be walked is an error.
+#include "lmdbloader/verify.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -9,10 +11,11 @@
 #include <fstream>
 #include <sstream>
 
+#include <msgpack.hpp>
+
 #include "lmdbloader/convert.h"
-#include "lmdbloader/inspect.h"
-#include "lmdbloader/msgpack_record.h"
 #include "lmdbloader/reader.h"
+#include "lmdbloader/shard_set.h"
 #include "lmdbloader/writer.h"
 #include "test_util.h"
 

@@ -1,7 +1,9 @@
 // Files written whole or not at all (the shard list, saved record indexes,
 // `lmdbloader get -o`): one routine, so that each gets the same care.
-#ifndef LMDBLOADER_SRC_IO_ATOMIC_WRITE_H_
-#define LMDBLOADER_SRC_IO_ATOMIC_WRITE_H_
+// Safe to call from several threads at once (each call writes a temporary
+// file of its own).
+#ifndef LMDBLOADER_ATOMIC_WRITE_H_
+#define LMDBLOADER_ATOMIC_WRITE_H_
 
 #include <string>
 #include <string_view>
@@ -17,9 +19,9 @@ namespace lmdbloader {
 // IOError naming the file and the system's reason (ENOSPC, EIO, ...)
 // otherwise, with the temporary file removed. A `path` that is a device,
 // FIFO or socket (/dev/null, /dev/stdout, a pipe) is written in place, never
-// replaced. Also declared in lmdbloader/convert.h, its public face.
+// replaced.
 Status WriteFileAtomically(const std::string& path, std::string_view bytes);
 
 }  // namespace lmdbloader
 
-#endif  // LMDBLOADER_SRC_IO_ATOMIC_WRITE_H_
+#endif  // LMDBLOADER_ATOMIC_WRITE_H_

@@ -1,0 +1,36 @@
+// What LMDB itself records about one database: the counts in its tree's
+// header and its meta page (what mdb_stat and mdb_env_info report), for
+// `lmdbloader stat` and lmdbloader.compat's stat() and info().
+#ifndef LMDBLOADER_DATABASE_INFO_H_
+#define LMDBLOADER_DATABASE_INFO_H_
+
+#include <cstdint>
+#include <string>
+
+#include "lmdbloader/status.h"
+
+namespace lmdbloader {
+
+// LMDB's own counts for one database (mdb_stat, mdb_env_info).
+struct DatabaseInfo {
+  std::string data_path;
+  uint64_t file_bytes = 0;
+  uint32_t page_size = 0;
+  uint32_t depth = 0;
+  uint64_t branch_pages = 0;
+  uint64_t leaf_pages = 0;
+  uint64_t overflow_pages = 0;
+  uint64_t entries = 0;
+  uint64_t last_txnid = 0;
+  uint64_t last_pgno = 0;  // the last page in use (LMDB's meta page)
+  uint64_t map_size = 0;
+};
+
+// Opens `path` read-only without a lock file and reads the counts of
+// `db_name` (main database when empty). For a shard set, the counts of its
+// parts summed (data_path is then the set's folder). Errors as for Reader::Open.
+Status InspectDatabase(const std::string& path, const std::string& db_name, DatabaseInfo* info);
+
+}  // namespace lmdbloader
+
+#endif  // LMDBLOADER_DATABASE_INFO_H_
