@@ -119,27 +119,27 @@ Status Msgpack(std::string_view value, msgpack::sbuffer* out, SplitValue* split,
     for (std::string_view f : frames) PackBytes(pk, f);
     return Status::OK();
   }
-  msgpack::object_handle oh;
-  std::string error;
-  if (!UnpackRecord(value.data(), value.size(), &oh, &error))
-    return Status::InvalidArgument("not msgpack: " + error);
-  const msgpack::object& o = oh.get();
-  if (o.type != msgpack::type::MAP)
+  UnpackedRecord record;
+  const Status unpacked = UnpackRecord(value, &record);
+  if (!unpacked.ok()) return Status::InvalidArgument("not msgpack: " + unpacked.message());
+  const RecordValue o = record.root();
+  if (o.type() != RecordValue::Type::kMap)
     return Status::InvalidArgument("neither a msgpack list of byte strings (frames) nor a msgpack map");
-  for (uint32_t i = 0; i < o.via.map.size; ++i) {
-    const msgpack::object_kv& kv = o.via.map.ptr[i];
-    if (kv.key.type == msgpack::type::STR) fields->insert(std::string(kv.key.via.str.ptr, kv.key.via.str.size));
-    if (kv.key.type != msgpack::type::STR || std::string_view(kv.key.via.str.ptr, kv.key.via.str.size) != "label")
-      continue;
+  for (uint32_t i = 0; i < o.size(); ++i) {
+    const RecordValue key = o.key(i);
+    if (key.type() != RecordValue::Type::kString) continue;
+    fields->insert(std::string(key.bytes()));
+    if (key.bytes() != "label") continue;
     // Only an integer label is a column (a class name is not).
-    const bool positive = kv.val.type == msgpack::type::POSITIVE_INTEGER;
-    const bool negative = kv.val.type == msgpack::type::NEGATIVE_INTEGER;
+    const RecordValue label = o.value(i);
+    const bool positive = label.type() == RecordValue::Type::kUnsigned;
+    const bool negative = label.type() == RecordValue::Type::kSigned;
     if (!positive && !negative) continue;
-    if ((positive && kv.val.via.u64 > static_cast<uint64_t>(kExactInDouble)) ||
-        (negative && kv.val.via.i64 < -kExactInDouble))
+    if ((positive && label.unsigned_value() > static_cast<uint64_t>(kExactInDouble)) ||
+        (negative && label.signed_value() < -kExactInDouble))
       return Status::InvalidArgument("its 'label' is beyond 2^53, which its column cannot hold exactly");
     split->has_label = true;
-    split->label = positive ? static_cast<int64_t>(kv.val.via.u64) : kv.val.via.i64;
+    split->label = positive ? static_cast<int64_t>(label.unsigned_value()) : label.signed_value();
   }
   out->write(value.data(), value.size());  // kept as it is
   return Status::OK();
