@@ -91,9 +91,9 @@ for s in "${SOURCES[@]}"; do fetch_sources "${s%%=*}" "${s#*=}"; done
 srcdir() { ls -d "$DEPS/src/$1"-*/ | head -1; }
 
 # --- static PIC archives under $PREFIX -----------------------------------------
-# A stamp holds a hash of this script and the compiler: a change to either
-# rebuilds every archive.
-STAMP=$( (cat "$0"; "$ZIG" version) | sha256sum | cut -c1-16)
+# A stamp holds a hash of this section and the compiler's version: a change
+# to either rebuilds every archive.
+STAMP=$( (sed -n '/^# --- static PIC/,/^# --- the wheel/p' "$0"; echo "${SOURCES[*]}"; "$ZIG" version) | sha256sum | cut -c1-16)
 if [ "$(cat "$PREFIX/.stamp" 2>/dev/null)" != "$STAMP" ]; then
   echo "wheel: building liblmdb, liburing, libjpeg-turbo (static, PIC, glibc $GLIBC)"
   rm -rf "$PREFIX" "$DEPS/obj"
@@ -197,9 +197,12 @@ whl=$(ls "$raw"/lmdbloader-*.whl)
 rm -f dist/lmdbloader-*.whl
 # repair only checks and retags here (nothing outside the policy is needed)
 # and fails if any symbol is newer than the tag allows.
-$PY -m auditwheel repair --plat "$PLAT" --only-plat -w dist "$whl"
+if ! $PY -m auditwheel repair --plat "$PLAT" --only-plat -w dist "$whl" >"$DEPS/repair.log" 2>&1; then
+  cat "$DEPS/repair.log"
+  exit 1
+fi
 out=$(ls dist/lmdbloader-*"$PLAT"*.whl)
-$PY -m auditwheel show "$out"
+$PY -m auditwheel show "$out" | sed -n '1,2p'
 echo "wheel: $out"
 
 if [ $SDIST = 1 ]; then
