@@ -170,6 +170,14 @@ EOF
     mkdir -p "$PREFIX/share/cmake/$p"
     cp /usr/share/cmake/$p/*.cmake "$PREFIX/share/cmake/$p/"
   done
+  # What the wheel carries, under its licences (dist-info/licenses/).
+  mkdir -p "$PREFIX/licenses"
+  cp "$lmdb/LICENSE" "$PREFIX/licenses/lmdb-LICENSE"
+  cp "$lmdb/COPYRIGHT" "$PREFIX/licenses/lmdb-COPYRIGHT"
+  cp "$jpeg/LICENSE.md" "$PREFIX/licenses/libjpeg-turbo-LICENSE.md"
+  cp "$jpeg/README.ijg" "$PREFIX/licenses/libjpeg-turbo-README.ijg"
+  cp "$uring/LICENSE" "$PREFIX/licenses/liburing-LICENSE"
+  cp "$(dirname "$ZIG")/lib/libcxx/LICENSE.TXT" "$PREFIX/licenses/libcxx-LICENSE.TXT"
   echo "$STAMP" >"$PREFIX/.stamp"
 fi
 
@@ -183,6 +191,9 @@ set(CMAKE_C_FLAGS_INIT "-isystem $PREFIX/include")
 set(CMAKE_CXX_FLAGS_INIT "-isystem $PREFIX/include")
 EOF
 raw=$DEPS/wheel-raw
+# scikit-build-core takes license files from inside the source tree only.
+rm -rf build/wheel-licenses && mkdir -p build/wheel-licenses
+cp "$PREFIX"/licenses/* build/wheel-licenses/
 rm -rf "$raw"
 echo "wheel: building the extension and the command (zig c++, $TARGET)"
 # Its own build folder, so a later `pip install .` (Debian's gcc) never
@@ -192,6 +203,7 @@ $PY -m pip wheel -q --no-build-isolation --no-deps -w "$raw" \
   -C build-dir="$DEPS/build/{wheel_tag}" \
   -C cmake.args="--toolchain=$DEPS/toolchain.cmake" \
   -C cmake.define.LMDBLOADER_DEPS_PREFIX="$PREFIX" \
+  -C wheel.license-files="build/wheel-licenses/*" \
   . >/dev/null
 whl=$(ls "$raw"/lmdbloader-*.whl)
 rm -f dist/lmdbloader-*.whl
