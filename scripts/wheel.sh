@@ -62,14 +62,15 @@ AR=$DEPS/bin/zig-ar
 RANLIB=$DEPS/bin/zig-ranlib
 
 # --- sources: Debian's source packages, as Debian patched them ---------------
-# The versions Debian 12 ships (its -dev packages build the sdist and the
-# test suite, so the wheel carries the same code).
-SOURCES=(lmdb=0.9.24-1 liburing=2.3-3 libjpeg-turbo=1:2.1.5-2)
+# Whatever version Debian 12 has now (0.9.24, 2.3 and 2.1.5 when written),
+# as for its -dev packages that build the sdist and the test suite; the
+# versions fetched are part of the stamp below. Fetched once: remove
+# $DEPS/src to fetch anew.
+SOURCES=(lmdb liburing libjpeg-turbo)
 fetch_sources() {
-  local pkg=$1 ver=$2 dir
-  dir=$(ls -d "$DEPS/src/$pkg"-*/ 2>/dev/null | head -1 || true)
-  [ -n "$dir" ] && [ -f "$DEPS/src/.$pkg-$ver" ] && return 0
-  if ! apt-get source --print-uris -q "$pkg=$ver" 2>/dev/null | grep -q "\.dsc"; then
+  local pkg=$1
+  ls -d "$DEPS/src/$pkg"-*/ >/dev/null 2>&1 && return 0
+  if ! apt-get source --print-uris -q "$pkg" 2>/dev/null | grep -q "\.dsc"; then
     # apt knows no source packages until a deb-src entry is there.
     echo "wheel: adding Debian's source package index (deb-src)"
     $SUDO tee /etc/apt/sources.list.d/debian-src.sources >/dev/null <<'EOF'
@@ -78,22 +79,27 @@ URIs: http://deb.debian.org/debian
 Suites: bookworm bookworm-updates
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
     $SUDO apt-get update -q
   fi
-  rm -rf "$DEPS/src/$pkg"-* "$DEPS/src/$pkg"_*
+  rm -rf "$DEPS/src/$pkg"_*
   # (apt warns that it downloads as root, unsandboxed, where _apt cannot write)
-  (cd "$DEPS/src" && apt-get source -q "$pkg=$ver" 2>&1 >/dev/null | grep -v "unsandboxed" || true)
+  (cd "$DEPS/src" && apt-get source -q "$pkg" 2>&1 >/dev/null | grep -v "unsandboxed" || true)
   ls -d "$DEPS/src/$pkg"-*/ >/dev/null
-  touch "$DEPS/src/.$pkg-$ver"
 }
-for s in "${SOURCES[@]}"; do fetch_sources "${s%%=*}" "${s#*=}"; done
+for pkg in "${SOURCES[@]}"; do fetch_sources "$pkg"; done
 srcdir() { ls -d "$DEPS/src/$1"-*/ | head -1; }
 
 # --- static PIC archives under $PREFIX -----------------------------------------
 # A stamp holds a hash of this section and the compiler's version: a change
 # to either rebuilds every archive.
-STAMP=$( (sed -n '/^# --- static PIC/,/^# --- the wheel/p' "$0"; echo "${SOURCES[*]}"; "$ZIG" version) | sha256sum | cut -c1-16)
+STAMP=$( (sed -n '/^# --- static PIC/,/^# --- the wheel/p' "$0"; ls "$DEPS"/src/*.dsc; "$ZIG" version) | sha256sum | cut -c1-16)
 if [ "$(cat "$PREFIX/.stamp" 2>/dev/null)" != "$STAMP" ]; then
   echo "wheel: building liblmdb, liburing, libjpeg-turbo (static, PIC, glibc $GLIBC)"
   rm -rf "$PREFIX" "$DEPS/obj"
@@ -102,6 +108,7 @@ if [ "$(cat "$PREFIX/.stamp" 2>/dev/null)" != "$STAMP" ]; then
 
   # liblmdb: two C files; its Makefile builds a shared library too, so by hand.
   lmdb=$(srcdir lmdb)libraries/liblmdb
+  lmdb_version=$(basename "$(srcdir lmdb)"); lmdb_version=${lmdb_version#lmdb-}
   for f in mdb midl; do
     "$CC" $CFLAGS_DEP -pthread -w -c "$lmdb/$f.c" -o "$DEPS/obj/$f.o"
   done
@@ -111,7 +118,7 @@ if [ "$(cat "$PREFIX/.stamp" 2>/dev/null)" != "$STAMP" ]; then
 prefix=$PREFIX
 Name: lmdb
 Description: Lightning Memory-Mapped Database (static)
-Version: 0.9.24
+Version: ${lmdb_version}
 Libs: -L\${prefix}/lib -llmdb
 Libs.private: -pthread
 Cflags: -I\${prefix}/include
@@ -119,6 +126,7 @@ EOF
 
   # liburing: its own configure; x86_64 builds it without libc.
   uring=$(srcdir liburing)
+  uring_version=$(basename "$uring"); uring_version=${uring_version#liburing-}
   (cd "$uring" && make -s clean >/dev/null 2>&1 || true
    ./configure --prefix="$PREFIX" --cc="$CC" --cxx="$CXX" >/dev/null
    make -s -C src -j "$JOBS" CC="$CC" AR="$AR" RANLIB="$RANLIB" liburing.a >/dev/null
@@ -131,7 +139,7 @@ EOF
 prefix=$PREFIX
 Name: liburing
 Description: io_uring library (static)
-Version: 2.3
+Version: ${uring_version}
 Libs: -L\${prefix}/lib -luring
 Cflags: -I\${prefix}/include
 EOF
@@ -139,9 +147,10 @@ EOF
   # libjpeg-turbo: the libjpeg (6b) API as Debian's libjpeg62-turbo; SIMD
   # required, so a missing nasm stops the build instead of a 3x slower decode.
   jpeg=$(srcdir libjpeg-turbo)
+  jpeg_version=$(basename "$jpeg"); jpeg_version=${jpeg_version#libjpeg-turbo-}
   # Its CMakeLists asks for CMake 2.8.12, which CMake 4 refuses without this.
   cmake -S "$jpeg" -B "$DEPS/obj/jpeg" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_POLICY_VERSION_MINIMUM=3.5 -Wno-dev \
+    -DCMAKE_POLICY_VERSION_MINIMUM=3.5 -Wno-deprecated -Wno-author \
     -DCMAKE_C_COMPILER="$CC" -DCMAKE_AR="$AR" -DCMAKE_RANLIB="$RANLIB" \
     -DCMAKE_C_FLAGS_RELEASE="-O3 -DNDEBUG -g0" -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
     -DENABLE_SHARED=OFF -DENABLE_STATIC=ON -DWITH_TURBOJPEG=OFF -DREQUIRE_SIMD=ON \
@@ -154,7 +163,7 @@ EOF
 prefix=$PREFIX
 Name: libjpeg
 Description: libjpeg-turbo's libjpeg API (static, SIMD)
-Version: 2.1.5
+Version: ${jpeg_version}
 Libs: -L\${prefix}/lib -ljpeg
 Cflags: -I\${prefix}/include
 EOF
