@@ -41,8 +41,8 @@ echo "== the manylinux wheel, in a fresh virtual environment, Debian's libraries
 # Up to date after scripts/setup.sh (nothing to rebuild); else builds what changed.
 bash scripts/wheel.sh --no-sdist >"$work/wheel.log" 2>&1 || { cat "$work/wheel.log"; exit 1; }
 whl=$(ls dist/lmdbloader-*-manylinux_2_28_x86_64.whl)
-python3 -m auditwheel show "$whl" | tr '\n' ' ' | grep -q 'platform tag: "manylinux_2_28_x86_64"' \
-  || { python3 -m auditwheel show "$whl"; exit 1; }
+shown=$(python3 -m auditwheel show "$whl" | tr '\n' ' ')
+[[ $shown == *'platform tag: "manylinux_2_28_x86_64"'* ]] || { echo "auditwheel show: $shown"; exit 1; }
 # The system's site-packages give numpy, torch, PIL and py-lmdb; lmdbloader
 # comes from the wheel (wheel_check.py checks where it was imported from).
 python3 -m venv --system-site-packages "$work/venv"
