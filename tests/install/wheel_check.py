@@ -2,7 +2,8 @@
 Debian's liblmdb, liburing and libjpeg are hidden: a py-lmdb database with
 packed-integer keys read and converted, an image folder converted, and the
 images loaded by lmdbloader.DataLoader with ImageDecode in 2 workers, each
-compared with what py-lmdb, PIL and torchvision give.
+compared with what py-lmdb gives and what PIL gives for torchvision's
+evaluation recipe.
 
 Usage: wheel_check.py WORKDIR ENGINE, ENGINE the io engine that "auto" must
 pick: "io_uring", or "threads" where the system refuses io_uring."""
@@ -103,7 +104,7 @@ for batch_images, labels in loader:
         assert int(labels[j]) == record["label"]
         ref = reference(record["image"])
         diff = (batch_images[j].float() - ref.float()).abs().mean().item()
-        assert diff <= 2.0, f"record {seen}: {diff:.2f} levels from torchvision's"
+        assert diff <= 2.0, f"record {seen}: {diff:.2f} levels from PIL's"
         seen += 1
 assert seen == len(ds) == 24
 print(f"image folder: {seen} images through lmdbloader.DataLoader + ImageDecode in 2 workers")
