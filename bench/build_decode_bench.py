@@ -64,13 +64,16 @@ def main():
     for _ in range(args.rounds):
         for py in args.pythons:
             out = subprocess.run([py, "-c", CHILD, args.photos, str(args.reps)], check=True,
-                                 capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+                                 capture_output=True, text=True,
+                                 env=dict(os.environ, OMP_NUM_THREADS="1"))
             runs[py].append(json.loads(out.stdout))
     base = runs[args.pythons[0]]
-    print("CPU ms an image, median of rounds (ratio to the first build, median of rounds' ratios):")
+    print("CPU ms an image, median of rounds "
+          "(ratio to the first build, median of rounds' ratios):")
     for py in args.pythons:
         print(f"  {py}: {runs[py][0]['module']}")
-        for key, name in (("scaled", "fused, IDCT scaling on "), ("full", "fused, IDCT scaling off"),
+        for key, name in (("scaled", "fused, IDCT scaling on "),
+                          ("full", "fused, IDCT scaling off"),
                           ("pil", "PIL decode (control)   ")):
             vals = [r[key] for r in runs[py]]
             ratio = statistics.median(r[key] / b[key] for r, b in zip(runs[py], base))
