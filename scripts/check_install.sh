@@ -2,20 +2,30 @@
 # Checks what lmdbloader installs, as its users consume it (run by
 # scripts/test.sh): the C++ library installed to a prefix and found by a fresh
 # CMake project (find_package(lmdbloader CONFIG)), which compiles every
-# installed header on its own and builds and reads a database; and `pip wheel
-# .` installed into a fresh virtual environment, where the package imports and
-# the `lmdbloader` command is on PATH.
+# installed header on its own and builds and reads a database; and the
+# manylinux wheel that scripts/wheel.sh writes, installed into a fresh virtual
+# environment and run where Debian's liblmdb, liburing and libjpeg are hidden,
+# once with io_uring and once with the kernel refusing it
+# (tests/install/wheel_check.py).
+# LMDBLOADER_BUILD_DIR: a build folder of this tree (test.sh's build/) to
+# install from, instead of building the library once more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROOT=$PWD
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 JOBS=$(nproc)
 
 echo "== install to a prefix, build a consumer with find_package"
-cmake -S . -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMDBLOADER_BUILD_TESTS=OFF \
-  -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
-cmake --build "$work/build" -j "$JOBS" >/dev/null
-cmake --install "$work/build" >/dev/null
+if [ -n "${LMDBLOADER_BUILD_DIR:-}" ]; then
+  cmake --build "$LMDBLOADER_BUILD_DIR" -j "$JOBS" >/dev/null
+  cmake --install "$LMDBLOADER_BUILD_DIR" --prefix "$work/prefix" >/dev/null
+else
+  cmake -S . -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMDBLOADER_BUILD_TESTS=OFF \
+    -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
+  cmake --build "$work/build" -j "$JOBS" >/dev/null
+  cmake --install "$work/build" >/dev/null
+fi
 cmake -S tests/consumer -B "$work/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/consumer" >/dev/null
 # The consumer compiled each installed header alone: as many as the source has.
@@ -33,11 +43,53 @@ out=$("$work/consumer/consumer" "$work/db")
 [ "$out" = "10 records, 45 bytes" ] || { echo "consumer printed: $out"; exit 1; }
 echo "consumer: $out"
 
-echo "== pip wheel, installed into a fresh virtual environment"
-python3 -m pip wheel -q --no-build-isolation --no-deps -w "$work/wheels" . >/dev/null
+echo "== the manylinux wheel, in a fresh virtual environment, Debian's libraries hidden"
+# Up to date after scripts/setup.sh (nothing to rebuild); else builds what changed.
+bash scripts/wheel.sh --no-sdist >"$work/wheel.log" 2>&1 || { cat "$work/wheel.log"; exit 1; }
+whl=$(ls dist/lmdbloader-*-manylinux_2_28_x86_64.whl)
+shown=$(python3 -m auditwheel show "$whl" | tr '\n' ' ')
+[[ $shown == *'platform tag: "manylinux_2_28_x86_64"'* ]] || { echo "auditwheel show: $shown"; exit 1; }
+# The system's site-packages give numpy, torch, PIL and py-lmdb; lmdbloader
+# comes from the wheel (wheel_check.py checks where it was imported from).
 python3 -m venv --system-site-packages "$work/venv"
-"$work/venv/bin/pip" install -q --no-deps --force-reinstall "$work"/wheels/lmdbloader-*.whl
-(cd "$work" && "$work/venv/bin/python" -c "import lmdbloader, sys; r = lmdbloader.Reader(sys.argv[1]); assert len(r) == 10; print('wheel imports from', lmdbloader.__file__)" "$work/db")
+"$work/venv/bin/pip" install -q --no-deps --force-reinstall "$whl"
+for elf in "$work"/venv/lib/python*/site-packages/lmdbloader/_core*.so "$work/venv/bin/lmdbloader"; do
+  if readelf -d "$elf" | grep NEEDED | grep -E -v '\[(libc|libm|libdl|libpthread|librt|ld-linux-x86-64)\.so'; then
+    echo "$elf needs a library outside the manylinux policy"; exit 1
+  fi
+done
+# In a private mount namespace Debian's copies of what the wheel carries
+# are /dev/null: a build that still loaded one would fail to import.
+hide='for f in $(ls /usr/lib/x86_64-linux-gnu/{liblmdb,liburing,libjpeg,libturbojpeg}*.so* 2>/dev/null | xargs realpath | sort -u); do
+        mount --bind /dev/null "$f"
+      done
+      if python3 -c "import ctypes; ctypes.CDLL(\"liblmdb.so.0\")" 2>/dev/null; then
+        echo "liblmdb.so.0 still loads"; exit 1
+      fi
+      exec "$@"'
+run_hidden() {  # $1: the engine io_engine="auto" must pick
+  rm -rf "$work/run" && mkdir "$work/run"
+  (cd "$work/run" && PATH="$work/venv/bin:$PATH" LMDBLOADER_INDEX_DIR="$work/run" \
+     unshare -m --propagation private bash -ec "$hide" hide \
+     "$work/venv/bin/python" "$ROOT/tests/install/wheel_check.py" "$work/run" "$1")
+}
+uring=/proc/sys/kernel/io_uring_disabled
+engine=io_uring
+[ -r $uring ] && [ "$(cat $uring)" != 0 ] && engine=threads
+run_hidden $engine
+# Again with io_uring refused by the kernel (Linux 6.6+), as container
+# seccomp profiles refuse it: the reads go through the thread engine. The
+# old value is restored whatever happens.
+if [ -w $uring ]; then
+  old=$(cat $uring)
+  trap 'echo "$old" >'$uring'; rm -rf "$work"' EXIT
+  echo 2 >$uring
+  run_hidden threads
+  echo "$old" >$uring
+  trap 'rm -rf "$work"' EXIT
+else
+  echo "($uring is not writable here: io_uring refused by LMDBLOADER_DISABLE_IO_URING instead)"
+  LMDBLOADER_DISABLE_IO_URING=1 run_hidden threads
+fi
 PATH="$work/venv/bin:$PATH" command -v lmdbloader | grep -q "$work/venv/bin/lmdbloader"
-PATH="$work/venv/bin:$PATH" lmdbloader stat "$work/db" >/dev/null
-echo "wheel: the lmdbloader command is on the venv's PATH"
+echo "wheel: $(basename "$whl") runs without Debian's libraries; lmdbloader is on the venv's PATH"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what lmdbloader needs on a fresh Debian 12 machine: C++ libraries
 # from Debian, Python packages from PyPI (torch pinned first, so pip never
-# resolves an open range to a CUDA build), then the package itself.
+# resolves an open range to a CUDA build), then the package itself, from the
+# manylinux wheel that scripts/wheel.sh builds.
 # Idempotent: a second run installs nothing new.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,7 @@ SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo"
 DEBS=(build-essential cmake ninja-build pkg-config liblmdb-dev lmdb-utils libmsgpack-cxx-dev
       libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-      libxxhash-dev liburing-dev libjpeg62-turbo-dev clang fio)
+      libxxhash-dev liburing-dev libjpeg62-turbo-dev clang fio nasm dpkg-dev)
 missing=()
 for p in "${DEBS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -27,5 +28,8 @@ if ! $PY -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('2.13
   $PY -m pip install -q torch==2.13.0
 fi
 $PY -m pip install -q -c constraints.txt -r requirements-dev.txt
-echo "setup: building and installing the lmdbloader Python package"
-$PY -m pip install -q -c constraints.txt --no-build-isolation .
+# The package is installed from the wheel users get (scripts/wheel.sh): the
+# tests run what ships, and scripts/check_install.sh reuses the same build.
+echo "setup: building the lmdbloader wheel (scripts/wheel.sh) and installing it"
+PYTHON=$PY bash scripts/wheel.sh --no-sdist
+$PY -m pip install -q --no-deps --force-reinstall dist/lmdbloader-*-manylinux_2_28_x86_64.whl

@@ -24,7 +24,7 @@ LMDBLOADER_TEST_CORPUS_MIB=64 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_st
   ctest --test-dir build-sanitize --output-on-failure -j "$JOBS"
 
 echo "== What lmdbloader installs: a C++ consumer of the installed prefix, the wheel in a fresh venv"
-bash scripts/check_install.sh
+LMDBLOADER_BUILD_DIR=build bash scripts/check_install.sh
 
 echo "== Fuzzing (bounded: libFuzzer harnesses, then mutated whole databases)"
 bash scripts/fuzz.sh
