@@ -24,24 +24,15 @@ from PIL import Image  # noqa: E402
 import_torchvision()
 import torchvision.transforms as T  # noqa: E402
 
+import synthetic_photos  # noqa: E402
+
 
 def photo(seed, width, height):
-    """A photograph-like image: smooth gradients, edges and a little noise."""
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
-    img = np.stack([
-        128 + 100 * np.sin(x / (7 + seed % 11) + seed),
-        128 + 100 * np.cos(y / (5 + seed % 7)),
-        (x * 255 / max(width - 1, 1) + (y > height / 2) * 60) % 256,
-    ], axis=-1)
-    img += rng.normal(0, 2, img.shape)  # photographs are smoother than noise
-    return Image.fromarray(np.clip(img, 0, 255).astype(np.uint8))
+    return synthetic_photos.photo(seed, width, height, noise=2)  # photographs are smoother than noise
 
 
 def jpeg(image, quality=90):
-    buf = io.BytesIO()
-    image.save(buf, format="JPEG", quality=quality)
-    return buf.getvalue()
+    return synthetic_photos.jpeg(image, quality=quality)
 
 
 def recipe(train, size, resize=None):

@@ -22,24 +22,7 @@ from PIL import Image  # noqa: E402
 
 import_torchvision()
 import torchvision.transforms as T  # noqa: E402
-
-def photo(seed, width, height):
-    """A photograph-like image: smooth gradients, edges and a little noise."""
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
-    img = np.stack([
-        128 + 100 * np.sin(x / (7 + seed % 11) + seed),
-        128 + 100 * np.cos(y / (5 + seed % 7)),
-        (x * 255 / max(width - 1, 1) + (y > height / 2) * 60) % 256,
-    ], axis=-1)
-    img += rng.normal(0, 6, img.shape)
-    return Image.fromarray(np.clip(img, 0, 255).astype(np.uint8))
-
-
-def jpeg(image, **options):
-    buf = io.BytesIO()
-    image.save(buf, format="JPEG", quality=options.pop("quality", 90), **options)
-    return buf.getvalue()
+from synthetic_photos import jpeg, photo  # noqa: E402
 
 
 def encoded(image, fmt):
