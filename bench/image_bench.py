@@ -9,36 +9,53 @@ Recipes (2 persistent workers, batch 32, shuffled, 3 epochs):
   photographs 350-500 px on the long side (~88 KB at quality 90);
 - ``eval``: Resize(256), CenterCrop(224), ToTensor, Normalize, same images;
 - ``clip``: 1,024 clips of 8 frames 320x240 -> one RandomResizedCrop box and
-  one flip for the whole clip, 112x112 -> float32 [8, 3, 112, 112].
+  one flip for the whole clip, 112x112 -> float32 [8, 3, 112, 112];
+- ``coclr``: CoCLR's two-clip pretraining input over a corpus in its layout
+  (one LMDB file, a msgpack list of 128x171 JPEG frames per video under its
+  9-digit id, the train split's videos and labels from CSV files beside it):
+  two clips of 16 consecutive frames, each from its own random start, box
+  (scale 0.2-1, as CoCLR's bottom_area) and flip, 112x112 -> float32
+  [2, 16, 3, 112, 112]; every video of the split once an epoch.
 Variants per recipe:
 1. ``pylmdb``: py-lmdb opened lazily in each worker (a pickle of (JPEG bytes,
    label) per key, as users write one), PIL + torchvision, default_collate:
-   the baseline (1.00x);
+   the baseline (1.00x); for ``coclr``, a Dataset doing what CoCLR's
+   UCF101LMDB_2CLIP does (py-lmdb, msgpack, PIL, per-frame torchvision);
 2. ``lmdb-tv``: lmdbloader.LmdbDataset(decode=the same PIL + torchvision
    function), collate_fn=lmdbloader.collate;
 3. ``fused-loader``: LmdbDataset(decode=lmdbloader.ImageDecode(...)) under
-   lmdbloader.DataLoader (decoded straight into ring slots);
+   lmdbloader.DataLoader (decoded straight into ring slots); for ``coclr``,
+   LmdbDataset(keys=the split's videos, targets=their labels,
+   decode=ClipDecode(112, frames=16, clips=2), rss_budget=--rss-budget);
 4. ``fused-collate``: the same dataset under torch's DataLoader with
    collate_fn=lmdbloader.collate;
-5. ``dali``: DALI's CPU-only pipeline (device_id=None, 2 threads) over the
+5. ``fused-pickle``: variant 3 reading variant 1's LMDB as it is, the
+   pickles split by ``record=pickle.loads`` and the samples named by
+   ``keys=[b"%08d" % i ...]`` (train, eval, clip);
+6. ``dali``: DALI's CPU-only pipeline (device_id=None, 2 threads) over the
    folder of files: fused crop-decode, resize, crop_mirror_normalize (the
    clip recipe: its sequence reader over the frame folders).
-3 and 4 are skipped with a note where lmdbloader has no ImageDecode /
-ClipDecode, 5 where DALI is not installed (it is an optional, large wheel:
+3-5 are skipped with a note where lmdbloader has no ImageDecode /
+ClipDecode, 6 where DALI is not installed (it is an optional, large wheel:
 ``pip install -c constraints.txt nvidia-dali-cuda130``).
+With variant 5 the cost of ``pickle.loads`` on the corpus's records is
+timed in the parent (microseconds a record) and reported beside its rate.
 
 Each run is a fresh process (no variant's libraries or arenas are counted in
 another's), the page cache warm; variants alternate, ``--repeats`` rounds.
 Figures are medians: of epochs 2-3 within a run (the first starts the
 workers), then over rounds, with the ratio to variant 1 taken within each
 round. Also reported: each worker's and the main process's peak RSS and PSS
-(lmdbloader.memory, from /proc), and the peak of /dev/shm the job holds: the
+(lmdbloader.memory, from /proc; for ``coclr`` also the RSS of the data
+file's mappings, each worker's peak in epoch 1 and after, and the reader's
+rss_budget), and the peak of /dev/shm the job holds: the
 files under /dev/shm its processes have open or mapped (the filesystem's own
 count, statvfs, includes other programs' use and is kept in the JSON). Writes
 bench/out/image_bench.json and .png.
 
-    python bench/image_bench.py [--recipes train,eval,clip] [--variants pylmdb,lmdb-tv,...]
-                                [--repeats 3] [--workdir bench/out/image_corpora] [--out bench/out]
+    python bench/image_bench.py [--recipes train,eval,clip,coclr] [--variants pylmdb,lmdb-tv,...]
+                                [--repeats 3] [--videos 384] [--rss-budget 64MiB]
+                                [--workdir bench/out/image_corpora] [--out bench/out]
     python bench/image_bench.py --demo     # train recipe, variants 1 and 3 (else 2), 1,024 images
 """
 
@@ -70,16 +87,24 @@ RECIPES = {
     "train": {"corpus": "images", "unit": "images", "shape": (3, 224, 224)},
     "eval": {"corpus": "images", "unit": "images", "shape": (3, 224, 224)},
     "clip": {"corpus": "clips", "unit": "clips", "shape": (8, 3, 112, 112)},
+    "coclr": {"corpus": "coclr", "unit": "videos", "shape": (2, 16, 3, 112, 112)},
 }
 VARIANTS = {
     "pylmdb": "py-lmdb + torchvision + default_collate",
     "lmdb-tv": "LmdbDataset(decode=torchvision fn) + lmdbloader.collate",
     "fused-loader": "LmdbDataset(decode=fused) + lmdbloader.DataLoader",
     "fused-collate": "LmdbDataset(decode=fused) + DataLoader + lmdbloader.collate",
+    "fused-pickle": "LmdbDataset(py-lmdb's pickles, record=pickle.loads) + lmdbloader.DataLoader",
     "dali": "DALI CPU-only (2 threads)",
 }
 BASELINE = "pylmdb"
-FUSED_API = {"train": "ImageDecode", "eval": "ImageDecode", "clip": "ClipDecode"}
+FUSED_API = {"train": "ImageDecode", "eval": "ImageDecode", "clip": "ClipDecode", "coclr": "ClipDecode"}
+FUSED = ("fused-loader", "fused-collate", "fused-pickle")
+# CoCLR's pretraining draws (TengdaHan/CoCLR: utils/augmentation.py RandomSizedCrop's
+# bottom_area=0.2 and aspect 3/4-4/3; dataset/lmdb_dataset.py double_sampler): two clips of
+# COCLR_FRAMES consecutive frames (ds=1), resized to COCLR_SIZE (the acceptance's 16 and 112;
+# CoCLR's own defaults are seq_len=32, img_dim=128).
+COCLR_FRAMES, COCLR_CLIPS, COCLR_SIZE, COCLR_SCALE = 16, 2, 112, (0.2, 1.0)
 
 
 # ------------------------------------------------------------ decoding as users write it
@@ -167,17 +192,175 @@ class PyLmdbDataset:
         return {"path": self.path, "decode": self.decode, "env": None, "n": self.n}
 
 
-def fused_decode(recipe):
-    """lmdbloader's fused decoder for the recipe; AttributeError where this build has none."""
+def coclr_split(paths, split="train"):
+    """The split's videos as CoCLR's dataset reads them: (names "class/video",
+    frame counts, labels), from the CSV ("frame/class/video/,frames") and
+    ClassInd.txt beside the LMDB."""
+    import csv
+    with open(paths["classes"]) as f:
+        classes = [line.strip() for line in f if line.strip()]
+    names, vlens, labels = [], [], []
+    with open(paths[f"{split}_csv"], newline="") as f:
+        for path, vlen in csv.reader(f):
+            parts = path.split("/")  # a trailing "/": the class is parts[-3], the video parts[-2]
+            names.append(f"{parts[-3]}/{parts[-2]}")
+            vlens.append(int(vlen))
+            labels.append(classes.index(parts[-3]))
+    return names, vlens, labels
+
+
+def coclr_clips(frames, clips=COCLR_CLIPS, size=COCLR_SIZE):
+    """CoCLR's per-frame transform of ``clips`` clips given as one list of PIL
+    frames: for each clip one box (drawn as RandomResizedCrop draws it, scale
+    COCLR_SCALE) and one flip shared by its frames, then per frame
+    resized_crop, hflip, ToTensor, Normalize -> [clips, T, C, H, W].
+    (CoCLR resizes with PIL's bicubic filter and normalizes on the GPU; this
+    uses the bilinear filter both variants share and normalizes here.)"""
+    from torchvision_cpu import import_torchvision
+    import_torchvision()
+    import torch
+    import torchvision.transforms as T
+    import torchvision.transforms.functional as F
+    per = len(frames) // clips
+    out = []
+    for c in range(clips):
+        part = frames[c * per:(c + 1) * per]
+        top, left, h, w = T.RandomResizedCrop.get_params(part[0], COCLR_SCALE, RATIO)
+        flip = torch.rand(1).item() < 0.5
+        tensors = []
+        for f in part:
+            f = F.resized_crop(f, top, left, h, w, [size, size])
+            if flip:
+                f = F.hflip(f)
+            tensors.append(F.normalize(F.to_tensor(f), MEAN, STD))
+        out.append(torch.stack(tensors))
+    return torch.stack(out)
+
+
+def coclr_frame_sampler(total, frames=COCLR_FRAMES, ds=1):
+    """CoCLR's frame_sampler in training: ``frames`` indices ``ds`` apart from
+    a random start, padded on the left with frame 0 when the video is short."""
+    import numpy as np
+    if total - frames * ds <= 0:
+        sequence = np.arange(frames) * ds + np.random.choice(range(ds), 1)
+        index = np.zeros_like(sequence)
+        sequence = sequence[sequence < total]
+        index[-len(sequence):] = sequence
+        return index
+    start = np.random.choice(range(total - frames * ds), 1)
+    return np.arange(frames) * ds + start
+
+
+class CoclrDataset:
+    """What CoCLR's UCF101LMDB_2CLIP does, over its layout: the split's videos
+    from the CSV, the key of video "class/video" its position in __order__ as
+    9 ASCII digits, msgpack.loads of the record (the list of JPEG frames), two
+    clips' frame indices drawn independently, PIL for each frame, the
+    per-frame transform (:func:`coclr_clips`). The environment is opened as
+    CoCLR opens it (subdir=False, readonly, lock=False, readahead=False,
+    meminit=False) but lazily in each worker (CoCLR opens it in __init__ and
+    uses it after fork, which LMDB's caveats forbid)."""
+
+    def __init__(self, paths):
+        import lmdb
+        import msgpack
+        self.path = paths["lmdb"]
+        with lmdb.open(self.path, subdir=False, readonly=True, lock=False, readahead=False,
+                       meminit=False) as env, env.begin() as txn:
+            order = msgpack.loads(txn.get(b"__order__"))
+        video_id = {name: "%09d" % k for k, name in enumerate(order)}
+        names, vlens, labels = coclr_split(paths)
+        self.videos = [(video_id[n], v, lab) for n, v, lab in zip(names, vlens, labels)]
+        self.env = None
+
+    def __len__(self):
+        return len(self.videos)
+
+    def __getitem__(self, i):
+        import lmdb
+        import msgpack
+        import numpy as np
+        key, vlen, label = self.videos[i]
+        if self.env is None:
+            self.env = lmdb.open(self.path, subdir=False, readonly=True, lock=False, readahead=False, meminit=False)
+        with self.env.begin(write=False) as txn:
+            raw = msgpack.loads(txn.get(key.encode("ascii")))
+        index = np.concatenate([coclr_frame_sampler(vlen) for _ in range(COCLR_CLIPS)])
+        return coclr_clips([_pil(raw[j]) for j in index]), label
+
+    def __getstate__(self):
+        return {"path": self.path, "videos": self.videos, "env": None}
+
+
+class CoclrDecode:
+    """CoclrDataset's work on a record's bytes (msgpack list of frames) ->
+    the [clips, T, C, H, W] tensor: LmdbDataset(decode=CoclrDecode()) with
+    keys= and targets= from the split."""
+
+    def __call__(self, raw):
+        import msgpack
+        import numpy as np
+        frames = msgpack.loads(raw)
+        index = np.concatenate([coclr_frame_sampler(len(frames)) for _ in range(COCLR_CLIPS)])
+        return coclr_clips([_pil(frames[j]) for j in index])
+
+
+def coclr_dataset(paths, decode, **reader_options):
+    """LmdbDataset over the CoCLR-layout LMDB: the train split's videos (keys
+    from __order__, read through lmdbloader) and labels."""
+    import lmdbloader
+    import msgpack
+    order = msgpack.unpackb(lmdbloader.Reader(paths["lmdb"]).get(b"__order__"))
+    key_of = {name: b"%09d" % k for k, name in enumerate(order)}
+    names, _, labels = coclr_split(paths)
+    return lmdbloader.LmdbDataset(paths["lmdb"], keys=[key_of[n] for n in names], targets=labels, decode=decode,
+                                  **reader_options)
+
+
+def fused_decode(recipe, record="msgpack"):
+    """lmdbloader's fused decoder for the recipe; AttributeError where this build
+    has none. ``record``: how the image (frames) and label come out of a
+    record: "msgpack" (the converter's maps) or pickle.loads (py-lmdb's pickles)."""
     import lmdbloader
     import torch
     common = dict(mean=MEAN, std=STD, dtype=torch.float32, layout="CHW")
+    fields = dict(record=record) if record != "msgpack" else {}
     if recipe == "train":
         return lmdbloader.ImageDecode(224, train=True, scale=SCALE, ratio=RATIO, flip=0.5, field="image",
-                                      target="label", **common)
+                                      target="label", **fields, **common)
     if recipe == "eval":
-        return lmdbloader.ImageDecode(224, train=False, resize=256, field="image", target="label", **common)
-    return lmdbloader.ClipDecode(112, frames=8, train=True, scale=SCALE, ratio=RATIO, flip=0.5, **common)
+        return lmdbloader.ImageDecode(224, train=False, resize=256, field="image", target="label", **fields,
+                                      **common)
+    if recipe == "coclr":
+        # A msgpack list is the frames; the labels come from targets=.
+        return lmdbloader.ClipDecode(COCLR_SIZE, frames=COCLR_FRAMES, clips=COCLR_CLIPS, train=True,
+                                     scale=COCLR_SCALE, ratio=RATIO, flip=0.5, **common)
+    return lmdbloader.ClipDecode(112, frames=8, train=True, scale=SCALE, ratio=RATIO, flip=0.5, **fields, **common)
+
+
+def pickle_keys(paths):
+    """The samples of py-lmdb's corpus: its keys b"%08d" (b"__len__" left out)."""
+    import lmdb
+    with lmdb.open(paths["pylmdb"], readonly=True, lock=False) as env, env.begin() as txn:
+        n = int(txn.get(b"__len__"))
+    return [b"%08d" % i for i in range(n)]
+
+
+def pickle_cost(paths, rounds=5):
+    """pickle.loads on every record of py-lmdb's corpus: microseconds a record
+    (median of ``rounds`` passes over the records, read into memory first)."""
+    import lmdb
+    keys = pickle_keys(paths)
+    with lmdb.open(paths["pylmdb"], readonly=True, lock=False) as env, env.begin() as txn:
+        records = [bytes(txn.get(k)) for k in keys]
+    passes = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        for r in records:
+            pickle.loads(r)
+        passes.append((time.perf_counter() - t) / len(records) * 1e6)
+    return {"us_per_record": statistics.median(passes), "passes_us": passes, "records": len(records),
+            "mean_record_bytes": sum(map(len, records)) / len(records)}
 
 
 def dali_iterator(recipe, paths, batch, threads, seed):
@@ -303,8 +486,24 @@ def run_child(spec):
 
     recipe, variant, paths = spec["recipe"], spec["variant"], spec["paths"]
     batch, workers, epochs = spec["batch"], spec["workers"], spec["epochs"]
-    opts = dict(batch_size=batch, shuffle=True, num_workers=workers, persistent_workers=True, drop_last=True)
-    if variant == "pylmdb":
+    # coclr: every video of the split once an epoch, the last batch short where it must be.
+    opts = dict(batch_size=batch, shuffle=True, num_workers=workers, persistent_workers=True,
+                drop_last=recipe != "coclr")
+    budget = dict(rss_budget=spec["rss_budget"]) if recipe == "coclr" else {}
+    ds = None
+    if recipe == "coclr" and variant == "pylmdb":
+        ds = CoclrDataset(paths)
+        loader = torch.utils.data.DataLoader(ds, **opts)
+    elif recipe == "coclr" and variant == "lmdb-tv":
+        ds = coclr_dataset(paths, CoclrDecode(), **budget)
+        loader = torch.utils.data.DataLoader(ds, collate_fn=lmdbloader.collate, **opts)
+    elif recipe == "coclr" and variant in ("fused-loader", "fused-collate"):
+        ds = coclr_dataset(paths, fused_decode(recipe), **budget)
+        if variant == "fused-loader":
+            loader = lmdbloader.DataLoader(ds, **opts)
+        else:
+            loader = torch.utils.data.DataLoader(ds, collate_fn=lmdbloader.collate, **opts)
+    elif variant == "pylmdb":
         loader = torch.utils.data.DataLoader(PyLmdbDataset(paths["pylmdb"], TorchvisionDecode(recipe, "pylmdb")),
                                              **opts)
     elif variant == "lmdb-tv":
@@ -315,6 +514,12 @@ def run_child(spec):
     elif variant == "fused-collate":
         ds = lmdbloader.LmdbDataset(paths["corpus"], decode=fused_decode(recipe))
         loader = torch.utils.data.DataLoader(ds, collate_fn=lmdbloader.collate, **opts)
+    elif variant == "fused-pickle":
+        # py-lmdb's corpus as it is: each record pickle.dumps((jpeg, label)) (clips: ([jpeg, ...],
+        # label)) under b"%08d"; keys= leaves b"__len__" out.
+        ds = lmdbloader.LmdbDataset(paths["pylmdb"], keys=pickle_keys(paths),
+                                    decode=fused_decode(recipe, record=pickle.loads))
+        loader = lmdbloader.DataLoader(ds, **opts)
     elif variant == "dali":
         loader = dali_iterator(recipe, paths, batch, workers, seed=spec["seed"])
     else:
@@ -337,8 +542,13 @@ def run_child(spec):
 
     watcher = threading.Thread(target=watch_shm, daemon=True)
     watcher.start()
-    sampler = Sampler(interval=0.25).start()  # sparse: reading smaps_rollup costs CPU the job shares
-    seconds, counts, load = [], [], [os.getloadavg()[0]]
+    # Sparse: reading smaps_rollup costs CPU the job shares. For coclr also the RSS of the
+    # data file's mappings (smaps, each process's every sample).
+    match = os.path.basename(paths["lmdb"]) if recipe == "coclr" else None
+    sampler = Sampler(interval=0.25, match=match)
+    t0 = time.monotonic()
+    sampler.start()
+    seconds, counts, ends, load = [], [], [], [os.getloadavg()[0]]
     for epoch in range(epochs):
         t, n = time.perf_counter(), 0
         for b in loader:
@@ -348,6 +558,7 @@ def run_child(spec):
             n += len(_images_of(b, recipe)[0])
         seconds.append(time.perf_counter() - t)
         counts.append(n)
+        ends.append(time.monotonic() - t0)
     load.append(os.getloadavg()[0])
     me = os.getpid()
     workers_now = set()
@@ -360,7 +571,7 @@ def run_child(spec):
     samples = sampler.stop()
     stop.set()
     watcher.join()
-    if variant == "fused-loader":
+    if variant in ("fused-loader", "fused-pickle"):
         ring = loader.ring_stats()
     elif variant in ("lmdb-tv", "fused-collate"):
         ring = lmdbloader.collate.stats()
@@ -378,9 +589,24 @@ def run_child(spec):
         p["rss_mib"] = max(p["rss_mib"], s["rss"] / 2**20)
         p["pss_mib"] = max(p["pss_mib"], s["pss"] / 2**20)
         p["shmem_mib"] = max(p["shmem_mib"], s.get("shmem_rss", 0) / 2**20)
+        if match:
+            p["file_rss_mib"] = max(p.get("file_rss_mib", 0.0), s.get("match_rss", 0) / 2**20)
+            # The peak over epoch 1 and over the epochs after: what a persistent worker keeps growing.
+            when = "epoch1_rss_mib" if s["time"] <= ends[0] else "later_rss_mib"
+            p[when] = max(p.get(when, 0.0), s["rss"] / 2**20)
     rates = [n / s for n, s in zip(counts[1:], seconds[1:])]
     worker_peaks = [v for k, v in peaks.items() if k != "main"]
-    return {"items_per_s": statistics.median(rates), "epoch_seconds": seconds, "epoch_items": counts,
+    extra = {}
+    if recipe == "coclr":
+        extra = {"samples_per_epoch": len(ds) if ds is not None else None,
+                 "rss_budget_mib": (ds.reader.rss_budget / 2**20
+                                    if variant != "pylmdb" and ds is not None else None),
+                 "worker_peak_file_rss_mib": max((v.get("file_rss_mib", 0.0) for v in worker_peaks), default=None),
+                 "worker_growth_mib": max((v.get("later_rss_mib", 0.0) - v.get("epoch1_rss_mib", 0.0)
+                                           for v in worker_peaks), default=None)}
+        if ds is not None and any(n != len(ds) for n in counts):
+            raise ValueError(f"coclr: an epoch gave {counts} videos; the split has {len(ds)}")
+    return {**extra, "items_per_s": statistics.median(rates), "epoch_seconds": seconds, "epoch_items": counts,
             "main_peak": peaks.get("main"), "worker_peaks": worker_peaks,
             "worker_peak_rss_mib": max((v["rss_mib"] for v in worker_peaks), default=None),
             "worker_peak_pss_mib": max((v["pss_mib"] for v in worker_peaks), default=None),
@@ -409,7 +635,9 @@ def child_main(spec_path):
 def warm(paths, variant, recipe):
     """Drops the variant's input from the page cache and reads it back sequentially."""
     from conftest import warm_page_cache
-    if variant == "pylmdb":
+    if recipe == "coclr":
+        files = [paths["lmdb"]]
+    elif variant in ("pylmdb", "fused-pickle"):
         files = [os.path.join(paths["pylmdb"], "data.mdb")]
     elif variant == "dali":
         files = [os.path.join(d, f) for d, _, fs in os.walk(paths["folder"]) for f in sorted(fs)]
@@ -428,7 +656,9 @@ def have_dali():
 
 def available(recipe, variant):
     """None where the variant can run here, else why not."""
-    if variant in ("fused-loader", "fused-collate"):
+    if recipe == "coclr" and variant in ("fused-pickle", "dali"):
+        return "not part of this recipe (the CoCLR corpus is read as it is by variants 2-4)"
+    if variant in FUSED:
         import lmdbloader
         name = FUSED_API[recipe]
         if not hasattr(lmdbloader, name):
@@ -438,12 +668,21 @@ def available(recipe, variant):
     return None
 
 
-def agreement(recipe, paths, n=8):
+def agreement(recipe, paths, variant="fused-loader", n=8):
     """The fused path beside torchvision on the same records: shapes and labels
-    always; for eval (deterministic) the largest and mean absolute difference."""
+    always; for eval (deterministic) the largest and mean absolute difference.
+    ``variant`` "fused-pickle": py-lmdb's pickles through record=pickle.loads."""
     import lmdbloader
-    reference = lmdbloader.LmdbDataset(paths["corpus"], decode=TorchvisionDecode(recipe, "lmdbloader"))
-    fused = lmdbloader.LmdbDataset(paths["corpus"], decode=fused_decode(recipe))
+    if recipe == "coclr":
+        reference = coclr_dataset(paths, CoclrDecode())
+        fused = coclr_dataset(paths, fused_decode(recipe))
+    elif variant == "fused-pickle":
+        keys = pickle_keys(paths)
+        reference = lmdbloader.LmdbDataset(paths["pylmdb"], keys=keys, decode=TorchvisionDecode(recipe, "pylmdb"))
+        fused = lmdbloader.LmdbDataset(paths["pylmdb"], keys=keys, decode=fused_decode(recipe, record=pickle.loads))
+    else:
+        reference = lmdbloader.LmdbDataset(paths["corpus"], decode=TorchvisionDecode(recipe, "lmdbloader"))
+        fused = lmdbloader.LmdbDataset(paths["corpus"], decode=fused_decode(recipe))
     worst, total, count = 0.0, 0.0, 0
     for i in range(min(n, len(reference))):
         (a, la), (b, lb) = reference[i], fused[i]
@@ -495,6 +734,9 @@ def summarize(runs, baseline):
         "dev_shm_peak_mib": med("dev_shm_peak_mib"),
         "dev_shm_fs_peak_mib": med("dev_shm_fs_peak_mib"),
         "ring_mib": med("ring_mib"),
+        "worker_peak_file_rss_mib": med("worker_peak_file_rss_mib"),
+        "worker_growth_mib": med("worker_growth_mib"),
+        "rss_budget_mib": med("rss_budget_mib"),
         "rounds": len(ok), "runs": runs}
 
 
@@ -516,6 +758,18 @@ def print_table(recipe, table, notes, unit, rounds, epochs):
         print(f"| {label} | {row['items_per_s']:.0f} | {ratio} | {_mib(row['worker_peak_rss_mib'])} / "
               f"{_mib(row['worker_peak_pss_mib'])} | {row['main_peak_rss_mib']:.0f} / "
               f"{row['main_peak_pss_mib']:.0f} | {row['dev_shm_peak_mib']:.1f} | {_mib(row['ring_mib'])} |")
+    for name, row in table.items():
+        if "error" in row or row.get("worker_peak_file_rss_mib") is None:
+            continue
+        # Each worker's peaks over the run, and what it grew after epoch 1 (persistent workers).
+        shown = []
+        for run in row["runs"]:
+            for w in run.get("worker_peaks", []):
+                shown.append(f"{w['rss_mib']:.0f}/{w['pss_mib']:.0f}/{w.get('file_rss_mib', 0):.1f}/"
+                             f"{w.get('shmem_mib', 0):.0f}/{w.get('later_rss_mib', 0) - w.get('epoch1_rss_mib', 0):+.1f}")
+        budget = "none" if row["rss_budget_mib"] is None else f"{row['rss_budget_mib']:.0f} MiB"
+        print(f"- {VARIANTS[name]}: rss_budget {budget}; each worker's peak RSS / PSS / data file's RSS / "
+              f"shared memory (rings) MiB / RSS growth after epoch 1: {', '.join(shown)}")
     for name, why in notes.items():
         print(f"- {VARIANTS[name]}: {why}")
     print(flush=True)
@@ -564,10 +818,13 @@ def plot(report, path):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--recipes", default="train,eval,clip")
+    p.add_argument("--recipes", default="train,eval,clip,coclr")
     p.add_argument("--variants", default=",".join(VARIANTS))
     p.add_argument("--images", type=int, default=None, help="default 2,048 (--demo: 1,024)")
     p.add_argument("--clips", type=int, default=1024)
+    p.add_argument("--videos", type=int, default=384,
+                   help="videos in the CoCLR-layout corpus (5 in 6 in the train split the coclr recipe reads)")
+    p.add_argument("--rss-budget", default="64MiB", help="rss_budget of the coclr recipe's LmdbDataset")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--batch", type=int, default=32)
@@ -597,7 +854,7 @@ def main():
         variants = [BASELINE, "lmdb-tv" if demo_note else fused]
     for r in recipes:
         if r not in RECIPES:
-            p.error(f"--recipes: unknown recipe {r!r} (train, eval, clip)")
+            p.error(f"--recipes: unknown recipe {r!r} ({', '.join(RECIPES)})")
     for v in variants:
         if v not in VARIANTS:
             p.error(f"--variants: unknown variant {v!r} ({', '.join(VARIANTS)})")
@@ -616,8 +873,11 @@ def main():
         corpora["images"] = image_corpus.images(args.workdir, args.images, args.seed)
     if any(RECIPES[r]["corpus"] == "clips" for r in recipes):
         corpora["clips"] = image_corpus.clips(args.workdir, args.clips, args.seed)
+    if any(RECIPES[r]["corpus"] == "coclr" for r in recipes):
+        corpora["coclr"] = image_corpus.coclr(args.workdir, args.videos, args.seed)
     report = {"torch": torch.__version__, "lmdbloader": lmdbloader.__version__, "workers": args.workers,
               "batch": args.batch, "epochs": args.epochs, "repeats": args.repeats, "cpus": os.cpu_count(),
+              "rss_budget": args.rss_budget,
               "corpora": {k: {key: v[key] for key in ("root", "count", "mean_bytes", "corpus_bytes")}
                           for k, v in corpora.items()},
               "recipes": {}}
@@ -645,19 +905,28 @@ def main():
                 notes["dali"] = ("frames read and decoded whole by fn.readers.sequence (CPU; deprecated, DALI's "
                                  "video readers take encoded video), one random_resized_crop box and one flip per "
                                  "clip; no labels")
-            check = None
-            if any(v.startswith("fused") for v in todo):
+            check = {}
+            for kind in ("fused-loader", "fused-pickle"):
+                if not any(v == kind or (kind == "fused-loader" and v == "fused-collate") for v in todo):
+                    continue
                 try:
-                    check = agreement(recipe, paths)
+                    check[kind] = agreement(recipe, paths, kind)
                 except Exception as e:  # noqa: BLE001 - reported, the runs still say more
-                    check = {"ok": False, "why": f"{type(e).__name__}: {e}"}
-                print(f"{recipe}: fused path beside torchvision: {check}", flush=True)
+                    check[kind] = {"ok": False, "why": f"{type(e).__name__}: {e}"}
+                source = "py-lmdb's pickles, record=pickle.loads" if kind == "fused-pickle" else "the corpus"
+                print(f"{recipe}: fused path beside torchvision ({source}): {check[kind]}", flush=True)
+            cost = None
+            if "fused-pickle" in todo:
+                cost = pickle_cost(paths)
+                print(f"{recipe}: pickle.loads {cost['us_per_record']:.1f} us a record "
+                      f"({cost['mean_record_bytes'] / 1000:.0f} KB on average)", flush=True)
             runs = {v: [] for v in todo}
             for _ in range(args.repeats):
                 for v in todo:
                     warm(paths, v, recipe)
                     res = run_one({"recipe": recipe, "variant": v, "paths": paths, "batch": args.batch,
-                                   "workers": args.workers, "epochs": args.epochs, "seed": args.seed}, tmp)
+                                   "workers": args.workers, "epochs": args.epochs, "seed": args.seed,
+                                   "rss_budget": args.rss_budget}, tmp)
                     runs[v].append(res)
                     if "error" in res:
                         print(f"{recipe:5s} {VARIANTS[v]:60s} failed: {res['error']}", flush=True)
@@ -669,8 +938,15 @@ def main():
                           f"(whole filesystem {res['dev_shm_fs_peak_mib']:.1f})",
                           flush=True)
             table = {v: summarize(rs, runs[BASELINE]) for v, rs in runs.items()}
+            if cost is not None and "error" not in table["fused-pickle"]:
+                # A worker's time per sample at the measured rate, against the callable's share.
+                per_item_us = args.workers / table["fused-pickle"]["items_per_s"] * 1e6
+                cost["share_of_worker_time"] = cost["us_per_record"] / per_item_us
+                notes["fused-pickle"] = (f"pickle.loads costs {cost['us_per_record']:.1f} us a record, "
+                                         f"{100 * cost['share_of_worker_time']:.2f}% of a worker's "
+                                         f"{per_item_us / 1000:.2f} ms a sample here")
             report["recipes"][recipe] = {"unit": spec["unit"], "table": table, "notes": notes,
-                                         "fused_agreement": check}
+                                         "fused_agreement": check, "pickle_loads": cost}
             print_table(recipe, table, notes, spec["unit"], args.repeats, args.epochs)
     if demo_note:
         report["note"] = demo_note

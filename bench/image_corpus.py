@@ -8,7 +8,7 @@ camera photograph of that size does (~88 KB; the smooth sources would give
 ~40 KB without). Everything is drawn from (seed, index): the same arguments
 write the same bytes, and a corpus already written with them is reused.
 
-    python bench/image_corpus.py WORKDIR [--images 2048] [--clips 1024]
+    python bench/image_corpus.py WORKDIR [--images 2048] [--clips 1024] [--videos 384]
 
 Under WORKDIR/images-N (N JPEGs in 8 classes):
   folder/class_k/img_NNNNN.jpg   the image folder (also DALI's folder of files)
@@ -19,6 +19,14 @@ Under WORKDIR/clips-N (N clips of 8 frames 320x240, a moving crop of one photogr
   corpus/                        `lmdbloader convert --from video_folder`: {frames, label, name}
   pylmdb/                        b"%08d" -> pickle.dumps(([jpeg bytes, ...], label)), b"__len__"
   streams/video_NNNNN            links to the frame folders, one level deep (DALI's sequence reader)
+Under WORKDIR/coclr-N (N videos of 32-48 frames 128x171, H x W), as CoCLR's
+convert_video_to_lmdb.py writes UCF101 and its dataset code reads it:
+  ucf101_frame.lmdb             one file (subdir=False): b"%09d" -> msgpack.dumps([jpeg, ...]) per
+                                video, and msgpack records __keys__, __len__, __order__ (the
+                                shuffled video names "class/video", whose position is the key),
+                                __vlen__
+  ucf101_frame.lmdb-order       the order, one name a line
+  ClassInd.txt, train_split01.csv, test_split01.csv   the classes; "frame/class/video/,frames" a line
 """
 
 import argparse
@@ -38,6 +46,10 @@ PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immu
           "retina", "stereo_motorcycle")
 QUALITY = 90
 FRAMES, FRAME_W, FRAME_H = 8, 320, 240
+# CoCLR's layout (TengdaHan/CoCLR, dataset/convert_video_to_lmdb.py and lmdb_dataset.py): frames
+# of 128x171 (H x W), as UCF101's frames are extracted for it, 32-48 a video (two 16-frame clips).
+COCLR_W, COCLR_H, COCLR_FRAMES = 171, 128, (32, 48)
+COCLR_TEST_EVERY = 6  # one video in 6 goes to the test split
 VERSION = 1  # bump when what is generated changes: cached corpora are then written again
 _GRAIN = 12.0  # sensor grain, in 8-bit levels: luminance and each channel
 
@@ -106,33 +118,34 @@ def photo_jpeg(index, seed=0):
     return _finish(img, rng), label
 
 
-def clip_jpegs(index, seed=0):
-    """([FRAMES JPEG bytes], class) of clip ``index``: a FRAME_W x FRAME_H
-    window (0.7-1.5x that size in the source, as it fits) panning across a
-    photograph at a drawn speed, flipped half the time."""
+def clip_jpegs(index, seed=0, frames=FRAMES, width=FRAME_W, height=FRAME_H, stream=2):
+    """([``frames`` JPEG bytes], class) of clip ``index``: a ``width`` x
+    ``height`` window (0.7-1.5x that size in the source, as it fits)
+    panning across a photograph at a drawn speed, flipped half the time.
+    ``stream`` keeps the draws of different corpora apart."""
     from PIL import Image
-    rng = np.random.default_rng([seed, 2, index])
+    rng = np.random.default_rng([seed, stream, index])
     label = index % len(PHOTOS)
     src = _photos()[label]
     w, h = src.size
-    fit = min(w / FRAME_W, h / FRAME_H)
+    fit = min(w / width, h / height)
     scale = rng.uniform(0.7, max(0.7, min(1.5, fit * 0.9)))
-    ww, wh = FRAME_W * scale, FRAME_H * scale
+    ww, wh = width * scale, height * scale
     if ww > w or wh > h:
-        ww, wh = FRAME_W * fit, FRAME_H * fit
+        ww, wh = width * fit, height * fit
     x0, y0 = rng.uniform(0, w - ww), rng.uniform(0, h - wh)
     x1, y1 = rng.uniform(0, w - ww), rng.uniform(0, h - wh)
     x1, y1 = x0 + (x1 - x0) * rng.uniform(0.1, 0.4), y0 + (y1 - y0) * rng.uniform(0.1, 0.4)
     flip = rng.random() < 0.5
-    frames = []
-    for f in range(FRAMES):
-        t = f / (FRAMES - 1)
+    out = []
+    for f in range(frames):
+        t = f / (frames - 1)
         x, y = x0 + (x1 - x0) * t, y0 + (y1 - y0) * t
-        img = src.resize((FRAME_W, FRAME_H), Image.BICUBIC, box=(x, y, x + ww, y + wh))
+        img = src.resize((width, height), Image.BICUBIC, box=(x, y, x + ww, y + wh))
         if flip:
             img = img.transpose(Image.FLIP_LEFT_RIGHT)
-        frames.append(_finish(img, rng))
-    return frames, label
+        out.append(_finish(img, rng))
+    return out, label
 
 
 def _make_images(args):
@@ -272,11 +285,98 @@ def clips(workdir, n=1024, seed=0, jobs=2, log=print):
             "pylmdb": os.path.join(root, "pylmdb"), "streams": os.path.join(root, "streams"), **info}
 
 
+def _make_coclr(args):
+    """(index, frames, class) of the videos in [start, stop)."""
+    start, stop, seed = args
+    out = []
+    for i in range(start, stop):
+        count = int(np.random.default_rng([seed, 4, i]).integers(COCLR_FRAMES[0], COCLR_FRAMES[1] + 1))
+        frames, label = clip_jpegs(i, seed, frames=count, width=COCLR_W, height=COCLR_H, stream=3)
+        out.append((i, frames, label))
+    return out
+
+
+def coclr_video(i):
+    """The name CoCLR's layout gives video ``i``: "class/video"."""
+    label = i % len(PHOTOS)
+    return f"{PHOTOS[label]}/v_{PHOTOS[label]}_{i:05d}"
+
+
+def coclr(workdir, n=384, seed=0, jobs=2, log=print):
+    """The CoCLR-layout corpus (see the module's docstring), written unless
+    cached; returns dict(root, lmdb, classes, train_csv, test_csv, count,
+    train, mean_bytes, ...)."""
+    import lmdb
+    import msgpack
+    root = os.path.join(os.path.abspath(workdir), f"coclr-{n}")
+    stamp = {"version": VERSION, "n": n, "seed": seed, "photos": list(PHOTOS), "quality": QUALITY,
+             "frames": list(COCLR_FRAMES), "size": [COCLR_W, COCLR_H], "test_every": COCLR_TEST_EVERY}
+    path = os.path.join(root, "ucf101_frame.lmdb")
+    if not _cached(root, stamp):
+        t = time.perf_counter()
+        log(f"generating {n} videos of {COCLR_FRAMES[0]}-{COCLR_FRAMES[1]} frames {COCLR_H}x{COCLR_W} (H x W) "
+            f"in CoCLR's layout under {root} ...")
+        shutil.rmtree(root, ignore_errors=True)
+        os.makedirs(root)
+        # As convert_video_to_lmdb.py: the video names shuffled once, a video's key is its
+        # position in that order as 9 ASCII digits; values written class by class.
+        names = [coclr_video(i) for i in range(n)]
+        order = list(names)
+        np.random.default_rng([seed, 5]).shuffle(order)
+        video_id = {name: k for k, name in enumerate(order)}
+        chunk = max(1, min(16, n // (4 * max(1, jobs)) or 1))
+        work = [(s, min(n, s + chunk), seed) for s in range(0, n, chunk)]
+        if jobs <= 1:
+            results = map(_make_coclr, work)
+        else:
+            import multiprocessing
+            pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"))
+            results = pool.map(_make_coclr, work)
+        total = frames_total = 0
+        vlen = {}
+        with lmdb.open(path, subdir=False, map_size=64 << 30, meminit=False, map_async=True) as env:
+            for part in results:
+                with env.begin(write=True) as txn:
+                    for i, frames, _ in part:
+                        txn.put(b"%09d" % video_id[names[i]], msgpack.dumps(frames))
+                        vlen[i] = len(frames)
+                        total += sum(map(len, frames))
+                        frames_total += len(frames)
+            if jobs > 1:
+                pool.shutdown()
+            by_class = sorted(range(n), key=lambda i: (i % len(PHOTOS), names[i]))
+            with env.begin(write=True) as txn:
+                txn.put(b"__keys__", msgpack.dumps([b"%09d" % video_id[names[i]] for i in by_class]))
+                txn.put(b"__len__", msgpack.dumps(n))
+                txn.put(b"__order__", msgpack.dumps(order))
+                txn.put(b"__vlen__", msgpack.dumps([vlen[i] for i in by_class]))
+            env.sync(True)
+        with open(path + "-order", "w") as f:
+            f.write("\n".join(order))
+        with open(os.path.join(root, "ClassInd.txt"), "w") as f:
+            f.write("".join(f"{name}\n" for name in PHOTOS))
+        for split, keep in (("train", lambda i: i % COCLR_TEST_EVERY != COCLR_TEST_EVERY - 1),
+                            ("test", lambda i: i % COCLR_TEST_EVERY == COCLR_TEST_EVERY - 1)):
+            with open(os.path.join(root, f"{split}_split01.csv"), "w") as f:
+                f.writelines(f"frame/{names[i]}/,{vlen[i]}\n" for i in by_class if keep(i))
+        train = sum(1 for i in range(n) if i % COCLR_TEST_EVERY != COCLR_TEST_EVERY - 1)
+        _finish_stamp(root, stamp, {"count": n, "train": train, "frames": frames_total,
+                                    "mean_bytes": total / n, "frame_bytes": total / frames_total,
+                                    "corpus_bytes": os.path.getsize(path), "seconds": time.perf_counter() - t})
+        log(f"  {n} videos ({train} in the train split), {frames_total / n:.1f} frames a video, "
+            f"{total / frames_total / 1000:.1f} KB a frame on average, in {time.perf_counter() - t:.0f} s")
+    info = _info(root)
+    return {"root": root, "lmdb": path, "classes": os.path.join(root, "ClassInd.txt"),
+            "train_csv": os.path.join(root, "train_split01.csv"), "test_csv": os.path.join(root, "test_split01.csv"),
+            **info}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("workdir")
     p.add_argument("--images", type=int, default=2048)
     p.add_argument("--clips", type=int, default=1024)
+    p.add_argument("--videos", type=int, default=0, help="videos of the CoCLR-layout corpus (0: none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     args = p.parse_args()
@@ -285,6 +385,8 @@ def main():
     print(json.dumps(images(args.workdir, args.images, args.seed, args.jobs), indent=1))
     if args.clips:
         print(json.dumps(clips(args.workdir, args.clips, args.seed, args.jobs), indent=1))
+    if args.videos:
+        print(json.dumps(coclr(args.workdir, args.videos, args.seed, args.jobs), indent=1))
 
 
 if __name__ == "__main__":
