@@ -210,10 +210,11 @@ class ImageDecode:
         if layout == "raw" or (self.field is None and self.target is None):
             return record, _NO_TARGET
         try:
-            fields = msgpack.unpackb(record, raw=False)
+            fields = _unpack(record)
         except Exception as e:
-            raise DecodeError(f"{_name(where, k)}: not a msgpack record ({e}); "
-                              f"for records that are the image itself pass record='raw'") from None
+            hint = ("a clip's frames are a msgpack list or map, or what record=<callable> returns"
+                    if self._list_is_frames else "for records that are the image itself pass record='raw'")
+            raise DecodeError(f"{_name(where, k)}: not a msgpack record ({e}); {hint}") from None
         if isinstance(fields, list) and self._list_is_frames:
             return fields, _NO_TARGET
         if not isinstance(fields, dict):
@@ -439,3 +440,16 @@ class ClipDecode(ImageDecode):
         room = max(available - span, 0)
         start = torch.randint(0, room + 1, size=(1,)).item() if self.train else room // 2
         return [min(start + t * self.stride, available - 1) for t in range(self.frames)]
+
+
+def _unpack(record):
+    """A msgpack record, also as msgpack-python before 1.0 wrote it: bytes as
+    str (raw) values, which are not UTF-8 when they hold a JPEG (CoCLR's
+    published LMDBs); such a record's keys are read back as text."""
+    try:
+        return msgpack.unpackb(record, raw=False)
+    except UnicodeDecodeError:
+        value = msgpack.unpackb(record, raw=True)
+    if isinstance(value, dict):
+        return {k.decode("utf-8", "replace") if isinstance(k, bytes) else k: v for k, v in value.items()}
+    return value

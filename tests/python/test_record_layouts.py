@@ -379,3 +379,21 @@ def test_a_converted_caffe_corpus_reads_as_the_datums_do(tmp_path, photos):
     for i in range(4):
         (a, la), (b, lb) = by_datum[i], converted[i]
         assert torch.equal(a, b) and la == lb
+
+
+def test_records_msgpack_0_6_wrote_bytes_as_str(tmp_path):
+    """msgpack-python before 1.0 packed bytes as str (CoCLR's published
+    LMDBs): such frames and fields decode as the same records packed today."""
+    frames = [jpeg(photo(60 + t, 96, 72)) for t in range(6)]
+    image = jpeg(photo(70, 96, 72))
+    path = write_lmdb(tmp_path / "old", [
+        (b"0", msgpack.packb(frames, use_bin_type=False)), (b"1", msgpack.packb(frames)),
+        (b"2", msgpack.packb({"image": image, "label": 3}, use_bin_type=False)),
+        (b"3", msgpack.packb({"image": image, "label": 3})), (b"4", b"\xc1\xc1")])
+    clips = lmdbloader.LmdbDataset(path, keys=["0", "1"], decode=lmdbloader.ClipDecode(48, frames=4, train=False))
+    assert torch.equal(clips[0], clips[1])
+    images = lmdbloader.LmdbDataset(path, keys=["2", "3"], decode=lmdbloader.ImageDecode(48, train=False))
+    (a, la), (b, lb) = images[0], images[1]
+    assert torch.equal(a, b) and la == lb == 3
+    with pytest.raises(lmdbloader.DecodeError, match="a clip's frames are a msgpack list"):
+        lmdbloader.LmdbDataset(path, keys=["4"], decode=lmdbloader.ClipDecode(48, frames=4))[0]
