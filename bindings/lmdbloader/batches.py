@@ -225,8 +225,10 @@ class DecodedBatch(DeferredBatch, collections.abc.Sequence):
     def _decode(self, out=None):
         records = self._reader.get_batch(self._indices)
         where = self._reader.where
-        images, targets = self._decoder.decode_records(records, out=out, where=lambda k: where(self._indices[k]))
-        return images, (targets if self._targets is None else self._targets)
+        own = self._targets is None  # else the dataset's targets stand for the records'
+        images, targets = self._decoder.decode_records(records, out=out, where=lambda k: where(self._indices[k]),
+                                                       targets=own)
+        return images, (targets if own else self._targets)
 
     def _batch(self, images, targets, collate_targets):
         """As default_collate makes it of (image, target) samples: a list."""

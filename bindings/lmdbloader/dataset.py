@@ -1,7 +1,7 @@
 """LmdbDataset: a map-style torch Dataset over an LMDB database or corpus."""
 
 import copy
-import numbers
+import operator
 
 import numpy as np
 import torch
@@ -70,8 +70,7 @@ class LmdbDataset(torch.utils.data.Dataset):
 
     def _position(self, index):
         """The reader's position of sample ``index`` (IndexError outside)."""
-        if isinstance(index, bool) or not isinstance(index, numbers.Integral):
-            raise TypeError(f"a sample index is an integer; got {type(index).__name__}")
+        index = _index(index)
         n = len(self)
         if not -n <= index < n:
             raise IndexError(f"sample {index} out of range: {self.reader.path} has {n} samples")
@@ -80,7 +79,7 @@ class LmdbDataset(torch.utils.data.Dataset):
 
     def _picked(self, indices):
         """(the reader's positions of these samples, their targets or None)."""
-        indices = [int(i) for i in indices]
+        indices = [_index(i) for i in indices]
         positions = [self._position(i) for i in indices]
         targets = None if self._targets is None else self._targets[[i % len(self) for i in indices]].tolist()
         return positions, targets
@@ -106,10 +105,15 @@ class LmdbDataset(torch.utils.data.Dataset):
 
     def _decoded(self, positions, targets):
         """A fused decoder's samples of these records: (image, target) or
-        the image, decoded in one call."""
-        samples = DecodedBatch(self.reader, self.decode, positions, targets).samples()
+        the image, decoded in one call; with ``targets``, the transform sees
+        the image alone, as with every other decode."""
         if self.transform is None:
-            return samples
+            return DecodedBatch(self.reader, self.decode, positions, targets).samples()
+        samples = DecodedBatch(self.reader, self.decode, positions, [None] * len(positions) if targets else None)
+        samples = samples.samples()
+        if targets is not None:
+            images = [self._call(self.transform, x, i) for (x, _), i in zip(samples, positions)]
+            return list(zip(images, targets))
         return [self._call(self.transform, x, i) for x, i in zip(samples, positions)]
 
     def __getitem__(self, index):
@@ -250,3 +254,14 @@ def _targets_of(targets, count, path):
     array = array.copy()
     array.flags.writeable = False
     return array
+
+
+def _index(index):
+    """A sample index as an int: integers only (numpy's too), never a bool or
+    a float, as Reader and lists refuse them."""
+    if isinstance(index, bool):
+        raise TypeError("a sample index is an integer, not a bool")
+    try:
+        return operator.index(index)
+    except TypeError:
+        raise TypeError(f"a sample index is an integer; got {type(index).__name__}") from None

@@ -57,6 +57,8 @@ class LocalitySampler:
         self.drop_last = bool(drop_last)
         self.epoch = 0
         positions = reader.record_positions()
+        if callable(getattr(data_source, "positions", None)):  # LmdbDataset(keys=...): its samples' records
+            positions = positions[data_source.positions()]
         self._n = len(positions)
         # Records grouped by block, each block's records in file order.
         order = np.argsort(positions, kind="stable")

@@ -175,18 +175,19 @@ class ImageDecode:
         images, targets = self.decode_records([record])
         return images[0] if targets is None else (images[0], targets[0])
 
-    def decode_records(self, records, out=None, where=None):
+    def decode_records(self, records, out=None, where=None, targets=True):
         """Decodes records (bytes-like) into ``out`` (a contiguous tensor of
         (len(records), *sample_shape) and the decoder's dtype, made when
         None); returns (out, the targets), the targets None when the records
-        hold none. ``where(k)`` names record k in errors."""
-        groups, targets = [], []
+        hold none or ``targets`` is false (the caller has its own: the
+        records' are not looked for). ``where(k)`` names record k in errors."""
+        groups, found = [], []
         for k, record in enumerate(records):
-            image, t = self._split(record, k, where)
+            image, t = self._split(record, k, where, targets)
             groups.append([image])
-            targets.append(t)
+            found.append(t)
         out = self._output(len(records), out)
-        return self._decode_into(groups, out, where), _targets(targets, where)
+        return self._decode_into(groups, out, where), (_targets(found, where) if targets else None)
 
     # -- the work ----------------------------------------------------------
 
@@ -199,15 +200,16 @@ class ImageDecode:
                              f"got {out.dtype} {tuple(out.shape)}")
         return out
 
-    def _split(self, record, k, where):
+    def _split(self, record, k, where, want_target=True):
         """(the image: bytes-like, a list of frames, or RGB pixels as a
         (height, width, 3) uint8 array; the target or _NO_TARGET)."""
         layout = self.record
+        target_field = self.target if want_target else None
         if callable(layout):
             return self._split_by(layout, record, k, where)
         if layout == "caffe":
             return _split_datum(record, k, where)
-        if layout == "raw" or (self.field is None and self.target is None):
+        if layout == "raw" or (self.field is None and target_field is None):
             return record, _NO_TARGET
         try:
             fields = _unpack(record)
@@ -230,11 +232,11 @@ class ImageDecode:
             if not isinstance(image, self._field_type):
                 raise DecodeError(f"{_name(where, k)}: field {self.field!r} holds {type(image).__name__}, "
                                   f"not {self._field_kind}")
-        if self.target is None:
+        if target_field is None:
             return image, _NO_TARGET
-        if self.target not in fields:
-            raise DecodeError(f"{_name(where, k)}: no field {self.target!r} (fields: {sorted(map(str, fields))})")
-        return image, fields[self.target]
+        if target_field not in fields:
+            raise DecodeError(f"{_name(where, k)}: no field {target_field!r} (fields: {sorted(map(str, fields))})")
+        return image, fields[target_field]
 
     def _split_by(self, fn, record, k, where):
         """record=callable: fn(record) is the image, or (image, target)."""
@@ -245,15 +247,24 @@ class ImageDecode:
                 e.add_note(f"lmdbloader: record={_fn_name(fn)} raised on {_name(where, k)}")
             raise
         image, target = got, _NO_TARGET
-        if isinstance(got, tuple):
-            if len(got) != 2:
-                raise TypeError(f"{_name(where, k)}: record={_fn_name(fn)} returned a tuple of {len(got)}; "
-                                f"expected {self._field_kind} or ({self._field_kind}, target)")
+        if self._is_pair(got):
             image, target = got
+        elif isinstance(got, tuple) and not self._list_is_frames:
+            raise TypeError(f"{_name(where, k)}: record={_fn_name(fn)} returned a tuple of {len(got)}; "
+                            f"expected {self._field_kind} or ({self._field_kind}, target)")
+        if self._list_is_frames and isinstance(image, tuple):
+            image = list(image)
         if not isinstance(image, self._returned_type):
             raise TypeError(f"{_name(where, k)}: record={_fn_name(fn)} returned {type(image).__name__}; "
                             f"expected {self._field_kind} or ({self._field_kind}, target)")
+        if isinstance(image, memoryview) and not image.contiguous:
+            image = image.tobytes()
         return image, target
+
+    @staticmethod
+    def _is_pair(got):
+        """(image bytes, target), as a tuple or a list (msgpack, json)."""
+        return isinstance(got, (tuple, list)) and len(got) == 2 and isinstance(got[0], (bytes, bytearray, memoryview))
 
     _field_type = (bytes, bytearray)
     _returned_type = (bytes, bytearray, memoryview)
@@ -376,17 +387,18 @@ class ClipDecode(ImageDecode):
     [T, H, W, C]), every frame cut with one crop box and one flip.
 
     ``frames`` frames, ``stride`` apart: from a random start in training
-    (torch's generator, drawn before the box), from the middle in
-    evaluation; a clip shorter than that repeats its last frame.
-    ``clips``: clips drawn from each record, each with its own start, box and
-    flip (contrastive views): [clips, T, C, H, W]; 1 (the default) gives
-    [T, C, H, W].
+    (torch's generator: a batch's starts are drawn first, then each clip's
+    box and flip), from the middle in evaluation; a clip shorter than that
+    repeats its last frame. ``clips``: clips drawn from each record, each
+    with its own start, box and flip (contrastive views): [clips, T, C, H,
+    W]; 1 (the default) gives [T, C, H, W]. In evaluation nothing is drawn,
+    so the clips are alike.
 
     ``record``: ``"msgpack"`` (the default): a map whose ``field``
     (``"frames"``, as ``convert --from video_folder`` writes) holds the
     frames, or a msgpack list that is the frames themselves (CoCLR's
     ``msgpack.dumps([jpeg, ...])``); or a callable returning a list of
-    frames, or ``(frames, target)``. Every other argument is
+    frames (or a tuple), or ``(frames, target)``. Every other argument is
     :class:`ImageDecode`'s.
     """
 
@@ -415,20 +427,24 @@ class ClipDecode(ImageDecode):
         return super().__repr__().replace(
             "ImageDecode(", f"ClipDecode(frames={self.frames}, stride={self.stride}, clips={self.clips}, ")
 
-    def decode_records(self, records, out=None, where=None):
-        groups, targets = [], []
+    def decode_records(self, records, out=None, where=None, targets=True):
+        groups, found = [], []
         for k, record in enumerate(records):
-            frames, t = self._split(record, k, where)
+            frames, t = self._split(record, k, where, targets)
             if not frames or not all(isinstance(f, (bytes, bytearray, memoryview)) for f in frames):
                 raise DecodeError(f"{_name(where, k)}: {self._frames_source()} holds no list of encoded frames")
             for _ in range(self.clips):
                 groups.append([frames[i] for i in self._chosen(len(frames))])
-            targets.append(t)
+            found.append(t)
         out = self._output(len(records), out)
         clips = self.clips
-        by_group = None if where is None else (lambda g: where(g // clips))
-        self._decode_into(groups, out, by_group)
-        return out, _targets(targets, where)
+        self._decode_into(groups, out, lambda g: _name(where, g // clips))
+        return out, (_targets(found, where) if targets else None)
+
+    @staticmethod
+    def _is_pair(got):
+        """(frames, target): frames a list or tuple."""
+        return isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], (list, tuple))
 
     def _frames_source(self):
         if callable(self.record):

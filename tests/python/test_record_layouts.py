@@ -397,3 +397,31 @@ def test_records_msgpack_0_6_wrote_bytes_as_str(tmp_path):
     assert torch.equal(a, b) and la == lb == 3
     with pytest.raises(lmdbloader.DecodeError, match="a clip's frames are a msgpack list"):
         lmdbloader.LmdbDataset(path, keys=["4"], decode=lmdbloader.ClipDecode(48, frames=4))[0]
+
+
+def test_targets_stand_for_records_without_one_and_transforms_see_the_image(tmp_path, photos):
+    """targets= overrides the record's target even where the record has
+    none; a transform then gets the image alone (as with every decode);
+    indices are integers only; what a callable returns may be a list pair or
+    a strided view; the locality sampler follows keys."""
+    path = write_lmdb(tmp_path / "nolabel", [(b"%d" % i, msgpack.packb({"image": d})) for i, (d, _) in
+                                              enumerate(photos[:4])])
+    ds = lmdbloader.LmdbDataset(path, decode=lmdbloader.ImageDecode(32), targets=[1, 2, 3, 4])
+    assert ds[2][1] == 3
+    batch = next(iter(lmdbloader.DataLoader(ds, batch_size=4, num_workers=1)))
+    assert batch[1].tolist() == [1, 2, 3, 4]
+    flipped = lmdbloader.LmdbDataset(path, decode=lmdbloader.ImageDecode(32, train=False), targets=[1, 2, 3, 4],
+                                     transform=lambda image: image.flip(-1))
+    plain = lmdbloader.LmdbDataset(path, decode=lmdbloader.ImageDecode(32, train=False), targets=[1, 2, 3, 4])
+    (a, ta), (b, tb) = flipped[1], plain[1]
+    assert torch.equal(a, b.flip(-1)) and ta == tb == 2
+    for bad in (1.0, True, "1"):
+        with pytest.raises(TypeError):
+            ds[bad]
+    assert ds[np.int64(1)][1] == 2
+    as_list = lmdbloader.ImageDecode(32, train=False, record=lambda r: [msgpack.unpackb(r)["image"], 7])
+    assert as_list(lmdbloader.Reader(path)[0])[1] == 7
+    strided = lmdbloader.ImageDecode(32, train=False, record=lambda r: memoryview(msgpack.unpackb(r)["image"]))
+    assert strided(lmdbloader.Reader(path)[0]).shape == (3, 32, 32)
+    keyed = lmdbloader.LmdbDataset(path, keys=["3", "1"], decode="raw")
+    assert sorted(lmdbloader.LocalitySampler(keyed)) == [0, 1]
