@@ -13,17 +13,22 @@ SECONDS_EACH=${FUZZ_SECONDS:-20}
 CASES=${FUZZ_CASES:-3000}
 JOBS=$(nproc)
 
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DLMDBLOADER_SANITIZE=ON -DLMDBLOADER_BUILD_FUZZERS=ON -DLMDBLOADER_BUILD_TESTS=OFF \
-  -DLMDBLOADER_BUILD_TOOLS=OFF -DLMDBLOADER_WERROR=ON >/dev/null
-cmake --build build-fuzz -j "$JOBS"
+# FUZZ_BUILD_DIR: a folder already configured with LMDBLOADER_BUILD_FUZZERS
+# and LMDBLOADER_SANITIZE (scripts/test.sh's build-sanitize); else its own.
+BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
+if [ -z "${FUZZ_BUILD_DIR:-}" ]; then
+  CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DLMDBLOADER_SANITIZE=ON -DLMDBLOADER_BUILD_FUZZERS=ON -DLMDBLOADER_BUILD_TESTS=OFF \
+    -DLMDBLOADER_BUILD_TOOLS=OFF -DLMDBLOADER_WERROR=ON >/dev/null
+fi
+cmake --build "$BUILD" -j "$JOBS"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 fuzz/make_seeds.py "$work/seeds"
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 for name in msgpack_record caffe_datum index_file manifest shard_list lmdb_pages image_decode; do
-  fuzzer=build-fuzz/fuzz/${name}_fuzzer
+  fuzzer=$BUILD/fuzz/${name}_fuzzer
   # The two parsers of one small record each (msgpack, Caffe's Datum) reach
   # their depth within seconds: they share one harness's time.
   seconds=$SECONDS_EACH

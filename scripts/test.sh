@@ -17,7 +17,10 @@ cmake --build build -j "$JOBS"
 ctest --test-dir build --output-on-failure -j "$JOBS"
 
 echo "== C++ tests under ASan + UBSan"
-cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLMDBLOADER_WERROR=ON -DLMDBLOADER_SANITIZE=ON
+# clang, with libFuzzer's instrumentation: the fuzzers below are built in the
+# same folder, so the library is compiled once for both.
+CC=clang CXX=clang++ cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLMDBLOADER_WERROR=ON \
+  -DLMDBLOADER_SANITIZE=ON -DLMDBLOADER_BUILD_FUZZERS=ON
 cmake --build build-sanitize -j "$JOBS"
 # The budget tests run on a smaller corpus here: the sanitizers slow every read.
 LMDBLOADER_TEST_CORPUS_MIB=64 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -27,7 +30,7 @@ echo "== What lmdbloader installs: a C++ consumer of the installed prefix, the w
 LMDBLOADER_BUILD_DIR=build bash scripts/check_install.sh
 
 echo "== Fuzzing (bounded: libFuzzer harnesses, then mutated whole databases)"
-bash scripts/fuzz.sh
+FUZZ_BUILD_DIR=build-sanitize bash scripts/fuzz.sh
 
 echo "== Python tests"
 PATH="$PWD/build:$PATH" python3 -m pytest -q tests/python
