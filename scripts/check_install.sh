@@ -54,6 +54,8 @@ shown=$(python3 -m auditwheel show "$whl" | tr '\n' ' ')
 python3 -m venv --system-site-packages "$work/venv"
 "$work/venv/bin/pip" install -q --no-deps --force-reinstall "$whl"
 for elf in "$work"/venv/lib/python*/site-packages/lmdbloader/_core*.so "$work/venv/bin/lmdbloader"; do
+  # An unmatched glob stays literal: a missing file must fail, not pass unread.
+  [ -f "$elf" ] || { echo "the wheel installed no $elf"; exit 1; }
   if readelf -d "$elf" | grep NEEDED | grep -E -v '\[(libc|libm|libdl|libpthread|librt|ld-linux-x86-64)\.so'; then
     echo "$elf needs a library outside the manylinux policy"; exit 1
   fi
