@@ -124,7 +124,7 @@ class KeepSink : public RowSink {
 JpegDecodePlan Plan(const Photo& p, const OutputSpec& spec, DecodeScratch* scratch, std::vector<uint8_t>* out) {
   JpegDecodePlan plan;
   PlanJpegDecode(p.header, p.box, spec, &plan);
-  Resampler r(ScratchRep(scratch));
+  Resampler r(ScratchAccess::Get(scratch));
   if (!r.Prepare(plan.geometry, spec, out->data()).ok()) std::abort();
   plan.request.y_end = plan.request.y_begin + r.rows_needed();
   return plan;
@@ -198,7 +198,7 @@ void BM_Resample(benchmark::State& state) {
       const Decoded& d = decoded[i];
       OutputSpec spec = base;
       spec.flip = Photos()[i].flip;
-      Resampler r(ScratchRep(&scratch));
+      Resampler r(ScratchAccess::Get(&scratch));
       if (!r.Prepare(d.plan.geometry, spec, out.data()).ok()) std::abort();
       const size_t stride = size_t{d.rows.width_} * 4;
       const uint8_t* first = d.rows.rows_.data() + size_t{d.plan.request.x_begin - d.rows.x0_} * 4;

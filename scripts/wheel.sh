@@ -18,7 +18,10 @@
 # zig keeps its own libc++ build in its cache (~/.cache/zig).
 # Usage: bash scripts/wheel.sh [--no-sdist]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# This script's own path, taken before the cd below: "$0" may be relative
+# (bash wheel.sh from scripts/), and the stamp hashes the recipe in it.
+SELF=$(realpath "$0")
+cd "$(dirname "$SELF")/.."
 ROOT=$PWD
 PY=${PYTHON:-python3}
 SUDO=""
@@ -99,7 +102,9 @@ srcdir() { ls -d "$DEPS/src/$1"-*/ | head -1; }
 # --- static PIC archives under $PREFIX -----------------------------------------
 # A stamp holds a hash of this section and the compiler's version: a change
 # to either rebuilds every archive.
-STAMP=$( (sed -n '/^# --- static PIC/,/^# --- the wheel/p' "$0"; ls "$DEPS"/src/*.dsc; "$ZIG" version) | sha256sum | cut -c1-16)
+recipe=$(sed -n '/^# --- static PIC/,/^# --- the wheel/p' "$SELF")
+[ -n "$recipe" ] || { echo "wheel: no build recipe found in $SELF for the stamp"; exit 1; }
+STAMP=$( (echo "$recipe"; ls "$DEPS"/src/*.dsc; "$ZIG" version) | sha256sum | cut -c1-16)
 if [ "$(cat "$PREFIX/.stamp" 2>/dev/null)" != "$STAMP" ]; then
   echo "wheel: building liblmdb, liburing, libjpeg-turbo (static, PIC, glibc $GLIBC)"
   rm -rf "$PREFIX" "$DEPS/obj"

@@ -161,6 +161,9 @@ struct OutputSpec {
   }
 };
 
+// Reaches a DecodeScratch's buffers; defined only inside the library.
+struct ScratchAccess;
+
 // Reusable working memory of one decoding thread: the decoded rows and the
 // resampler's coefficients and intermediate rows, kept between images so a
 // batch allocates once. A decode that would need more than max_bytes is
@@ -192,7 +195,7 @@ class DecodeScratch {
   struct Rep;
 
  private:
-  friend Rep* ScratchRep(DecodeScratch* scratch);  // src/image/resample.h
+  friend struct ScratchAccess;  // src/image/resample.h
   std::unique_ptr<Rep> rep_;
 };
 

@@ -203,8 +203,8 @@ Status ReadImageInfo(std::string_view encoded, ImageInfo* info) {
 Status DecodeJpegInto(std::string_view jpeg, const CropBox& box, const OutputSpec& spec, DecodeScratch* scratch,
                       void* out) {
   LMDBLOADER_RETURN_IF_ERROR(CheckSpec(spec));
-  ScratchUse use(ScratchRep(scratch));
-  return DecodeOne(jpeg, box, spec, ScratchRep(scratch), out);
+  ScratchUse use(ScratchAccess::Get(scratch));
+  return DecodeOne(jpeg, box, spec, ScratchAccess::Get(scratch), out);
 }
 
 Status ResampleRgbInto(const uint8_t* rgb, uint32_t width, uint32_t height, size_t row_stride, const CropBox& box,
@@ -215,11 +215,11 @@ Status ResampleRgbInto(const uint8_t* rgb, uint32_t width, uint32_t height, size
                                    " with rows of " + std::to_string(row_stride) + " bytes");
   }
   LMDBLOADER_RETURN_IF_ERROR(CheckBox(box, width, height));
-  ScratchUse use(ScratchRep(scratch));
+  ScratchUse use(ScratchAccess::Get(scratch));
   uint32_t x_begin, x_end, y_begin, y_end;
   BoxPixels(box.left, box.left + box.width, width, &x_begin, &x_end);
   BoxPixels(box.top, box.top + box.height, height, &y_begin, &y_end);
-  Resampler resampler(ScratchRep(scratch));
+  Resampler resampler(ScratchAccess::Get(scratch));
   ResampleGeometry g;
   g.src_width = x_end - x_begin;
   g.src_rows = y_end - y_begin;
@@ -238,12 +238,12 @@ Status DecodeJpegBatch(const std::string_view* jpegs, const CropBox* boxes, cons
                        const OutputSpec& spec, DecodeScratch* scratch, void* out, size_t* failed_index) {
   *failed_index = 0;
   LMDBLOADER_RETURN_IF_ERROR(CheckSpec(spec));
-  ScratchUse use(ScratchRep(scratch));
+  ScratchUse use(ScratchAccess::Get(scratch));
   OutputSpec one = spec;
   const size_t stride = spec.bytes();
   for (size_t i = 0; i < count; ++i) {
     one.flip = flips != nullptr && flips[i];
-    Status s = DecodeOne(jpegs[i], boxes[i], one, ScratchRep(scratch), static_cast<uint8_t*>(out) + i * stride);
+    Status s = DecodeOne(jpegs[i], boxes[i], one, ScratchAccess::Get(scratch), static_cast<uint8_t*>(out) + i * stride);
     if (!s.ok()) {
       *failed_index = i;
       return s.WithPrefix("image " + std::to_string(i) + " of " + std::to_string(count) + ": ")

@@ -228,10 +228,14 @@ bool RunJob(JpegJob* job) {
   // libjpeg finds nothing worse than warnings; if that marker is the end of
   // the image, Pillow, decoding on, would take the image. Anything else
   // (no marker: the data was cut; another marker, which random bytes in the
-  // scan make) is decided by decoding the rest, as Pillow does.
+  // scan make) is decided by decoding the rest, as Pillow does. Where the
+  // box's last row ends a restart interval, libjpeg has usually read that
+  // interval's RST marker already (unread_marker): the search goes on after it.
   if (!r.read_to_end && !jpeg_input_complete(cinfo)) {
-    const int marker = cinfo->unread_marker != 0
-                           ? cinfo->unread_marker
+    const int unread = cinfo->unread_marker;
+    const bool restart = unread >= JPEG_RST0 && unread <= JPEG_RST0 + 7;
+    const int marker = unread != 0 && !restart
+                           ? unread
                            : NextMarker(cinfo->src->next_input_byte, cinfo->src->bytes_in_buffer);
     if (marker == JPEG_EOI) return true;
   }

@@ -63,7 +63,12 @@ struct DecodeScratch::Rep {
 
 // A scratch's buffers, for the code that decodes into them (and the
 // benchmark that times its stages); the public header keeps them private.
-inline DecodeScratch::Rep* ScratchRep(DecodeScratch* scratch) { return scratch->rep_.get(); }
+// (A class, not a friend function: a friend function declared in the public
+// header but defined inline here would be ill-formed, and a user finding it
+// by argument-dependent lookup would get a link error.)
+struct ScratchAccess {
+  static DecodeScratch::Rep* Get(DecodeScratch* scratch) { return scratch->rep_.get(); }
+};
 
 // The pixels of [0, n) whose centers lie in the box [b0, b1) (PIL's crop
 // of a whole-pixel box keeps exactly those); when none does, the pixel

@@ -173,11 +173,30 @@ TEST(JpegDecoderTest, TruncatedDataIsAnErrorWhereverTheRegion) {
 
 // What Pillow (libjpeg with an error manager that ignores warnings, then
 // jpeg_finish_decompress) makes of damage after the rows, checked against
-// Pillow 13 by tests/python/test_image_decode_damaged.py.
-TEST(JpegDecoderTest, DamageAfterTheLastRowIsJudgedAsPillowJudgesIt) {
-  const std::string jpeg = EncodeJpeg(SyntheticPhoto(96, 64, 8));
+// Pillow 13 by tests/python/test_image_decode_damaged.py. With a restart
+// marker after every MCU row, a box ends where an interval ends and libjpeg
+// has read that interval's marker before the decoder looks past the box.
+class DamageAfterTheLastRow : public ::testing::TestWithParam<int> {};
+
+TEST_P(DamageAfterTheLastRow, IsJudgedAsPillowJudgesIt) {
+  JpegOptions options;
+  options.restart_rows = GetParam();
+  const std::string jpeg = EncodeJpeg(SyntheticPhoto(96, 64, 8), options);
   ASSERT_EQ(jpeg.substr(jpeg.size() - 2), "\xFF\xD9");
+  if (options.restart_rows > 0) {
+    ASSERT_NE(jpeg.find("\xFF\xDD"), std::string::npos);  // DRI
+  }
   const std::string body = jpeg.substr(0, jpeg.size() - 2);
+  // One byte of the last MCU row's entropy data changed, neither made nor
+  // unmade a marker: libjpeg warns at most.
+  std::string flipped = body;
+  size_t at = body.size() - 12;
+  while (uint8_t(body[at - 1]) == 0xFF || uint8_t(body[at]) == 0xFF || uint8_t(body[at] ^ 0x5A) == 0xFF) --at;
+  flipped[at] = char(body[at] ^ 0x5A);
+  // A marker inside the scan: without restart intervals Pillow refuses it
+  // after the scan; with them libjpeg resyncs at the next restart (warnings
+  // only) and Pillow takes the image.
+  const char* marker_in_scan = options.restart_rows > 0 ? nullptr : "Unsupported marker type 0x05";
   struct Case {
     std::string data;
     const char* error;  // nullptr: decodes
@@ -192,7 +211,9 @@ TEST(JpegDecoderTest, DamageAfterTheLastRowIsJudgedAsPillowJudgesIt) {
            Case{body + "\xFF\xD8", "SOI"},
            Case{body.substr(0, body.size() / 2) + "\xFF\xD9", nullptr},  // the scan ends early: grey rows
            Case{body.substr(0, body.size() * 2 / 3) + "\xFF\x05" + body.substr(body.size() * 2 / 3 + 2) + "\xFF\xD9",
-                "Unsupported marker type 0x05"},
+                marker_in_scan},
+           Case{flipped + "\xFF\xD9", nullptr},
+           Case{flipped + "\xFF\x05", "Unsupported marker type 0x05"},
        }) {
     CollectSink all;
     Status s = Decode(c.data, JpegRegionRequest{8, 0, 96, 0, 64, true}, &all);
@@ -203,11 +224,21 @@ TEST(JpegDecoderTest, DamageAfterTheLastRowIsJudgedAsPillowJudgesIt) {
       EXPECT_EQ(s.code(), Status::Code::kDecodeError) << c.error;
       EXPECT_NE(s.message().find(c.error), std::string::npos) << s.message();
     }
-    // A region that stops above the damage gives the same verdict.
-    CollectSink top;
-    EXPECT_EQ(Decode(c.data, JpegRegionRequest{8, 0, 96, 0, 8}, &top).code(), s.code()) << s.ToString();
+    // A region that stops above the damage gives the same verdict, whether
+    // it ends inside an MCU row or where one (and a restart interval) ends.
+    for (uint32_t rows : {8u, 16u, 32u}) {
+      CollectSink top;
+      EXPECT_EQ(Decode(c.data, JpegRegionRequest{8, 0, 96, 0, rows}, &top).code(), s.code())
+          << s.ToString() << " rows " << rows;
+      EXPECT_EQ(top.count_, rows);
+    }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(JpegDecoderTest, DamageAfterTheLastRow, ::testing::Values(0, 1),
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return i.param == 0 ? std::string("NoRestarts") : std::string("RestartEveryRow");
+                         });
 
 // The rows read to the end are the rows: skipping below the region and
 // reading on changes none delivered, at every scale.
