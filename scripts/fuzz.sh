@@ -9,7 +9,7 @@
 # A crash, hang, wrong bytes or unexpected exception fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SECONDS_EACH=${FUZZ_SECONDS:-20}
+SECONDS_EACH=${FUZZ_SECONDS:-10}
 CASES=${FUZZ_CASES:-3000}
 JOBS=$(nproc)
 

@@ -33,4 +33,4 @@ echo "== Fuzzing (bounded: libFuzzer harnesses, then mutated whole databases)"
 FUZZ_BUILD_DIR=build-sanitize bash scripts/fuzz.sh
 
 echo "== Python tests"
-PATH="$PWD/build:$PATH" python3 -m pytest -q tests/python
+PATH="$PWD/build:$PATH" python3 -m pytest -q --durations=15 tests/python

@@ -44,8 +44,8 @@
 // Lifetimes: a CaffeDatum's `data` is a view into the record passed to
 // ParseCaffeDatum, valid while those bytes are.
 //
-// Thread-safety: ParseCaffeDatum is reentrant; it allocates nothing (the error
-// message aside).
+// Thread-safety: ParseCaffeDatum is reentrant. It copies no bytes of the
+// record; it may build short strings (a field's name) as it goes.
 #ifndef LMDBLOADER_CAFFE_DATUM_H_
 #define LMDBLOADER_CAFFE_DATUM_H_
 
