@@ -78,11 +78,14 @@ class LmdbDataset(torch.utils.data.Dataset):
         return index if self._positions is None else int(self._positions[index])
 
     def _picked(self, indices):
-        """(the reader's positions of these samples, their targets or None)."""
-        indices = [_index(i) for i in indices]
-        positions = [self._position(i) for i in indices]
-        targets = None if self._targets is None else self._targets[[i % len(self) for i in indices]].tolist()
-        return positions, targets
+        """(the reader's positions of these samples, their targets or None).
+        Without keys or targets a sample is its record: the indices go to
+        the reader as they are (it checks them), nothing per index here."""
+        if self._positions is None and self._targets is None:
+            return indices, None
+        picked = _index_array(indices, len(self), self.reader.path)
+        positions = picked if self._positions is None else self._positions[picked]
+        return positions.tolist(), (None if self._targets is None else self._targets[picked].tolist())
 
     def with_deferred_batches(self):
         """A copy (same reader) whose ``__getitems__`` returns its batches not
@@ -254,6 +257,20 @@ def _targets_of(targets, count, path):
     array = array.copy()
     array.flags.writeable = False
     return array
+
+
+def _index_array(indices, n, path):
+    """Sample indices as an int64 array in [0, n): integers only (numpy's
+    too, never bools or floats), negatives from the end; IndexError outside."""
+    array = np.asarray(indices)
+    if array.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer) or array.ndim != 1:
+        raise TypeError(f"sample indices are integers; got {indices!r:.80}")
+    if array.min() < -n or array.max() >= n:
+        bad = array[(array < -n) | (array >= n)][0]
+        raise IndexError(f"sample {bad} out of range: {path} has {n} samples")
+    return np.where(array < 0, array + n, array).astype(np.int64, copy=False)
 
 
 def _index(index):
