@@ -18,7 +18,8 @@ JOBS=$(nproc)
 
 echo "== install to a prefix, build a consumer with find_package"
 if [ -n "${LMDBLOADER_BUILD_DIR:-}" ]; then
-  cmake --build "$LMDBLOADER_BUILD_DIR" -j "$JOBS" >/dev/null
+  # What is installed only: the folder's tests need not all be built.
+  cmake --build "$LMDBLOADER_BUILD_DIR" -j "$JOBS" --target lmdbloader lmdbloader_cli >/dev/null
   cmake --install "$LMDBLOADER_BUILD_DIR" --prefix "$work/prefix" >/dev/null
 else
   cmake -S . -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMDBLOADER_BUILD_TESTS=OFF \

@@ -354,6 +354,7 @@ def dev_shm():
     return sorted(os.listdir("/dev/shm"))
 
 
+@pytest.mark.serial
 def test_a_killed_worker_is_the_dataloaders_error_and_leaves_nothing(corpus):
     before = dev_shm()
     loader = lmdbloader.DataLoader(lmdbloader.LmdbDataset(corpus, decode="tensor"), batch_size=4, num_workers=2,
@@ -370,6 +371,7 @@ def test_a_killed_worker_is_the_dataloaders_error_and_leaves_nothing(corpus):
     assert [n for n in dev_shm() if n not in before] == []
 
 
+@pytest.mark.serial
 def test_a_killed_main_process_leaves_no_worker_and_nothing_in_dev_shm(corpus, tmp_path):
     before = dev_shm()
     script = tmp_path / "main.py"
@@ -641,6 +643,7 @@ def _shmem_of_one_run(workers, persistent, collate_fn, epochs):
     return peak, after, rings, end
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("workers", [2, 4, 8])
 def test_rings_hold_at_most_the_default_paths_peak_plus_a_slot_per_worker(workers):
     """The rings' shared memory, as the kernel counts it system-wide, against
@@ -765,6 +768,7 @@ def _measured_against_the_default_path(make_loader, workers, bound):
     return default, rings, collate
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("workers", [2, 4, 8])
 def test_rings_of_an_epoch_cut_short_or_a_deleted_loader_give_their_memory_back(workers):
     """Non-persistent workers, epochs ended by `break` (the batches the
@@ -843,6 +847,7 @@ def _jpeg_corpus(path, records):
     return path
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("decode", ["tensor", "image"])
 def test_a_deleted_loader_with_persistent_workers_gives_back_what_its_rings_held(corpus, tmp_path, decode):
     """lmdbloader.DataLoader with persistent workers, records read or images

@@ -11,6 +11,7 @@ import lmdbloader
 from conftest import MiB
 
 
+@pytest.mark.serial
 def test_other_thread_progresses_during_get_batch(tmp_path):
     path = str(tmp_path / "c")
     with lmdbloader.CorpusWriter(path) as w:
