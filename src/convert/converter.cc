@@ -118,6 +118,14 @@ class Progress {
   Clock::time_point start_, last_;
 };
 
+// A record the writer refused (its columns differ from the first record's, a
+// name seen before, too large): with skip_bad, skipped and listed, as records
+// the converter itself finds bad are. The writer is unchanged by a refusal;
+// any other failure (the output's file system, LMDB) ends the conversion.
+bool Refused(const Status& added, const ConvertOptions& o) {
+  return o.skip_bad && added.code() == Status::Code::kInvalidArgument;
+}
+
 Status WriteOne(const ConvertOptions& o, const Listing& listing, size_t begin, size_t end, Reader* lmdb_source,
                 const std::string& target, ConvertSummary* summary) {
   WriterOptions wo;
@@ -130,6 +138,7 @@ Status WriteOne(const ConvertOptions& o, const Listing& listing, size_t begin, s
   std::string value;
   std::vector<std::string> contents;
   std::set<std::string> fields;  // a record layout's fields, for the schema
+  std::set<std::string> record_fields;  // one record's, until the writer takes it
   for (size_t i = begin; i < end; ++i) {
     const Item& it = listing.items[i];
     std::map<std::string, double> columns;
@@ -137,9 +146,10 @@ Status WriteOne(const ConvertOptions& o, const Listing& listing, size_t begin, s
       LMDBLOADER_RETURN_IF_ERROR(lmdb_source->Read(it.position, &value));
       for (const auto& [column, values] : listing.columns) columns[column] = values[it.position];
       std::string_view record = value;
+      record_fields.clear();
       if (o.record != RecordLayout::kAsIs) {
         SplitValue split;
-        Status s = SplitRecord(o.record, value, &buf, &split, &fields);
+        Status s = SplitRecord(o.record, value, &buf, &split, &record_fields);
         if (!s.ok()) {
           const std::string why = it.origin + ": " + s.message();
           if (!o.skip_bad) return Status::InvalidArgument(why);
@@ -150,7 +160,13 @@ Status WriteOne(const ConvertOptions& o, const Listing& listing, size_t begin, s
         record = std::string_view(buf.data(), buf.size());
       }
       Status added = writer->Add(it.name, record, columns);
+      if (Refused(added, o)) {
+        summary->skipped.push_back(it.origin + ": " + added.message());
+        continue;
+      }
       if (!added.ok()) return Status::InvalidArgument(it.origin + ": " + added.message());
+      // Only what a record that went in holds enters the schema.
+      fields.insert(record_fields.begin(), record_fields.end());
     } else {
       contents.resize(it.files.size());
       Status s;
@@ -165,6 +181,10 @@ Status WriteOne(const ConvertOptions& o, const Listing& listing, size_t begin, s
       for (auto& [k, v] : it.extra.items())
         if (v.is_number()) columns[k] = v.get<double>();
       Status added = writer->Add(it.name, std::string_view(buf.data(), buf.size()), columns);
+      if (Refused(added, o)) {
+        summary->skipped.push_back(it.origin + ": " + added.message());
+        continue;
+      }
       if (!added.ok()) return Status::InvalidArgument(it.origin + ": " + added.message());
     }
     progress.Update(i + 1 - begin, writer->bytes());

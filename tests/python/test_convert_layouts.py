@@ -176,6 +176,34 @@ def test_a_bad_record_names_its_key_and_file_and_leaves_no_output(caffe_lmdb, tm
     assert summary["records"] == 3 and len(summary["skipped"]) == 1 and words in summary["skipped"][0]
 
 
+def test_a_record_whose_columns_differ_from_the_first_is_skipped_with_skip_bad(tmp_path):
+    """The first record's columns are the corpus's: a later record without a
+    label (or with one where the first had none) is refused, an error naming it,
+    or, with skip_bad, skipped and listed; fields of a skipped record stay out
+    of the schema."""
+    records = [(b"k0", {"image": jpeg(0), "label": 3}),
+               (b"k1", {"image": jpeg(1), "caption": "no label", "only_here": 1.5}),
+               (b"k2", {"image": jpeg(2), "label": 4})]
+    with lmdb.open(str(tmp_path / "maps"), map_size=1 << 20) as env, env.begin(write=True) as txn:
+        for key, value in records:
+            txn.put(key, msgpack.dumps(value))
+    with pytest.raises(lmdbloader.ConvertError, match="key 'k1'.*0 columns, earlier records 1"):
+        lmdbloader.convert(tmp_path / "maps", tmp_path / "out", kind="lmdb", record="msgpack")
+    assert not os.path.exists(tmp_path / "out")
+    summary = lmdbloader.convert(tmp_path / "maps", tmp_path / "out", kind="lmdb", record="msgpack", skip_bad=True)
+    assert summary["records"] == 2 and len(summary["skipped"]) == 1, summary
+    assert "(key 'k1')" in summary["skipped"][0] and "0 columns, earlier records 1" in summary["skipped"][0]
+    ds = lmdbloader.LmdbDataset(str(tmp_path / "out"))
+    assert ds.column("label").tolist() == [3, 4]
+    assert [ds[i] for i in range(2)] == [records[0][1], records[2][1]]
+    assert lmdbloader.Reader(str(tmp_path / "out")).manifest["schema"]["fields"] == ["image", "label"]
+    # The command says the same.
+    res = subprocess.run(["lmdbloader", "convert", "--from", "lmdb", "--record", "msgpack", "--skip-bad",
+                          str(tmp_path / "maps"), str(tmp_path / "cli")], capture_output=True, text=True)
+    assert res.returncode == 0 and "k1" in res.stdout + res.stderr, res
+    assert len(lmdbloader.Reader(str(tmp_path / "cli"))) == 2
+
+
 def test_record_is_for_lmdb_sources_and_its_names_are_checked(tmp_path):
     (tmp_path / "img" / "cls").mkdir(parents=True)
     (tmp_path / "img" / "cls" / "a.jpg").write_bytes(jpeg(0))
