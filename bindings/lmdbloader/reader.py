@@ -130,7 +130,11 @@ class Reader:
         return len(self._c)
 
     def __getitem__(self, index):
-        """Record bytes at a position (negative counts from the end); IndexError past the end."""
+        """Record bytes at a position (negative counts from the end), or a list
+        of them for a slice (read in one call, as get_batch); IndexError past
+        the end."""
+        if isinstance(index, slice):
+            return self.get_batch(range(*index.indices(len(self))))
         return self._c.read(index)  # any integer (numpy's too); IndexError naming the file
 
     def get(self, key, default=None):
@@ -312,6 +316,8 @@ class _Keys:
         return len(self._reader)
 
     def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._reader.key(k) for k in range(*i.indices(len(self)))]
         return self._reader.key(i)
 
     def __iter__(self):
