@@ -42,7 +42,8 @@ echo "== Fuzzing (bounded: libFuzzer harnesses, then mutated whole databases), b
 fuzz_log=$(mktemp)
 setsid env FUZZ_BUILD_DIR=build-sanitize bash scripts/fuzz.sh >"$fuzz_log" 2>&1 &
 fuzz_pid=$!
-trap 'kill -- -"$fuzz_pid" 2>/dev/null || true; rm -rf "$LMDBLOADER_INDEX_DIR" "$fuzz_log"' EXIT
+# Should a test fail, the fuzzers (their own process group) stop with the run.
+trap '[ -z "$fuzz_pid" ] || kill -- -"$fuzz_pid" 2>/dev/null || true; rm -rf "$LMDBLOADER_INDEX_DIR" "$fuzz_log"' EXIT
 
 echo "== Python tests"
 # First, one at a time, those that read what the whole system shares
@@ -55,6 +56,7 @@ python3 -m pytest -q -n "$JOBS" -m "not serial" --durations=15 tests/python
 
 fuzz_rc=0
 wait "$fuzz_pid" || fuzz_rc=$?
+fuzz_pid=""
 echo "== Fuzzing: what it printed"
 cat "$fuzz_log"
 [ "$fuzz_rc" = 0 ] || { echo "fuzzing failed (exit status $fuzz_rc)"; exit 1; }
