@@ -33,7 +33,7 @@ std::vector<uint64_t> Positions(const Reader& r, const py::iterable& indices) {
 
 std::vector<uint64_t> ValueSizes(const Reader& r, const std::vector<uint64_t>& pos) {
   std::vector<uint64_t> sizes(pos.size());
-  for (size_t k = 0; k < pos.size(); ++k) ThrowIfError(r.ValueSize(pos[k], &sizes[k]));
+  ThrowIfError(r.ValueSizes(pos.data(), pos.size(), sizes.data()));
   return sizes;
 }
 

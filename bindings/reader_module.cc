@@ -97,7 +97,11 @@ void RegisterReader(py::module_& m) {
         ThrowIfError(s);
         return py::int_(pos);
       })
-      .def("lower_bound", [](Reader& r, const py::bytes& key) { return r.LowerBound(std::string_view(key)); })
+      .def("lower_bound", [](Reader& r, const py::bytes& key) {
+        uint64_t pos = 0;
+        ThrowIfError(r.LowerBound(std::string_view(key), &pos));
+        return pos;
+      })
       .def("name", [](Reader& r, const py::object& i) {
         const uint64_t pos = Position(r, i);
         std::string n;
@@ -121,7 +125,7 @@ void RegisterReader(py::module_& m) {
       })
       .def("record_positions", [](const Reader& r) {
         std::vector<uint64_t> positions;
-        r.RecordPositions(&positions);
+        ThrowIfError(r.RecordPositions(&positions));
         return py::bytes(reinterpret_cast<const char*>(positions.data()), positions.size() * 8);
       })
       .def("remap", [](Reader& r) { ThrowIfError(r.Remap()); })

@@ -45,6 +45,27 @@ enum class IoEngine {
   kSync,
 };
 
+// Where the record index (each record's place in the data file, and the keys
+// of a database whose keys are not record numbers) lives.
+enum class IndexResidence {
+  // kResident while the resident index fits a quarter of rss_budget (256 MiB
+  // without a budget; each part of a shard set its share), else kPaged. A
+  // py-lmdb database of b"%09d" keys costs 29 bytes a record resident: up to
+  // about 2.3 million records under a 256 MiB budget, 9 million unbounded.
+  kAuto,
+  // In this process's memory: the fastest lookups; 12 bytes a record plus
+  // the keys, in every process (DataLoader workers included).
+  kResident,
+  // Read from the saved index file with pread as reads need it, through a
+  // page cache of at most an eighth of the budget (at most 4 MiB; 4 MiB
+  // without a budget): the same memory for any record count. Costs one more
+  // pread (16 or 24 bytes, from the page cache) per record whose index page
+  // a batch does not share with another record; lookups by key read about
+  // log2(records) index pages, the upper ones cached. Needs a saved index
+  // (index_dir not "none").
+  kPaged,
+};
+
 // What reads leave in the kernel's page cache (pread mode).
 enum class CachePolicy {
   // kFill when every data file together fits in half of the memory the kernel
@@ -87,11 +108,16 @@ enum class ChecksumPolicy {
   kOff,
 };
 
+// The smallest rss_budget a Reader accepts (0, unbounded, aside): any record
+// count opens under it, the record index paged (IndexResidence).
+inline constexpr uint64_t kMinRssBudget = uint64_t{1} << 20;
+
 struct ReaderOptions {
   // Cap, in bytes, on the memory this reader makes its process hold because of
   // the data file: mapped file pages, its record index, its buffers. Measured
   // by the kernel (/proc/self/statm), not by counting bytes handed out.
-  // 0 means unbounded (mmap mode then behaves like plain LMDB).
+  // 0 means unbounded (mmap mode then behaves like plain LMDB); otherwise at
+  // least kMinRssBudget.
   // Default: 0.
   uint64_t rss_budget = 0;
 
@@ -124,6 +150,9 @@ struct ReaderOptions {
   // damaged or stale.
   // Default: "".
   std::string index_dir;
+
+  // Where the record index lives (see IndexResidence). Default: kAuto.
+  IndexResidence index_residence = IndexResidence::kAuto;
 
   // Which reads check the records' checksums (see ChecksumPolicy).
   // Default: kEveryRead.
@@ -167,6 +196,9 @@ const char* AccessModeName(AccessMode mode);
 // Parses "auto", "io_uring", "threads" or "sync".
 Status ParseIoEngine(std::string_view text, IoEngine* engine);
 const char* IoEngineName(IoEngine engine);
+// Parses "auto", "resident" or "paged".
+Status ParseIndexResidence(std::string_view text, IndexResidence* residence);
+const char* IndexResidenceName(IndexResidence residence);
 // Parses "auto", "fill", "exact" or "drop".
 Status ParseCachePolicy(std::string_view text, CachePolicy* policy);
 const char* CachePolicyName(CachePolicy policy);

@@ -62,8 +62,16 @@ struct ReaderStats {
   uint64_t remaps = 0;            // mappings replaced
   uint64_t records_read = 0;
   uint64_t bytes_read = 0;
-  uint64_t index_bytes = 0;       // heap held by the record index(es)
+  // What the budget pays for the records' places: a resident index's arrays
+  // and keys, or a paged index's page cache at its most (IndexResidence).
+  uint64_t index_bytes = 0;
   std::string index_source;       // "built", "loaded", "built (saved to ...)"
+  std::string index_residence;    // "resident", "paged", or "resident+paged" across parts
+  uint64_t index_cache_held = 0;  // paged: bytes of index pages cached now (<= index_bytes)
+  uint64_t index_page_reads = 0;  // paged: index pages read into the cache
+  uint64_t index_entry_reads = 0; // paged: entries read alone (one small pread each)
+  uint64_t index_cache_hits = 0;  // paged: lookups the cache answered
+  uint64_t checksum_bytes = 0;    // corpora: the records' checksums held, and the record of verified ones
   std::string io_engine;          // pread mode: "io_uring", "threads" or "sync"; mmap mode: "mmap"
   std::string io_fallback;        // why io_uring was not used (empty when it is, or was not asked for)
   uint32_t queue_depth = 0;       // reads in flight at most per batch
@@ -112,6 +120,10 @@ class Reader {
 
   // Size in bytes of record `index`. OutOfRange past the end.
   Status ValueSize(uint64_t index, uint64_t* size) const;
+  // Sizes of the records at `indices`, looked up together (a paged index
+  // reads the entries of a batch at once, and a ReadBatch of the same
+  // indices that follows in the same thread looks them up no more).
+  Status ValueSizes(const uint64_t* indices, size_t count, uint64_t* sizes) const;
 
   // Copies record `index` into `dst`, which holds at least `capacity` bytes;
   // InvalidArgument when capacity < ValueSize. The copy is exact.
@@ -158,8 +170,9 @@ class Reader {
   Status Find(std::string_view key, uint64_t* index) const;
   // First position whose key is >= `key`; size() when none. A corpus keyed
   // by names that are not in byte order (converted with --order shuffle):
-  // the position of the smallest name >= `key`.
-  uint64_t LowerBound(std::string_view key) const;
+  // the position of the smallest name >= `key`. Corruption when a paged
+  // index (IndexResidence) meets damage in its file.
+  Status LowerBound(std::string_view key, uint64_t* position) const;
   // Find, then Read. NotFound when absent.
   Status Get(std::string_view key, std::string* value);
 
@@ -178,8 +191,9 @@ class Reader {
   // Where each record lies, for samplers that read neighbours together: a
   // byte position per record in one space across the parts of a shard set
   // (part k's offsets follow part k-1's file size). Records at nearby
-  // positions share pages and 2 MiB chunks of the same file.
-  void RecordPositions(std::vector<uint64_t>* positions) const;
+  // positions share pages and 2 MiB chunks of the same file. Holds 8 bytes
+  // a record while the caller keeps the result.
+  Status RecordPositions(std::vector<uint64_t>* positions) const;
 
   // Reads every metadata value of a corpus (names, name offsets, columns,
   // record checksums) and checks each against the manifest's checksums.

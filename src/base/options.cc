@@ -59,6 +59,8 @@ constexpr EnumName<IoEngine> kIoEngines[] = {
 constexpr EnumName<CachePolicy> kCachePolicies[] = {
     {CachePolicy::kAuto, "auto"}, {CachePolicy::kFill, "fill"}, {CachePolicy::kExact, "exact"},
     {CachePolicy::kDrop, "drop"}};
+constexpr EnumName<IndexResidence> kIndexResidences[] = {
+    {IndexResidence::kAuto, "auto"}, {IndexResidence::kResident, "resident"}, {IndexResidence::kPaged, "paged"}};
 // As Python spells them (True, "once", False) in lower case, as the
 // command line takes them.
 constexpr EnumName<ChecksumPolicy> kChecksumPolicies[] = {
@@ -77,6 +79,11 @@ Status ParseIoEngine(std::string_view text, IoEngine* engine) {
   return ParseName(kIoEngines, "io_engine", text, engine);
 }
 const char* IoEngineName(IoEngine engine) { return Known(NameOf(kIoEngines, engine)); }
+
+Status ParseIndexResidence(std::string_view text, IndexResidence* residence) {
+  return ParseName(kIndexResidences, "index", text, residence);
+}
+const char* IndexResidenceName(IndexResidence residence) { return Known(NameOf(kIndexResidences, residence)); }
 
 Status ParseCachePolicy(std::string_view text, CachePolicy* policy) {
   return ParseName(kCachePolicies, "cache", text, policy);
@@ -103,11 +110,19 @@ Status CheckMmapWindow(uint64_t window) {
 }  // namespace
 
 Status ValidateOptions(const ReaderOptions& options) {
+  if (options.rss_budget != 0 && options.rss_budget < kMinRssBudget)
+    return Status::InvalidArgument("rss_budget of " + std::to_string(options.rss_budget) +
+                                   " bytes is below the floor of " + std::to_string(kMinRssBudget) +
+                                   " bytes (1 MiB): the budget holds a batch's buffers and the record index's "
+                                   "page cache");
   LMDBLOADER_RETURN_IF_ERROR(CheckQueueDepth(options.queue_depth, std::to_string(options.queue_depth)));
   LMDBLOADER_RETURN_IF_ERROR(CheckMmapWindow(options.mmap_window));
   if (!NameOf(kIoEngines, options.io_engine)) return Status::InvalidArgument("invalid io_engine");
   if (!NameOf(kCachePolicies, options.cache_policy)) return Status::InvalidArgument("invalid cache policy");
   if (!NameOf(kAccessModes, options.mode)) return Status::InvalidArgument("invalid access mode");
+  if (!NameOf(kIndexResidences, options.index_residence)) return Status::InvalidArgument("invalid index residence");
+  if (options.index_residence == IndexResidence::kPaged && options.index_dir == "none")
+    return Status::InvalidArgument("index='paged' reads the saved index file: index_dir must not be 'none'");
   if (!NameOf(kChecksumPolicies, options.verify_checksums))
     return Status::InvalidArgument("invalid checksum policy");
   return Status::OK();
@@ -164,6 +179,10 @@ const std::vector<ReaderEntry>& Entries() {
          return Status::OK();
        },
        [](const ReaderOptions& o) { return o.index_dir; }},
+      {{"index", "choice", NameList(kIndexResidences, " or "),
+        "where the record index lives: in memory, or read from its saved file as reads need it"},
+       [](std::string_view t, ReaderOptions* o) { return ParseIndexResidence(t, &o->index_residence); },
+       [](const ReaderOptions& o) { return std::string(IndexResidenceName(o.index_residence)); }},
       {{"verify_checksums", "checksums", NameList(kChecksumPolicies, " or "),
         "corpora: check each record's checksum on every read, never, or once"},
        [](std::string_view t, ReaderOptions* o) { return ParseChecksumPolicy(t, &o->verify_checksums); },

@@ -30,30 +30,34 @@ Status FindMapping(const void* address, const char** base, uint64_t* length) {
   return Status::Corruption("no mapping in /proc/self/maps holds the LMDB value");
 }
 
+bool KeysSorted(const LmdbEnv& env) { return (env.db_flags() & (kLmdbIntegerKey | kLmdbReverseKey)) == 0; }
+
 Status BuildIndex(LmdbEnv& env, const DataLocation& location, const std::string& db_name,
                   std::string_view meta_prefix, RecordIndex* index) {
-  const std::string& where = location.data_path;
   index->identity = env.identity();
   index->db_name = db_name;
-  index->set_keys_sorted((env.db_flags() & (kLmdbIntegerKey | kLmdbReverseKey)) == 0);
+  index->set_keys_sorted(KeysSorted(env));
   index->set_db_flags(static_cast<uint16_t>(env.db_flags()));
-  const bool meta_allowed = !meta_prefix.empty() && db_name.empty();
   // The tree's own count, capped by what the file could hold (a node takes
   // at least 10 bytes of a page), so a damaged count cannot allocate much.
   index->Reserve(std::min<uint64_t>(env.tree().entries, env.identity().size / 10));
+  return WalkIndex(env, location, db_name, meta_prefix, index);
+}
+
+Status WalkIndex(LmdbEnv& env, const DataLocation& location, const std::string& db_name,
+                 std::string_view meta_prefix, IndexSink* sink) {
+  const std::string& where = location.data_path;
+  const bool meta_allowed = !meta_prefix.empty() && db_name.empty();
   uint64_t count = 0;
   // LmdbFile checked that every value lies inside the file.
   return env.file().Walk(env.meta(), env.tree(), [&](const LmdbItem& item) -> Status {
     if (item.value_size > UINT32_MAX)
       return Status::Unsupported("open " + where + ": record " + std::to_string(count) + " holds " +
                                  std::to_string(item.value_size) + " bytes; records up to 4 GiB are supported");
-    if (meta_allowed && item.key.substr(0, meta_prefix.size()) == meta_prefix) {
-      index->AddMeta(item.key, item.value_offset, static_cast<uint32_t>(item.value_size));
-    } else {
-      index->Add(item.key, item.value_offset, static_cast<uint32_t>(item.value_size));
-      ++count;
-    }
-    return Status::OK();
+    if (meta_allowed && item.key.substr(0, meta_prefix.size()) == meta_prefix)
+      return sink->AddMeta(item.key, item.value_offset, static_cast<uint32_t>(item.value_size));
+    ++count;
+    return sink->Add(item.key, item.value_offset, static_cast<uint32_t>(item.value_size));
   });
 }
 

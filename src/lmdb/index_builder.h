@@ -22,6 +22,16 @@ namespace lmdbloader {
 Status BuildIndex(LmdbEnv& env, const DataLocation& location, const std::string& db_name,
                   std::string_view meta_prefix, RecordIndex* index);
 
+// The same walk into any sink (a writer of the saved file: index_writer.h),
+// which gets the records and metadata; what identifies the database
+// (env.identity(), KeysSorted(env), env.db_flags()) is the caller's to record.
+Status WalkIndex(LmdbEnv& env, const DataLocation& location, const std::string& db_name,
+                 std::string_view meta_prefix, IndexSink* sink);
+
+// Whether the database's keys sort bytewise (not MDB_INTEGERKEY or
+// MDB_REVERSEKEY), so that lookups can search instead of scan.
+bool KeysSorted(const LmdbEnv& env);
+
 // Finds the start and length of the mapping of this process that contains
 // `address` and maps file offset 0 of the same file (/proc/self/maps), since
 // mdb_env_info's me_mapaddr is NULL unless MDB_FIXEDMAP.

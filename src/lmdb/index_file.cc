@@ -1,26 +1,15 @@
 #include "lmdb/index_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
 #include "base/checksum.h"
-#include "lmdbloader/atomic_write.h"
 #include "io/open_file.h"
+#include "lmdb/index_writer.h"
 
 namespace lmdbloader {
 
 namespace {
-
-constexpr char kMagic[8] = {'L', 'M', 'D', 'B', 'L', 'I', 'D', 'X'};
-// Version 3 holds the meta page's checksum in the identity and ends with the
-// XXH3-64 of every byte before it: a flipped bit in a saved index makes it
-// rebuilt, never trusted.
-constexpr uint32_t kVersion = 3;
 
 std::string HexOf(const std::string& s) {
   static const char* digits = "0123456789abcdef";
@@ -31,67 +20,6 @@ std::string HexOf(const std::string& s) {
   }
   return out;
 }
-
-std::string DirName(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-Status MakeDirs(const std::string& dir) {
-  if (dir.empty()) return Status::OK();
-  struct stat st;
-  if (::stat(dir.c_str(), &st) == 0) return Status::OK();
-  LMDBLOADER_RETURN_IF_ERROR(MakeDirs(DirName(dir)));
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return Status::FromErrno(errno, "mkdir", dir);
-  return Status::OK();
-}
-
-template <typename T>
-void Put(std::string* out, T v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof(T));
-}
-void PutBytes(std::string* out, const std::string& s) {
-  Put<uint64_t>(out, s.size());
-  out->append(s);
-}
-
-// Bounds-checked reader over the file bytes.
-class Cursor {
- public:
-  explicit Cursor(const std::string& b) : b_(b) {}
-  template <typename T>
-  bool Get(T* v) {
-    if (b_.size() - pos_ < sizeof(T)) return false;
-    std::memcpy(v, b_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return true;
-  }
-  bool GetBytes(std::string* s, uint64_t n) {
-    if (b_.size() - pos_ < n) return false;
-    s->assign(b_.data() + pos_, n);
-    pos_ += n;
-    return true;
-  }
-  bool GetString(std::string* s) {
-    uint64_t n = 0;
-    return Get(&n) && GetBytes(s, n);
-  }
-  template <typename T>
-  bool GetArray(std::vector<T>* v, uint64_t n) {
-    if ((b_.size() - pos_) / sizeof(T) < n) return false;
-    v->resize(n);
-    if (n) std::memcpy(v->data(), b_.data() + pos_, n * sizeof(T));
-    pos_ += n * sizeof(T);
-    return true;
-  }
-  bool done() const { return pos_ == b_.size(); }
-
- private:
-  const std::string& b_;
-  size_t pos_ = 0;
-};
 
 }  // namespace
 
@@ -119,98 +47,101 @@ IndexPaths IndexFilePaths(const DataLocation& location, const ReaderOptions& opt
   return paths;
 }
 
-std::string IndexFileCodec::Encode(const RecordIndex& index) {
-  std::string out;
-  uint64_t n = index.size();
-  out.reserve(128 + n * 12 + index.key_blob_.size() + index.key_ends_.size() * 8);
-  out.append(kMagic, sizeof(kMagic));
-  Put<uint32_t>(&out, kVersion);
-  Put<uint32_t>(&out, (index.sequential_keys_ ? 1u : 0u) | (index.keys_sorted_ ? 2u : 0u) |
-                          (uint32_t{index.db_flags_} << 16));
-  const FileIdentity& id = index.identity;
-  Put(&out, id.device);
-  Put(&out, id.inode);
-  Put(&out, id.size);
-  Put(&out, id.mtime_ns);
-  Put(&out, id.txnid);
-  Put(&out, id.page_size);
-  Put(&out, id.meta_sum);
-  PutBytes(&out, index.db_name);
-  Put<uint64_t>(&out, n);
-  out.append(reinterpret_cast<const char*>(index.offsets_.data()), n * sizeof(uint64_t));
-  out.append(reinterpret_cast<const char*>(index.sizes_.data()), n * sizeof(uint32_t));
-  if (!index.sequential_keys_) {
-    PutBytes(&out, index.key_blob_);
-    out.append(reinterpret_cast<const char*>(index.key_ends_.data()), n * sizeof(uint64_t));
+Status IndexFileCodec::Decode(const std::string& bytes, const std::string& path, RecordIndex* index,
+                              bool check_sums) {
+  auto damaged = [&](const std::string& what) { return Status::Corruption("index file " + path + ": " + what); };
+  if (bytes.size() < kIndexPage) return damaged("truncated");
+  std::string header_page = bytes.substr(0, kIndexPage);
+  if (!check_sums) {
+    // The fuzz harness: a header with a valid sum, so that what follows is parsed.
+    const uint64_t sum = Checksum(header_page.data(), kIndexPage - 8);
+    std::memcpy(header_page.data() + kIndexPage - 8, &sum, 8);
   }
-  Put<uint64_t>(&out, index.meta_.size());
-  for (const auto& [key, loc] : index.meta_) {
-    PutBytes(&out, key);
-    Put(&out, loc.offset);
-    Put(&out, loc.size);
+  IndexHeader h;
+  Status header = DecodeIndexHeader(header_page, path, bytes.size(), &h);
+  if (header.IsNotFound()) return damaged("unknown version");
+  LMDBLOADER_RETURN_IF_ERROR(header);
+  if (!check_sums) h.meta_sum = Checksum(bytes.data() + h.meta_offset, h.meta_bytes);
+  index->identity = h.identity;
+  index->db_name = h.db_name;
+  index->set_keys_sorted(h.keys_sorted());
+  index->set_db_flags(h.db_flags());
+  index->sequential_keys_ = h.sequential_keys();
+  LMDBLOADER_RETURN_IF_ERROR(
+      DecodeIndexMeta(std::string_view(bytes).substr(h.meta_offset, h.meta_bytes), h, path, &index->meta_));
+  const uint64_t n = h.records;
+  index->offsets_.resize(n);
+  index->sizes_.resize(n);
+  if (!h.sequential_keys()) {
+    // The keys' pages, checked, then joined.
+    const uint64_t pages = (h.blob_bytes + kBlobPayload - 1) / kBlobPayload;
+    index->key_blob_.reserve(pages * kBlobPayload);
+    for (uint64_t p = 0; p < pages; ++p) {
+      const char* page = bytes.data() + h.blob_offset + p * kIndexPage;
+      uint64_t sum = 0;
+      std::memcpy(&sum, page + kBlobPayload, 8);
+      if (check_sums && BlobPageSum(page, p) != sum) return damaged("key page " + std::to_string(p) + " is damaged");
+      index->key_blob_.append(page, kBlobPayload);
+    }
+    index->key_blob_.resize(h.blob_bytes);
+    index->key_ends_.resize(n);
   }
-  Put<uint64_t>(&out, Checksum(out));
-  return out;
-}
-
-Status IndexFileCodec::Decode(const std::string& bytes, const std::string& path, RecordIndex* index) {
-  auto damaged = [&](const char* what) {
-    return Status::Corruption("index file " + path + ": " + what);
-  };
-  if (bytes.size() < sizeof(kMagic) + 8) return damaged("truncated");
-  uint64_t stored = 0;
-  std::memcpy(&stored, bytes.data() + bytes.size() - 8, 8);
-  const std::string body = bytes.substr(0, bytes.size() - 8);
-  Cursor c(body);
-  std::string magic;
-  uint32_t version = 0, flags = 0;
-  if (!c.GetBytes(&magic, sizeof(kMagic)) || std::memcmp(magic.data(), kMagic, sizeof(kMagic)) != 0)
-    return damaged("bad magic");
-  if (!c.Get(&version) || version != kVersion) return damaged("unknown version");
-  if (Checksum(body) != stored) return damaged("checksum mismatch");
-  FileIdentity& id = index->identity;
-  uint64_t n = 0;
-  if (!c.Get(&flags) || !c.Get(&id.device) || !c.Get(&id.inode) || !c.Get(&id.size) ||
-      !c.Get(&id.mtime_ns) || !c.Get(&id.txnid) || !c.Get(&id.page_size) || !c.Get(&id.meta_sum) ||
-      !c.GetString(&index->db_name) || !c.Get(&n) || !c.GetArray(&index->offsets_, n) ||
-      !c.GetArray(&index->sizes_, n))
-    return damaged("truncated");
-  index->sequential_keys_ = flags & 1;
-  index->keys_sorted_ = flags & 2;
-  index->db_flags_ = static_cast<uint16_t>(flags >> 16);
-  if (!index->sequential_keys_) {
-    if (!c.GetString(&index->key_blob_) || !c.GetArray(&index->key_ends_, n))
-      return damaged("truncated keys");
-    for (uint64_t i = 0; i < n; ++i)
-      if (index->key_ends_[i] > index->key_blob_.size() || (i && index->key_ends_[i] < index->key_ends_[i - 1]))
-        return damaged("bad key offsets");
+  for (uint64_t i = 0; i < n; ++i) {
+    const char* bytes_of_entry = bytes.data() + h.EntryOffset(i);
+    IndexEntry e;
+    if (check_sums) {
+      LMDBLOADER_RETURN_IF_ERROR(DecodeIndexEntry(bytes_of_entry, i, h, path, &e));
+    } else {
+      char copy[kWideEntry];
+      std::memcpy(copy, bytes_of_entry, h.entry_size);
+      IndexEntry raw;
+      std::memcpy(&raw.offset, copy, 8);
+      uint64_t key_ref = 0;
+      if (h.entry_size == kWideEntry) std::memcpy(&key_ref, copy + 8, 8);
+      std::memcpy(&raw.size, copy + h.entry_size - 8, 4);
+      raw.key_begin = key_ref & ((uint64_t{1} << kKeyLengthShift) - 1);
+      raw.key_size = static_cast<uint32_t>(key_ref >> kKeyLengthShift);
+      EncodeIndexEntry(raw, i, h.entry_size, copy);
+      LMDBLOADER_RETURN_IF_ERROR(DecodeIndexEntry(copy, i, h, path, &e));
+    }
+    index->offsets_[i] = e.offset;
+    index->sizes_[i] = e.size;
+    if (!h.sequential_keys()) {
+      // The writer puts the keys back to back, in order.
+      if (e.key_begin != (i == 0 ? 0 : index->key_ends_[i - 1])) return damaged("keys out of order");
+      index->key_ends_[i] = e.key_begin + e.key_size;
+    }
   }
-  uint64_t meta = 0;
-  if (!c.Get(&meta)) return damaged("truncated metadata");
-  for (uint64_t i = 0; i < meta; ++i) {
-    std::string key;
-    ValueLocation loc;
-    if (!c.GetString(&key) || !c.Get(&loc.offset) || !c.Get(&loc.size)) return damaged("truncated metadata");
-    if (loc.offset > id.size || loc.size > id.size - loc.offset) return damaged("metadata past the data file");
-    index->meta_[key] = loc;
-  }
-  if (!c.done()) return damaged("trailing bytes");
-  // Written so that no sum can wrap past 2^64.
-  for (uint64_t i = 0; i < n; ++i)
-    if (index->offsets_[i] > id.size || index->sizes_[i] > id.size - index->offsets_[i])
-      return damaged("offset past the data file");
+  if (!h.sequential_keys() && (n == 0 ? 0 : index->key_ends_[n - 1]) != h.blob_bytes)
+    return damaged("bytes of keys left over");
   return Status::OK();
 }
 
 Status SaveIndex(const std::string& path, const RecordIndex& index) {
-  LMDBLOADER_RETURN_IF_ERROR(MakeDirs(DirName(path)));
-  return WriteFileAtomically(path, IndexFileCodec::Encode(index));
+  std::unique_ptr<IndexWriter> writer;
+  LMDBLOADER_RETURN_IF_ERROR(IndexWriter::Create(path, &writer));
+  std::string key;
+  for (uint64_t i = 0; i < index.size(); ++i) {
+    ValueLocation loc;
+    LMDBLOADER_RETURN_IF_ERROR(index.Locate(i, &loc));
+    LMDBLOADER_RETURN_IF_ERROR(index.Key(i, &key));
+    LMDBLOADER_RETURN_IF_ERROR(writer->Add(key, loc.offset, static_cast<uint32_t>(loc.size)));
+  }
+  for (const auto& [k, loc] : index.meta())
+    LMDBLOADER_RETURN_IF_ERROR(writer->AddMeta(k, loc.offset, static_cast<uint32_t>(loc.size)));
+  return writer->Finish(index.identity, index.db_name, index.db_flags(), index.keys_sorted());
 }
 
 Status LoadIndex(const std::string& path, const FileIdentity& expected, const std::string& db_name,
                  RecordIndex* index) {
   std::string bytes;
   if (!ReadWholeFile(path, &bytes).ok()) return Status::NotFound("no saved index at " + path);
+  // An index of an older version is rebuilt, as a stale one is.
+  if (bytes.size() >= kIndexPage) {
+    IndexHeader h;
+    if (DecodeIndexHeader(std::string_view(bytes).substr(0, kIndexPage), path, bytes.size(), &h).IsNotFound())
+      return Status::NotFound("saved index " + path + " is of an older version");
+  }
   RecordIndex loaded;
   LMDBLOADER_RETURN_IF_ERROR(IndexFileCodec::Decode(bytes, path, &loaded));
   if (!(loaded.identity == expected) || loaded.db_name != db_name)

@@ -1,7 +1,9 @@
 // Saving and loading a RecordIndex, so that many processes opening the same
-// database walk it once. The file starts with the identity of the data file it
-// describes (device, inode, size, mtime, LMDB txn id, page size, db name) and
-// is ignored when that identity no longer matches.
+// database walk it once. The file (index_format.h) starts with the identity
+// of the data file it describes (device, inode, size, mtime, LMDB txn id,
+// page size, db name) and is ignored when that identity no longer matches.
+// LoadIndex reads it whole into a resident index; PagedIndex
+// (paged_index.h) reads it where it lies.
 #ifndef LMDBLOADER_SRC_INDEX_FILE_H_
 #define LMDBLOADER_SRC_INDEX_FILE_H_
 
@@ -11,6 +13,7 @@
 #include "lmdb/lmdb_env.h"
 #include "lmdbloader/options.h"
 #include "lmdbloader/status.h"
+#include "lmdb/index_format.h"
 #include "lmdb/record_index.h"
 
 namespace lmdbloader {
@@ -34,8 +37,9 @@ IndexPaths IndexFilePaths(const DataLocation& location, const ReaderOptions& opt
 // The index file beside the data (what the converter writes).
 std::string IndexFileBeside(const DataLocation& location, const std::string& db_name);
 
-// Writes to a temporary name in the same directory and renames, so readers
-// never see half a file. Creates the cache directory when needed.
+// Writes a resident index through IndexWriter: to a temporary name in the
+// same directory, renamed into place, so readers never see half a file.
+// Creates the cache directory when needed.
 Status SaveIndex(const std::string& path, const RecordIndex& index);
 
 // NotFound when the file is absent or describes another state of the data
@@ -45,8 +49,11 @@ Status LoadIndex(const std::string& path, const FileIdentity& expected,
 
 class IndexFileCodec {
  public:
-  static std::string Encode(const RecordIndex& index);
-  static Status Decode(const std::string& bytes, const std::string& path, RecordIndex* index);
+  // A whole index file's bytes into a resident index; Corruption naming
+  // `path` when damaged. `check_sums` false skips the header's, entries' and
+  // pages' sums (the fuzz harness, to reach the parser behind them).
+  static Status Decode(const std::string& bytes, const std::string& path, RecordIndex* index,
+                       bool check_sums = true);
 };
 
 }  // namespace lmdbloader

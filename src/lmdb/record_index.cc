@@ -2,11 +2,37 @@
 
 #include <algorithm>
 
+#include "lmdb/paged_index.h"
 #include "lmdb/record_key.h"
 
 namespace lmdbloader {
 
-void RecordIndex::Add(std::string_view key, uint64_t offset, uint32_t size) {
+uint64_t RecordIndex::size() const { return paged_ ? paged_->size() : offsets_.size(); }
+
+void RecordIndex::UsePaged(std::shared_ptr<PagedIndex> paged) {
+  const IndexHeader& h = paged->header();
+  identity = h.identity;
+  db_name = h.db_name;
+  sequential_keys_ = h.sequential_keys();
+  keys_sorted_ = h.keys_sorted();
+  db_flags_ = h.db_flags();
+  meta_ = paged->meta();
+  offsets_ = {};
+  sizes_ = {};
+  key_blob_ = {};
+  key_ends_ = {};
+  paged_ = std::move(paged);
+}
+
+Status RecordIndex::ReopenFile() { return paged_ ? paged_->Reopen() : Status::OK(); }
+
+Status RecordIndex::Locate(const uint64_t* records, size_t count, ValueLocation* out, BatchIo* io) const {
+  if (paged_) return paged_->Locate(records, count, out, io);
+  for (size_t k = 0; k < count; ++k) out[k] = ValueLocation{offsets_[records[k]], sizes_[records[k]]};
+  return Status::OK();
+}
+
+Status RecordIndex::Add(std::string_view key, uint64_t offset, uint32_t size) {
   uint64_t n = offsets_.size();
   if (sequential_keys_) {
     uint64_t number = 0;
@@ -27,10 +53,12 @@ void RecordIndex::Add(std::string_view key, uint64_t offset, uint32_t size) {
   }
   offsets_.push_back(offset);
   sizes_.push_back(size);
+  return Status::OK();
 }
 
-void RecordIndex::AddMeta(std::string_view key, uint64_t offset, uint32_t size) {
+Status RecordIndex::AddMeta(std::string_view key, uint64_t offset, uint32_t size) {
   meta_[std::string(key)] = ValueLocation{offset, size};
+  return Status::OK();
 }
 
 std::string_view RecordIndex::StoredKey(uint64_t i) const {
@@ -38,51 +66,68 @@ std::string_view RecordIndex::StoredKey(uint64_t i) const {
   return std::string_view(key_blob_).substr(begin, key_ends_[i] - begin);
 }
 
-std::string RecordIndex::Key(uint64_t i) const {
-  return sequential_keys_ ? RecordKey(i) : std::string(StoredKey(i));
+Status RecordIndex::Key(uint64_t i, std::string* key) const {
+  if (sequential_keys_) *key = RecordKey(i);
+  else if (paged_) return paged_->Key(i, key);
+  else *key = std::string(StoredKey(i));
+  return Status::OK();
 }
 
-bool RecordIndex::Find(std::string_view key, uint64_t* i) const {
+Status RecordIndex::Find(std::string_view key, bool* found, uint64_t* i) const {
+  *found = false;
   if (sequential_keys_) {
     uint64_t number = 0;
-    if (!ParseRecordKey(key, &number) || number >= size()) return false;
+    if (!ParseRecordKey(key, &number) || number >= size()) return Status::OK();
     *i = number;
-    return true;
+    *found = true;
+    return Status::OK();
   }
   if (!keys_sorted_) {
+    // MDB_INTEGERKEY / MDB_REVERSEKEY: the keys are not in byte order; scan.
+    std::string stored;
     for (uint64_t j = 0; j < size(); ++j) {
-      if (StoredKey(j) == key) {
+      if (paged_) LMDBLOADER_RETURN_IF_ERROR(paged_->Key(j, &stored));
+      if ((paged_ ? std::string_view(stored) : StoredKey(j)) == key) {
         *i = j;
-        return true;
+        *found = true;
+        return Status::OK();
       }
     }
-    return false;
+    return Status::OK();
   }
-  uint64_t pos = LowerBound(key);
-  if (pos < size() && StoredKey(pos) == key) {
-    *i = pos;
-    return true;
+  uint64_t pos = 0;
+  LMDBLOADER_RETURN_IF_ERROR(LowerBound(key, &pos));
+  if (pos >= size()) return Status::OK();
+  if (paged_) {
+    std::string stored;
+    LMDBLOADER_RETURN_IF_ERROR(paged_->Key(pos, &stored));
+    *found = stored == key;
+  } else {
+    *found = StoredKey(pos) == key;
   }
-  return false;
+  if (*found) *i = pos;
+  return Status::OK();
 }
 
-uint64_t RecordIndex::LowerBound(std::string_view key) const {
+Status RecordIndex::LowerBound(std::string_view key, uint64_t* position) const {
+  if (paged_ && !sequential_keys_) return paged_->LowerBound(key, position);
   uint64_t lo = 0, hi = size();
   while (lo < hi) {
     uint64_t mid = lo + (hi - lo) / 2;
     // std::string_view compares bytes as unsigned char, then by length: the
     // same order as LMDB's default comparator.
-    bool less = sequential_keys_ ? std::string_view(RecordKey(mid)) < key
-                                 : StoredKey(mid) < key;
+    bool less = sequential_keys_ ? std::string_view(RecordKey(mid)) < key : StoredKey(mid) < key;
     if (less) lo = mid + 1;
     else hi = mid;
   }
-  return lo;
+  *position = lo;
+  return Status::OK();
 }
 
 uint64_t RecordIndex::MemoryBytes() const {
-  return offsets_.capacity() * sizeof(uint64_t) + sizes_.capacity() * sizeof(uint32_t) +
-         key_blob_.capacity() + key_ends_.capacity() * sizeof(uint64_t);
+  if (paged_) return paged_->cache_capacity();
+  return offsets_.capacity() * sizeof(uint64_t) + sizes_.capacity() * sizeof(uint32_t) + key_blob_.capacity() +
+         key_ends_.capacity() * sizeof(uint64_t);
 }
 
 }  // namespace lmdbloader

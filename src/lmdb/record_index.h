@@ -1,18 +1,26 @@
 // RecordIndex: where each record's value lies in the data file.
 //
 // Built once by a cursor walk (index_builder.h) or loaded from a saved file
-// (index_file.h). Holds, per record in key order, the value's file offset and
-// size (12 bytes), and the keys compactly (one buffer plus end offsets) unless
-// the keys are the corpus record numbers 0..n-1, which are computed instead.
+// (index_file.h). Two forms behind one interface:
+//  - resident: holds, per record in key order, the value's file offset and
+//    size (12 bytes), and the keys compactly (one buffer plus end offsets)
+//    unless the keys are the corpus record numbers 0..n-1, which are
+//    computed instead;
+//  - paged: reads the saved index file as reads need it (paged_index.h),
+//    holding a page cache of fixed size whatever the record count.
+// Which one a Reader uses is ReaderOptions::index_residence's rule.
 // Immutable after building: safe for concurrent const use.
 #ifndef LMDBLOADER_SRC_RECORD_INDEX_H_
 #define LMDBLOADER_SRC_RECORD_INDEX_H_
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "lmdbloader/status.h"
 
 namespace lmdbloader {
 
@@ -39,9 +47,36 @@ struct ValueLocation {
   uint64_t size = 0;
 };
 
-class RecordIndex {
+// Where a walk of the database puts what it finds: a resident index, or a
+// writer of the saved file (index_writer.h).
+class IndexSink {
  public:
-  uint64_t size() const { return offsets_.size(); }
+  virtual ~IndexSink() = default;
+  // The next record in key order.
+  virtual Status Add(std::string_view key, uint64_t offset, uint32_t size) = 0;
+  // Metadata entries of a corpus, keyed by their full key.
+  virtual Status AddMeta(std::string_view key, uint64_t offset, uint32_t size) = 0;
+};
+
+class BatchIo;
+class PagedIndex;
+
+class RecordIndex : public IndexSink {
+ public:
+  uint64_t size() const;
+  bool paged() const { return paged_ != nullptr; }
+  const PagedIndex* paged_index() const { return paged_.get(); }
+  // The paged form of a saved index: `paged` takes the place of the records.
+  void UsePaged(std::shared_ptr<PagedIndex> paged);
+  // After fork(): a paged index's own descriptor (nothing for a resident one).
+  Status ReopenFile();
+
+  // Where records[k] lies, for each k (each < size()). Corruption naming the
+  // index file when a paged index meets a damaged entry.
+  // `io` (may be null): a paged index reads a batch's entries with it.
+  Status Locate(const uint64_t* records, size_t count, ValueLocation* out, BatchIo* io = nullptr) const;
+  Status Locate(uint64_t i, ValueLocation* out) const { return Locate(&i, 1, out); }
+  // Resident form only.
   uint64_t offset(uint64_t i) const { return offsets_[i]; }
   uint32_t value_size(uint64_t i) const { return sizes_[i]; }
 
@@ -51,10 +86,9 @@ class RecordIndex {
     offsets_.reserve(n);
     sizes_.reserve(n);
   }
-  // Appends the next record in key order.
-  void Add(std::string_view key, uint64_t offset, uint32_t size);
-  // Metadata entries of a corpus, keyed by their full key.
-  void AddMeta(std::string_view key, uint64_t offset, uint32_t size);
+  // Appends the next record in key order (resident form).
+  Status Add(std::string_view key, uint64_t offset, uint32_t size) override;
+  Status AddMeta(std::string_view key, uint64_t offset, uint32_t size) override;
   const std::map<std::string, ValueLocation>& meta() const { return meta_; }
 
   bool sequential_keys() const { return sequential_keys_; }
@@ -68,13 +102,14 @@ class RecordIndex {
   void set_db_flags(uint16_t flags) { db_flags_ = flags; }
 
   // Key of record i (i < size()).
-  std::string Key(uint64_t i) const;
-  // Position of `key`; false when absent.
-  bool Find(std::string_view key, uint64_t* i) const;
+  Status Key(uint64_t i, std::string* key) const;
+  // Position of `key` in *i and *found true; *found false when absent.
+  Status Find(std::string_view key, bool* found, uint64_t* i) const;
   // First position whose key is >= `key` (size() when none).
-  uint64_t LowerBound(std::string_view key) const;
+  Status LowerBound(std::string_view key, uint64_t* position) const;
 
-  // Heap bytes this index holds.
+  // Bytes this index holds or may hold in memory: the resident arrays, or a
+  // paged index's page cache.
   uint64_t MemoryBytes() const;
 
   FileIdentity identity;
@@ -83,6 +118,8 @@ class RecordIndex {
  private:
   friend class IndexFileCodec;
   std::string_view StoredKey(uint64_t i) const;
+
+  std::shared_ptr<PagedIndex> paged_;
 
   std::vector<uint64_t> offsets_;
   std::vector<uint32_t> sizes_;

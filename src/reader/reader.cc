@@ -15,6 +15,7 @@
 #include "io/open_file.h"
 #include "io/residency.h"
 #include "corpus/corpus_format.h"
+#include "lmdb/paged_index.h"
 #include "reader/reader_rep.h"
 
 namespace lmdbloader {
@@ -39,7 +40,7 @@ Status Reader::Rep::CheckSnapshot() const {
                          "open it with lock=True (--lock) while a writer may change it, or reopen it");
 }
 
-Status Reader::Rep::Locate(uint64_t index, Part** part, uint64_t* local) {
+Status Reader::Rep::Locate(uint64_t index, Part** part, uint64_t* local) const {
   if (index >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, index, size_));
   if (parts_.size() == 1) {
     *part = parts_[0].get();
@@ -54,11 +55,82 @@ Status Reader::Rep::Locate(uint64_t index, Part** part, uint64_t* local) {
 
 unsigned Reader::Rep::db_flags() const { return parts_.front()->index.db_flags(); }
 
-Status Reader::Rep::ValueSize(uint64_t index, uint64_t* size) const {
-  if (index >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, index, size_));
-  size_t k = parts_.size() == 1
-                 ? 0 : std::upper_bound(part_ends_.begin(), part_ends_.end(), index) - part_ends_.begin();
-  *size = parts_[k]->index.value_size(index - (k == 0 ? 0 : part_ends_[k - 1]));
+Status Reader::Rep::ValueSize(uint64_t index, uint64_t* size) const { return ValueSizes(&index, 1, size); }
+
+Status Reader::Rep::ValueSizes(const uint64_t* indices, size_t count, uint64_t* sizes) const {
+  std::vector<Part*> parts(count);
+  std::vector<uint64_t> locals(count);
+  std::vector<ValueLocation> at(count);
+  LMDBLOADER_RETURN_IF_ERROR(LocateAll(indices, count, parts.data(), locals.data(), at.data()));
+  for (size_t k = 0; k < count; ++k) sizes[k] = at[k].size;
+  return Status::OK();
+}
+
+namespace {
+
+// The last batch a thread located through a paged index, by the reader's
+// id: callers ask a batch's sizes (to allocate) and then read it, and each
+// lookup of a paged index may cost a pread, so the second finds the first's
+// answer here. At most kMemoRecords records are kept.
+struct LocatedBatch {
+  uint64_t reader = 0;  // Reader::Rep::id_; 0: empty
+  std::vector<uint64_t> indices;
+  std::vector<ValueLocation> at;
+};
+constexpr size_t kMemoRecords = 1 << 16;
+thread_local LocatedBatch t_located;
+std::atomic<uint64_t> g_reader_ids{0};
+
+}  // namespace
+
+uint64_t Reader::Rep::NewId() { return g_reader_ids.fetch_add(1) + 1; }
+
+Reader::Rep::Rep() : id_(NewId()) {}
+
+Status Reader::Rep::LocateAll(const uint64_t* indices, size_t count, Part** parts, uint64_t* locals,
+                              ValueLocation* locations) const {
+  for (size_t k = 0; k < count; ++k) LMDBLOADER_RETURN_IF_ERROR(Locate(indices[k], &parts[k], &locals[k]));
+  if (!any_paged_) {
+    if (parts_.size() == 1) return parts_[0]->index.Locate(locals, count, locations);
+  } else {
+    LocatedBatch& memo = t_located;
+    if (memo.reader == id_ && memo.indices.size() == count &&
+        std::equal(indices, indices + count, memo.indices.begin())) {
+      std::copy(memo.at.begin(), memo.at.end(), locations);
+      return Status::OK();
+    }
+    memo.reader = 0;
+    if (parts_.size() == 1) LMDBLOADER_RETURN_IF_ERROR(parts_[0]->index.Locate(locals, count, locations, io_.get()));
+    else LMDBLOADER_RETURN_IF_ERROR(LocateParts(parts, locals, count, locations));
+    if (count <= kMemoRecords) {
+      memo.indices.assign(indices, indices + count);
+      memo.at.assign(locations, locations + count);
+      memo.reader = id_;
+    }
+    return Status::OK();
+  }
+  return LocateParts(parts, locals, count, locations);
+}
+
+Status Reader::Rep::LocateParts(Part* const* parts, const uint64_t* locals, size_t count,
+                                ValueLocation* locations) const {
+  // A part at a time, so that a paged index sees every record of its part together.
+  std::vector<uint64_t> mine;
+  std::vector<ValueLocation> found;
+  std::vector<size_t> at;
+  for (size_t first = 0; first < count; ++first) {
+    if (first > 0 && std::find(parts, parts + first, parts[first]) != parts + first) continue;
+    mine.clear();
+    at.clear();
+    for (size_t k = first; k < count; ++k)
+      if (parts[k] == parts[first]) {
+        mine.push_back(locals[k]);
+        at.push_back(k);
+      }
+    found.resize(mine.size());
+    LMDBLOADER_RETURN_IF_ERROR(parts[first]->index.Locate(mine.data(), mine.size(), found.data(), io_.get()));
+    for (size_t j = 0; j < at.size(); ++j) locations[at[j]] = found[j];
+  }
   return Status::OK();
 }
 
@@ -107,9 +179,9 @@ Status Reader::Rep::VerifyRecord(const Part& part, uint64_t local, const char* d
                                                            ", which is wrong if the data file verifies"));
 }
 
-Status Reader::Rep::CopyOut(Part& part, uint64_t local, char* dst) {
-  const uint64_t offset = part.index.offset(local);
-  const uint64_t size = part.index.value_size(local);
+Status Reader::Rep::CopyOut(Part& part, uint64_t local, const ValueLocation& at, char* dst) {
+  const uint64_t offset = at.offset;
+  const uint64_t size = at.size;
   if (mode_ == AccessMode::kPread) {
     LMDBLOADER_RETURN_IF_ERROR(PreadAt(part, offset, size, dst));
   } else {
@@ -136,46 +208,43 @@ Status Reader::Rep::ReadInto(uint64_t index, char* dst, uint64_t capacity) {
   LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
   Part* part = nullptr;
   uint64_t local = 0;
-  LMDBLOADER_RETURN_IF_ERROR(Locate(index, &part, &local));
-  if (capacity < part->index.value_size(local))
+  ValueLocation at;
+  LMDBLOADER_RETURN_IF_ERROR(LocateAll(&index, 1, &part, &local, &at));
+  if (capacity < at.size)
     return Status::InvalidArgument("buffer of " + std::to_string(capacity) + " bytes is too small for record " +
-                                   std::to_string(index) + " (" + std::to_string(part->index.value_size(local)) +
-                                   " bytes)");
-  return CopyOut(*part, local, dst);
+                                   std::to_string(index) + " (" + std::to_string(at.size) + " bytes)");
+  return CopyOut(*part, local, at, dst);
 }
 
 Status Reader::Rep::Read(uint64_t index, std::string* value) {
   LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
   Part* part = nullptr;
   uint64_t local = 0;
-  LMDBLOADER_RETURN_IF_ERROR(Locate(index, &part, &local));
-  value->resize(part->index.value_size(local));
-  return CopyOut(*part, local, value->data());
+  ValueLocation at;
+  LMDBLOADER_RETURN_IF_ERROR(LocateAll(&index, 1, &part, &local, &at));
+  value->resize(at.size);
+  return CopyOut(*part, local, at, value->data());
 }
 
 Status Reader::Rep::ReadBatch(const uint64_t* indices, size_t count, char* const* dsts) {
   LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
   for (size_t k = 0; k < count; ++k)
     if (indices[k] >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, indices[k], size_));
+  std::vector<Part*> parts(count);
+  std::vector<uint64_t> locals(count);
+  std::vector<ValueLocation> at(count);
+  LMDBLOADER_RETURN_IF_ERROR(LocateAll(indices, count, parts.data(), locals.data(), at.data()));
   if (mode_ == AccessMode::kMmap || count == 1) {
     Prefetch(indices, count);
-    for (size_t k = 0; k < count; ++k) {
-      Part* part = nullptr;
-      uint64_t local = 0;
-      LMDBLOADER_RETURN_IF_ERROR(Locate(indices[k], &part, &local));
-      LMDBLOADER_RETURN_IF_ERROR(CopyOut(*part, local, dsts[k]));
-    }
+    for (size_t k = 0; k < count; ++k) LMDBLOADER_RETURN_IF_ERROR(CopyOut(*parts[k], locals[k], at[k], dsts[k]));
     return Status::OK();
   }
   std::vector<ReadRequest> requests(count);
-  std::vector<Part*> parts(count);
-  std::vector<uint64_t> locals(count);
   for (size_t k = 0; k < count; ++k) {
-    LMDBLOADER_RETURN_IF_ERROR(Locate(indices[k], &parts[k], &locals[k]));
     ReadRequest& r = requests[k];
     r.fd = parts[k]->fd;
-    r.offset = parts[k]->index.offset(locals[k]);
-    r.size = parts[k]->index.value_size(locals[k]);
+    r.offset = at[k].offset;
+    r.size = at[k].size;
     r.dst = dsts[k];
     r.path = &parts[k]->location.data_path;
   }
@@ -197,9 +266,10 @@ Status Reader::Rep::View(uint64_t index, RecordView* view) {
   LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
   Part* part = nullptr;
   uint64_t local = 0;
-  LMDBLOADER_RETURN_IF_ERROR(Locate(index, &part, &local));
-  const uint64_t offset = part->index.offset(local);
-  const uint64_t size = part->index.value_size(local);
+  ValueLocation at;
+  LMDBLOADER_RETURN_IF_ERROR(LocateAll(&index, 1, &part, &local, &at));
+  const uint64_t offset = at.offset;
+  const uint64_t size = at.size;
   // The governor reads the kernel's count, which shows the pages touched
   // through earlier views: a caller's touches are bounded one read late.
   LMDBLOADER_RETURN_IF_ERROR(NoteMapped(*part, offset, size));
@@ -226,11 +296,14 @@ void Reader::Rep::Prefetch(const uint64_t* indices, size_t count) {
   // read ahead of them.
   if ((mode_ == AccessMode::kPread && cache_policy_ == CachePolicy::kDrop) || !EnsureProcess().ok()) return;
   std::vector<ChunkFiller::Range> ranges;
+  std::vector<Part*> parts(count);
+  std::vector<uint64_t> locals(count);
+  std::vector<ValueLocation> at(count);
+  // The reads that follow report what is wrong; a hint has nothing to say.
+  if (!LocateAll(indices, count, parts.data(), locals.data(), at.data()).ok()) return;
   for (size_t k = 0; k < count; ++k) {
-    Part* part = nullptr;
-    uint64_t local = 0;
-    if (!Locate(indices[k], &part, &local).ok()) continue;
-    const uint64_t offset = part->index.offset(local), size = part->index.value_size(local);
+    Part* part = parts[k];
+    const uint64_t offset = at[k].offset, size = at[k].size;
     if (part->filler) {
       if (part->filler->NeedsFill(offset, size)) ranges.push_back({part->filler.get(), offset, size});
     } else if (size > 0) {
@@ -295,10 +368,7 @@ Status Reader::Rep::Key(uint64_t index, std::string* key) const {
     *key = std::string(parts_[p]->name_keys->Name(index - (p == 0 ? 0 : part_ends_[p - 1])));
     return Status::OK();
   }
-  if (parts_.size() == 1) {
-    *key = parts_[0]->index.Key(index);
-    return Status::OK();
-  }
+  if (parts_.size() == 1) return parts_[0]->index.Key(index, key);
   // Shard sets are corpora: keys are global record numbers.
   *key = RecordKey(index);
   return Status::OK();
@@ -308,14 +378,20 @@ CorpusKeys Reader::Rep::corpus_keys() const {
   return parts_.front()->name_keys ? CorpusKeys::kNames : CorpusKeys::kRecordNumbers;
 }
 
-void Reader::Rep::RecordPositions(std::vector<uint64_t>* positions) const {
+Status Reader::Rep::RecordPositions(std::vector<uint64_t>* positions) const {
   positions->clear();
   positions->reserve(size_);
   uint64_t base = 0;
   for (const auto& p : parts_) {
-    for (uint64_t i = 0; i < p->index.size(); ++i) positions->push_back(base + p->index.offset(i));
+    if (p->index.paged()) {
+      LMDBLOADER_RETURN_IF_ERROR(p->index.paged_index()->ForEach(
+          [&](uint64_t, const ValueLocation& at) { positions->push_back(base + at.offset); }));
+    } else {
+      for (uint64_t i = 0; i < p->index.size(); ++i) positions->push_back(base + p->index.offset(i));
+    }
     base += p->index.identity.size;
   }
+  return Status::OK();
 }
 
 Status Reader::Rep::Find(std::string_view key, uint64_t* index) const {
@@ -327,7 +403,8 @@ Status Reader::Rep::Find(std::string_view key, uint64_t* index) const {
       if (found && p > 0) *index += part_ends_[p - 1];
     }
   } else {
-    found = parts_.size() == 1 ? parts_[0]->index.Find(key, index) : (ParseRecordKey(key, index) && *index < size_);
+    if (parts_.size() == 1) LMDBLOADER_RETURN_IF_ERROR(parts_[0]->index.Find(key, &found, index));
+    else found = ParseRecordKey(key, index) && *index < size_;
   }
   // An expected outcome for most callers (compat's misses): no key in the
   // message, whose hex form would cost more than the lookup.
@@ -335,7 +412,7 @@ Status Reader::Rep::Find(std::string_view key, uint64_t* index) const {
   return Status::OK();
 }
 
-uint64_t Reader::Rep::LowerBound(std::string_view key) const {
+Status Reader::Rep::LowerBound(std::string_view key, uint64_t* position) const {
   if (parts_.front()->name_keys) {
     // The smallest name >= key over every part.
     uint64_t best = size_;
@@ -349,16 +426,18 @@ uint64_t Reader::Rep::LowerBound(std::string_view key) const {
         best_name = names.Name(at);
       }
     }
-    return best;
+    *position = best;
+    return Status::OK();
   }
-  if (parts_.size() == 1) return parts_[0]->index.LowerBound(key);
+  if (parts_.size() == 1) return parts_[0]->index.LowerBound(key, position);
   uint64_t lo = 0, hi = size_;
   while (lo < hi) {
     uint64_t mid = lo + (hi - lo) / 2;
     if (std::string_view(RecordKey(mid)) < key) lo = mid + 1;
     else hi = mid;
   }
-  return lo;
+  *position = lo;
+  return Status::OK();
 }
 
 Status Reader::Rep::Get(std::string_view key, std::string* value) {
@@ -379,6 +458,16 @@ ReaderStats Reader::Rep::stats() {
     uint64_t rss = 0;
     if (MappedFileRss(0, p->location.data_path, &rss).ok()) s.mapped_rss += rss;
     s.index_bytes += p->index.MemoryBytes();
+    s.checksum_bytes += p->checksums.size() * 8 + (p->verified ? p->verified->bytes() : 0);
+    const char* residence = p->index.paged() ? "paged" : "resident";
+    if (s.index_residence.empty()) s.index_residence = residence;
+    else if (s.index_residence != residence) s.index_residence = "resident+paged";
+    if (const PagedIndex* paged = p->index.paged_index()) {
+      s.index_cache_held += paged->cache_held();
+      s.index_page_reads += paged->page_reads();
+      s.index_entry_reads += paged->entry_reads();
+      s.index_cache_hits += paged->cache_hits();
+    }
   }
   s.drops = governor_ ? governor_->drops() : 0;
   s.remaps = remaps_.load();
@@ -411,6 +500,9 @@ bool Reader::is_corpus() const { return !rep_->manifest_.empty(); }
 const std::string& Reader::manifest() const { return rep_->manifest_; }
 unsigned Reader::db_flags() const { return rep_->db_flags(); }
 Status Reader::ValueSize(uint64_t index, uint64_t* size) const { return rep_->ValueSize(index, size); }
+Status Reader::ValueSizes(const uint64_t* indices, size_t count, uint64_t* sizes) const {
+  return rep_->ValueSizes(indices, count, sizes);
+}
 Status Reader::ReadInto(uint64_t index, char* dst, uint64_t capacity) { return rep_->ReadInto(index, dst, capacity); }
 Status Reader::Read(uint64_t index, std::string* value) { return rep_->Read(index, value); }
 Status Reader::ReadBatch(const uint64_t* indices, size_t count, char* const* dsts) {
@@ -425,9 +517,9 @@ Status Reader::CheckMappings() const { return rep_->CheckMappings(); }
 CorpusKeys Reader::corpus_keys() const { return rep_->corpus_keys(); }
 Status Reader::Key(uint64_t index, std::string* key) const { return rep_->Key(index, key); }
 Status Reader::Find(std::string_view key, uint64_t* index) const { return rep_->Find(key, index); }
-uint64_t Reader::LowerBound(std::string_view key) const { return rep_->LowerBound(key); }
+Status Reader::LowerBound(std::string_view key, uint64_t* position) const { return rep_->LowerBound(key, position); }
 Status Reader::Get(std::string_view key, std::string* value) { return rep_->Get(key, value); }
-void Reader::RecordPositions(std::vector<uint64_t>* positions) const { rep_->RecordPositions(positions); }
+Status Reader::RecordPositions(std::vector<uint64_t>* positions) const { return rep_->RecordPositions(positions); }
 Status Reader::Remap() { return rep_->Remap(); }
 ReaderStats Reader::stats() { return rep_->stats(); }
 

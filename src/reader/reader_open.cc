@@ -14,6 +14,8 @@
 #include "io/residency.h"
 #include "lmdb/index_builder.h"
 #include "lmdb/index_file.h"
+#include "lmdb/index_writer.h"
+#include "lmdb/paged_index.h"
 #include "corpus/corpus_format.h"
 #include "corpus/shard_list.h"
 #include "reader/reader_rep.h"
@@ -54,46 +56,93 @@ Reader::Reader() : rep_(new Rep) {}
 
 Reader::~Reader() = default;
 
+Status Reader::Rep::IndexPart(LmdbEnv& env, Part* part, const IndexPaths& paths, std::string_view meta_prefix,
+                              std::string* index_source) {
+  part->index = RecordIndex();
+  part->index_file.clear();
+  const std::string& where = part->location.data_path;
+  if (paths.save.empty()) {
+    // index_dir="none": nowhere to keep a file, so the index is held.
+    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(env, part->location, options_.db_name, meta_prefix, &part->index));
+    *index_source = "built";
+    return Status::OK();
+  }
+  // Walked into the saved file as it goes, never held whole (a resident
+  // build of 10^8 records held 3.3 GB), then opened as a saved one is.
+  std::unique_ptr<IndexWriter> writer;
+  Status saved = IndexWriter::Create(paths.save, &writer);
+  if (saved.ok()) {
+    LMDBLOADER_RETURN_IF_ERROR(WalkIndex(env, part->location, options_.db_name, meta_prefix, writer.get()));
+    saved = writer->Finish(env.identity(), options_.db_name, static_cast<uint16_t>(env.db_flags()), KeysSorted(env));
+  }
+  if (saved.ok()) {
+    Status opened = UseSavedIndex(paths.save, env.identity(), part);
+    if (opened.ok()) {
+      *index_source = "built (saved to " + paths.save + ")";
+      part->index_file.clear();  // walked from the data now, not taken on trust
+      return Status::OK();
+    }
+    saved = opened;
+  }
+  // The cache directory is read-only, full, or on a file system that lost
+  // the file: hold the index, unless the caller asked for it paged.
+  if (options_.index_residence == IndexResidence::kPaged)
+    return Status::IOError("open " + where + ": index='paged' reads the saved index, which could not be saved: " +
+                           saved.message());
+  part->index = RecordIndex();
+  LMDBLOADER_RETURN_IF_ERROR(BuildIndex(env, part->location, options_.db_name, meta_prefix, &part->index));
+  *index_source = "built (not saved: " + saved.message() + ")";
+  return Status::OK();
+}
+
+Status Reader::Rep::UseSavedIndex(const std::string& path, const FileIdentity& identity, Part* part) {
+  std::unique_ptr<PagedIndex> paged;
+  LMDBLOADER_RETURN_IF_ERROR(PagedIndex::Open(path, identity, options_.db_name, index_cache_bytes_, &paged));
+  const IndexHeader& h = paged->header();
+  // What the resident form would hold: 12 bytes a record, and the keys with
+  // their ends when stored.
+  const uint64_t resident = h.records * 12 + (h.sequential_keys() ? 0 : h.records * 8 + h.blob_bytes);
+  const bool hold = options_.index_residence == IndexResidence::kResident ||
+                    (options_.index_residence == IndexResidence::kAuto && resident <= resident_index_cap_);
+  if (hold) {
+    RecordIndex loaded;
+    LMDBLOADER_RETURN_IF_ERROR(LoadIndex(path, identity, options_.db_name, &loaded));
+    part->index = std::move(loaded);
+  } else {
+    part->index = RecordIndex();
+    part->index.UsePaged(std::shared_ptr<PagedIndex>(std::move(paged)));
+  }
+  part->index_file = "loaded from " + path;
+  return Status::OK();
+}
+
 Status Reader::Rep::OpenPart(const std::string& path, Part* part, std::string* index_source) {
   LMDBLOADER_RETURN_IF_ERROR(ResolveDataLocation(path, &part->location));
   std::unique_ptr<LmdbEnv> env;
   LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(part->location, options_.lock, options_.db_name, &env));
   const IndexPaths paths = IndexFilePaths(part->location, options_, env->identity());
-  const std::string& index_path = paths.save;
   Status loaded = Status::NotFound("");
   for (const std::string& candidate : paths.load) {
-    part->index = RecordIndex();
-    loaded = LoadIndex(candidate, env->identity(), options_.db_name, &part->index);
+    loaded = UseSavedIndex(candidate, env->identity(), part);
     if (loaded.ok()) {
-      *index_source = "loaded from " + candidate;
+      *index_source = part->index_file;
       break;
     }
   }
-  if (!loaded.ok()) {
-    // A damaged or stale saved index is rebuilt, never trusted.
-    part->index = RecordIndex();
-    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, kMetaPrefix, &part->index));
-    *index_source = "built";
-    if (!index_path.empty()) {
-      Status saved = SaveIndex(index_path, part->index);
-      *index_source += saved.ok() ? " (saved to " + index_path + ")"
-                                  : " (not saved: " + saved.message() + ")";
-    }
-  }
-  if (loaded.ok()) part->index_file = *index_source;
+  // A damaged, stale or older saved index is rebuilt, never trusted.
+  if (!loaded.ok()) LMDBLOADER_RETURN_IF_ERROR(IndexPart(*env, part, paths, kMetaPrefix, index_source));
   LMDBLOADER_RETURN_IF_ERROR(OpenDataFile(part->location.data_path, part->index.identity, &part->fd));
   bool corpus = false;
   Status meta = LoadCorpusMeta(*part, &corpus);
-  if (!meta.ok() && loaded.ok()) {
+  if (!meta.ok() && !part->index_file.empty()) {
     // A saved index that passes its own checks (checksum, identity, bounds)
     // can still point at the wrong bytes (forged, or written by a buggy
     // tool): the data decides. Walk the data file; if its own metadata then
     // reads, the index was wrong, and is not used.
     const std::string wrong = "the saved index " + part->index_file.substr(std::string("loaded from ").size()) +
                               " disagrees with the data (" + meta.message() + "), not used";
-    part->index = RecordIndex();
-    part->index_file.clear();
-    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, kMetaPrefix, &part->index));
+    std::string rebuilt;
+    LMDBLOADER_RETURN_IF_ERROR(IndexPart(*env, part, paths, kMetaPrefix, &rebuilt));
     *index_source = "built: " + wrong;
     meta = LoadCorpusMeta(*part, &corpus);
   }
@@ -101,12 +150,7 @@ Status Reader::Rep::OpenPart(const std::string& path, Part* part, std::string* i
   if (!corpus && !part->index.meta().empty()) {
     // Keys that merely start with the metadata prefix in a plain LMDB are
     // records like any other: walk again, keeping them.
-    part->index = RecordIndex();
-    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, part->location, options_.db_name, "", &part->index));
-    if (!index_path.empty()) {
-      Status saved = SaveIndex(index_path, part->index);
-      *index_source = "built" + (saved.ok() ? " (saved to " + index_path + ")" : " (not saved: " + saved.message() + ")");
-    }
+    LMDBLOADER_RETURN_IF_ERROR(IndexPart(*env, part, paths, "", index_source));
   }
   if (options_.lock) {
     part->env = std::move(env);
@@ -145,6 +189,13 @@ Status Reader::Rep::Open(const std::string& path, const ReaderOptions& options) 
   const std::string shard_list = path + "/" + kShardListFile;
   if (!shard_set) part_paths.push_back({path, -1});
 
+  // The record index's share of the budget (IndexResidence): held while it
+  // fits a quarter, else read from its file through a cache of an eighth
+  // (at most 4 MiB); each part of a shard set its share of both.
+  const uint64_t parts = part_paths.size();
+  const uint64_t budget = options.rss_budget;
+  resident_index_cap_ = (budget ? budget / 4 : uint64_t{256} << 20) / parts;
+  index_cache_bytes_ = std::max<uint64_t>(std::min<uint64_t>(budget ? budget / 8 : 4u << 20, 4u << 20) / parts, 4096);
   uint64_t total = 0, index_bytes = 0;
   for (const auto& [part_path, expected] : part_paths) {
     auto part = std::make_unique<Part>();
@@ -163,6 +214,7 @@ Status Reader::Rep::Open(const std::string& path, const ReaderOptions& options) 
       return Status::Corruption("open " + part_path + ": the parts listed in " + shard_list +
                                 " are not keyed alike (some by names, some by record numbers)");
     if (index_source_.empty()) index_source_ = source;
+    any_paged_ = any_paged_ || part->index.paged();
     total += part->index.size();
     index_bytes += part->index.MemoryBytes() + (part->name_keys ? part->name_keys->MemoryBytes() : 0) +
                    part->checksums.size() * 8 +
@@ -222,6 +274,9 @@ Status Reader::Rep::EnsureProcess() {
 }
 
 Status Reader::Rep::ReopenHandles() {
+  // What a thread remembers of this reader's lookups belongs to the handles
+  // before (LocateAll); an index rebuilt below may differ.
+  id_ = NewId();
   for (size_t i = 0; i < parts_.size(); ++i) {
     Part& p = *parts_[i];
     if (p.env) {
@@ -244,6 +299,7 @@ Status Reader::Rep::ReopenHandles() {
         if (p.verified) LMDBLOADER_RETURN_IF_ERROR(VerifiedRecords::Create(p.index.size(), &p.verified));
       }
     }
+    LMDBLOADER_RETURN_IF_ERROR(p.index.ReopenFile());
     // The filler's mapping stays valid in the child; it needs no handle.
     int fd = -1;
     LMDBLOADER_RETURN_IF_ERROR(OpenDataFile(p.location.data_path, p.index.identity, &fd));

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "io/chunk_filler.h"
+#include "lmdb/index_file.h"
 #include "lmdb/lmdb_env.h"
 #include "lmdbloader/reader.h"
 #include "io/mapping.h"
@@ -96,6 +97,7 @@ struct Reader::Rep {
   Status Open(const std::string& path, const ReaderOptions& options);
   unsigned db_flags() const;
   Status ValueSize(uint64_t index, uint64_t* size) const;
+  Status ValueSizes(const uint64_t* indices, size_t count, uint64_t* sizes) const;
   Status ReadInto(uint64_t index, char* dst, uint64_t capacity);
   Status Read(uint64_t index, std::string* value);
   Status ReadBatch(const uint64_t* indices, size_t count, char* const* dsts);
@@ -106,18 +108,25 @@ struct Reader::Rep {
   CorpusKeys corpus_keys() const;
   Status Key(uint64_t index, std::string* key) const;
   Status Find(std::string_view key, uint64_t* index) const;
-  uint64_t LowerBound(std::string_view key) const;
+  Status LowerBound(std::string_view key, uint64_t* position) const;
   Status Get(std::string_view key, std::string* value);
   Status Name(uint64_t index, std::string* name);
   Status Column(const std::string& name, std::vector<ColumnChunk>* chunks) const;
   Status ReadColumn(const std::string& name, std::string* bytes);
-  void RecordPositions(std::vector<uint64_t>* positions) const;
+  Status RecordPositions(std::vector<uint64_t>* positions) const;
   Status CheckMetadata();
   Status SaveIndexBeside();
   Status Remap();
   ReaderStats stats();
 
   Status OpenPart(const std::string& path, Part* part, std::string* index_source);
+  // Builds part->index by a walk of `env`, saved to paths.save when it can
+  // be (then read back as UseSavedIndex does).
+  Status IndexPart(LmdbEnv& env, Part* part, const IndexPaths& paths, std::string_view meta_prefix,
+                   std::string* index_source);
+  // The saved index at `path` as part->index, held or paged by the rule of
+  // IndexResidence. NotFound when absent or stale.
+  Status UseSavedIndex(const std::string& path, const FileIdentity& identity, Part* part);
   Status EnsureProcess();  // reopens handles after fork()
   Status ShrankUnderMapping(const Part& part) const;
   // IOError naming the file when a writer committed to a plain LMDB opened
@@ -125,8 +134,16 @@ struct Reader::Rep {
   // only until a later writer reuses them, so what was read may be wrong.
   Status CheckSnapshot() const;
   Status ReopenHandles();
-  Status Locate(uint64_t index, Part** part, uint64_t* local);
-  Status CopyOut(Part& part, uint64_t local, char* dst);
+  Status Locate(uint64_t index, Part** part, uint64_t* local) const;
+  // Locate for each of `indices`, and where each record lies (a paged index
+  // reads each part's entries together; the last batch a thread located
+  // through one is remembered, so that its sizes and then its reads look it
+  // up once).
+  Status LocateAll(const uint64_t* indices, size_t count, Part** parts, uint64_t* locals,
+                   ValueLocation* locations) const;
+  // Where each record lies, a part at a time.
+  Status LocateParts(Part* const* parts, const uint64_t* locals, size_t count, ValueLocation* locations) const;
+  Status CopyOut(Part& part, uint64_t local, const ValueLocation& at, char* dst);
   // mmap mode: tells the governor, and remaps every remap_every bytes.
   Status NoteMapped(Part& part, uint64_t offset, uint64_t size);
   Status PreadAt(Part& part, uint64_t offset, uint64_t size, char* dst);
@@ -145,6 +162,11 @@ struct Reader::Rep {
   // Corruption naming the record and file when its checksum differs.
   Status VerifyRecord(const Part& part, uint64_t local, const char* data, uint64_t size) const;
 
+  Rep();
+  static uint64_t NewId();
+
+  uint64_t id_;              // unique in the process, never reused; new when the handles are reopened
+  bool any_paged_ = false;   // a part's index is paged
   std::string path_;
   ReaderOptions options_;
   AccessMode mode_ = AccessMode::kPread;
@@ -158,6 +180,8 @@ struct Reader::Rep {
   std::unique_ptr<BatchIo> io_;  // pread mode; recreated in a forked child
   std::string io_fallback_;
   CachePolicy cache_policy_ = CachePolicy::kExact;
+  uint64_t resident_index_cap_ = 0;  // a part's index is held while it needs at most this
+  uint64_t index_cache_bytes_ = 0;   // a paged part's page cache
   uint64_t generation_ = 0;  // fork generation the handles belong to
   std::mutex reopen_mu_;
   std::atomic<uint64_t> records_read_{0};

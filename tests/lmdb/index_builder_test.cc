@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "lmdb/record_index_util.h"
 #include "test_util.h"
 
 namespace lmdbloader {
@@ -65,7 +66,7 @@ TEST(IndexBuilderTest, TheIndexHoldsWhatLiblmdbsCursorReturnsInItsOrder) {
     ASSERT_OK(Build(dir.Sub("db"), c.db_name, "", &index, &location));
     ASSERT_EQ(index.size(), expected.size());
     for (uint64_t i = 0; i < index.size(); ++i) {
-      ASSERT_EQ(index.Key(i), expected[i].first) << i;
+      ASSERT_EQ(testing::KeyAt(index, i), expected[i].first) << i;
       ASSERT_EQ(ReadAt(location.data_path, index.offset(i), index.value_size(i)), expected[i].second) << i;
     }
     EXPECT_EQ(index.db_flags(), flags);
@@ -84,7 +85,7 @@ TEST(IndexBuilderTest, KeysWithTheMetadataPrefixAreSetApartInTheMainDatabaseOnly
   DataLocation location;
   ASSERT_OK(Build(dir.Sub("main"), "", "meta/", &index, &location));
   ASSERT_EQ(index.size(), 3u);
-  EXPECT_EQ(index.Key(2), "z");
+  EXPECT_EQ(testing::KeyAt(index, 2), "z");
   ASSERT_EQ(index.meta().size(), 2u);
   const ValueLocation y = index.meta().at("meta/y");
   EXPECT_EQ(ReadAt(location.data_path, y.offset, y.size), "4444");

@@ -569,7 +569,7 @@ TEST(MappedViewBatch, WindowsSmallerThanAFolioReleaseTheWholeFolio) {
     std::unique_ptr<Reader> r;
     if (!Reader::Open(dir.Sub("db"), o, &r).ok()) ::_exit(3);
     std::vector<uint64_t> positions;
-    r->RecordPositions(&positions);
+    ASSERT_OK(r->RecordPositions(&positions));
     uint64_t peak = before, touched = 0;
     for (uint64_t i = 0; i < r->size(); ++i) {
       if (positions[i] % kChunk + kValue > kWindow) continue;

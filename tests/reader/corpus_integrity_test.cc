@@ -190,12 +190,12 @@ void ForgeIndexBeside(const std::string& corpus, bool swap_records, bool swap_me
   RecordIndex forged;
   for (uint64_t i = 0; i < real.size(); ++i) {
     const uint64_t from = swap_records && i < 2 ? 1 - i : i;
-    forged.Add(RecordKey(i), real.offset(from), real.value_size(from));
+    ASSERT_OK(forged.Add(RecordKey(i), real.offset(from), real.value_size(from)));
   }
   std::vector<std::pair<std::string, ValueLocation>> meta(real.meta().begin(), real.meta().end());
   for (size_t k = 0; k < meta.size(); ++k) {
     const ValueLocation& loc = meta[swap_metadata ? (k + 1) % meta.size() : k].second;
-    forged.AddMeta(meta[k].first, loc.offset, static_cast<uint32_t>(loc.size));
+    ASSERT_OK(forged.AddMeta(meta[k].first, loc.offset, static_cast<uint32_t>(loc.size)));
   }
   forged.identity = real.identity;
   forged.db_name = real.db_name;

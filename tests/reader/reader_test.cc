@@ -96,7 +96,9 @@ TEST(ReaderTest, ForeignKeysNamedDatabaseAndSingleFile) {
     EXPECT_EQ(value, "ay");
     ASSERT_OK(r->Read(0, &value));
     EXPECT_EQ(value, std::string(5000, 'z'));
-    EXPECT_EQ(r->LowerBound("video"), 1u);
+    uint64_t at = 0;
+    ASSERT_OK(r->LowerBound("video", &at));
+    EXPECT_EQ(at, 1u);
     EXPECT_TRUE(r->Get("video/c", &value).IsNotFound());
   }
 }
@@ -319,8 +321,31 @@ TEST(ReaderErrorsTest, InvalidOptions) {
   tiny_window.mmap_window = 10;
   ExpectOpenError(dir.Sub("db"), Status::Code::kInvalidArgument, "mmap_window", tiny_window);
   ReaderOptions tiny_budget;
-  tiny_budget.rss_budget = 100000;  // smaller than 100k records x 12 bytes
-  ExpectOpenError(dir.Sub("db"), Status::Code::kInvalidArgument, "smaller than the record index", tiny_budget);
+  tiny_budget.rss_budget = 100000;
+  ExpectOpenError(dir.Sub("db"), Status::Code::kInvalidArgument, "below the floor of 1048576 bytes", tiny_budget);
+  ReaderOptions held;
+  held.rss_budget = 1 << 20;  // smaller than 100k records x 12 bytes
+  held.index_residence = IndexResidence::kResident;
+  ExpectOpenError(dir.Sub("db"), Status::Code::kInvalidArgument, "smaller than the record index", held);
+  ReaderOptions paged_without_file;
+  paged_without_file.index_residence = IndexResidence::kPaged;
+  paged_without_file.index_dir = "none";
+  ExpectOpenError(dir.Sub("db"), Status::Code::kInvalidArgument, "index_dir must not be 'none'", paged_without_file);
+}
+
+TEST(ReaderTest, ABudgetUnderTheResidentIndexOpensItPaged) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 100000, 8);
+  ReaderOptions options;
+  options.rss_budget = 1 << 20;  // the resident index would need 1.2 MB
+  options.index_dir = dir.Sub("idx");
+  auto r = OpenOrDie(dir.Sub("db"), options);
+  EXPECT_LE(r->stats().index_bytes, 128u << 10);
+  std::string v;
+  for (uint64_t i : {0ull, 1ull, 4096ull, 99999ull}) {
+    ASSERT_OK(r->Read(i, &v));
+    EXPECT_EQ(v, RecordBytes(i, 8));
+  }
 }
 
 TEST(ReaderErrorsTest, IndexOutOfRange) {

@@ -1,0 +1,183 @@
+#include "lmdb/paged_index.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+
+#include "lmdb/index_file.h"
+#include "lmdb/index_writer.h"
+#include "lmdb/record_index_util.h"
+#include "lmdb/record_key.h"
+#include "test_util.h"
+
+namespace lmdbloader {
+namespace {
+
+const FileIdentity kIdentity{1, 2, uint64_t{1} << 40, 3, 4, 4096, 5};
+
+// Keys of record i, in byte order: record numbers, or names of varied
+// length (some spanning two key pages).
+std::string KeyOf(uint64_t i, bool numbered) {
+  if (numbered) return RecordKey(i);
+  return "key-" + std::to_string(1000000 + i) + std::string(i % 97, 'x');
+}
+
+void WriteIndex(const std::string& path, uint64_t records, bool numbered) {
+  std::unique_ptr<IndexWriter> w;
+  ASSERT_OK(IndexWriter::Create(path, &w));
+  for (uint64_t i = 0; i < records; ++i) ASSERT_OK(w->Add(KeyOf(i, numbered), i * 4096 + 7, static_cast<uint32_t>(i % 5000)));
+  ASSERT_OK(w->AddMeta("__meta", 12, 34));
+  ASSERT_OK(w->Finish(kIdentity, "", 0, true));
+}
+
+std::unique_ptr<PagedIndex> OpenPaged(const std::string& path, uint64_t cache_bytes = 64 << 10) {
+  std::unique_ptr<PagedIndex> p;
+  Status s = PagedIndex::Open(path, kIdentity, "", cache_bytes, &p);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return p;
+}
+
+TEST(PagedIndexTest, LocatesKeysAndSearchesAsTheResidentIndexDoes) {
+  testing::TempDir dir;
+  for (bool numbered : {true, false}) {
+    const std::string path = dir.Sub(numbered ? "n.idx" : "k.idx");
+    const uint64_t n = 20000;
+    WriteIndex(path, n, numbered);
+    RecordIndex resident;
+    ASSERT_OK(LoadIndex(path, kIdentity, "", &resident));
+    ASSERT_EQ(resident.size(), n);
+    EXPECT_EQ(resident.sequential_keys(), numbered);
+    RecordIndex paged;
+    paged.UsePaged(std::shared_ptr<PagedIndex>(OpenPaged(path, 8 << 10)));  // two pages of cache
+    ASSERT_EQ(paged.size(), n);
+    EXPECT_EQ(paged.meta().at("__meta").offset, 12u);
+    // Random, sorted and repeated batches: each location as written.
+    std::mt19937_64 rng(7);
+    std::vector<uint64_t> batch;
+    for (int b = 0; b < 20; ++b) {
+      batch.clear();
+      for (int k = 0; k < 256; ++k) batch.push_back(rng() % n);
+      if (b % 3 == 1) std::sort(batch.begin(), batch.end());
+      if (b % 3 == 2) batch.assign(256, batch.front());
+      std::vector<ValueLocation> at(batch.size());
+      ASSERT_OK(paged.Locate(batch.data(), batch.size(), at.data()));
+      for (size_t k = 0; k < batch.size(); ++k) {
+        EXPECT_EQ(at[k].offset, batch[k] * 4096 + 7);
+        EXPECT_EQ(at[k].size, batch[k] % 5000);
+      }
+    }
+    for (uint64_t i : {uint64_t{0}, uint64_t{1}, uint64_t{169}, uint64_t{170}, n / 2, n - 1}) {
+      EXPECT_EQ(testing::KeyAt(paged, i), KeyOf(i, numbered)) << i;
+      EXPECT_EQ(testing::KeyAt(resident, i), KeyOf(i, numbered)) << i;
+      uint64_t found = 0;
+      ASSERT_TRUE(testing::Finds(paged, KeyOf(i, numbered), &found)) << i;
+      EXPECT_EQ(found, i);
+    }
+    uint64_t unused = 0;
+    EXPECT_FALSE(testing::Finds(paged, "absent", &unused));
+    for (const std::string& probe : {std::string(""), std::string("key-"), std::string("key-x"),
+                                    std::string("\xff\xff"), RecordKey(77) + "a"})
+      EXPECT_EQ(testing::LowerBoundOf(paged, probe), testing::LowerBoundOf(resident, probe)) << probe;
+    // The cache holds at most its capacity, however many pages were read.
+    EXPECT_LE(paged.paged_index()->cache_held(), uint64_t{8} << 10);
+  }
+}
+
+TEST(PagedIndexTest, AKeyAfterNumberedOnesRewritesTheEntriesWide) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("w.idx");
+  std::unique_ptr<IndexWriter> w;
+  ASSERT_OK(IndexWriter::Create(path, &w));
+  for (uint64_t i = 0; i < 1000; ++i) ASSERT_OK(w->Add(RecordKey(i), i, 1));
+  ASSERT_OK(w->Add("zzz", 5000, 2));
+  ASSERT_OK(w->Finish(kIdentity, "", 0, true));
+  RecordIndex resident;
+  ASSERT_OK(LoadIndex(path, kIdentity, "", &resident));
+  EXPECT_FALSE(resident.sequential_keys());
+  EXPECT_EQ(testing::KeyAt(resident, 999), RecordKey(999));
+  EXPECT_EQ(testing::KeyAt(resident, 1000), "zzz");
+  EXPECT_EQ(testing::LocationOf(resident, 1000).offset, 5000u);
+  EXPECT_EQ(testing::LocationOf(resident, 500).offset, 500u);
+}
+
+TEST(PagedIndexTest, StaleOrOlderFilesAreNotFound) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("s.idx");
+  WriteIndex(path, 10, false);
+  std::unique_ptr<PagedIndex> p;
+  FileIdentity other = kIdentity;
+  other.txnid += 1;
+  EXPECT_TRUE(PagedIndex::Open(path, other, "", 4096, &p).IsNotFound());
+  EXPECT_TRUE(PagedIndex::Open(path, kIdentity, "named", 4096, &p).IsNotFound());
+  EXPECT_TRUE(PagedIndex::Open(dir.Sub("absent.idx"), kIdentity, "", 4096, &p).IsNotFound());
+}
+
+// Flips one byte of the file at `offset`.
+void Flip(const std::string& path, uint64_t offset) {
+  const int fd = ::open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  char c = 0;
+  ASSERT_EQ(::pread(fd, &c, 1, static_cast<off_t>(offset)), 1);
+  c ^= 0x10;
+  ASSERT_EQ(::pwrite(fd, &c, 1, static_cast<off_t>(offset)), 1);
+  ::close(fd);
+}
+
+TEST(PagedIndexTest, ADamagedEntryOrKeyPageIsCorruptionNamingTheFile) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("d.idx");
+  WriteIndex(path, 5000, false);
+  auto p = OpenPaged(path);
+  const IndexHeader h = p->header();
+  Flip(path, h.EntryOffset(1234) + 3);  // the offset of record 1234
+  Flip(path, h.blob_offset + 100);      // the first key page
+  p = OpenPaged(path);
+  uint64_t records[] = {1234};
+  ValueLocation at;
+  Status s = p->Locate(records, 1, &at);
+  EXPECT_EQ(s.code(), Status::Code::kCorruption);
+  EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("record 1234"), std::string::npos) << s.message();
+  std::string key;
+  s = p->Key(0, &key);
+  EXPECT_EQ(s.code(), Status::Code::kCorruption);
+  EXPECT_NE(s.message().find("key page 0"), std::string::npos) << s.message();
+  // Read whole, the file is refused too.
+  RecordIndex resident;
+  EXPECT_EQ(LoadIndex(path, kIdentity, "", &resident).code(), Status::Code::kCorruption);
+  // A damaged header.
+  Flip(path, 20);
+  std::unique_ptr<PagedIndex> again;
+  EXPECT_EQ(PagedIndex::Open(path, kIdentity, "", 4096, &again).code(), Status::Code::kCorruption);
+}
+
+TEST(PagedIndexTest, ReopenRefusesAFileReplacedWhileInUse) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("r.idx");
+  WriteIndex(path, 300, false);
+  auto p = OpenPaged(path);
+  ASSERT_OK(p->Reopen());
+  WriteIndex(path, 301, false);
+  Status s = p->Reopen();
+  EXPECT_EQ(s.code(), Status::Code::kCorruption);
+  EXPECT_NE(s.message().find("replaced"), std::string::npos) << s.message();
+}
+
+TEST(PagedIndexTest, AnUnfinishedWriterLeavesNoFile) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("u.idx");
+  {
+    std::unique_ptr<IndexWriter> w;
+    ASSERT_OK(IndexWriter::Create(path, &w));
+    ASSERT_OK(w->Add("a", 0, 1));
+  }
+  EXPECT_EQ(::access(path.c_str(), F_OK), -1);
+  int left = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) left += !entry.path().empty();
+  EXPECT_EQ(left, 0) << "temporary files left behind";
+}
+
+}  // namespace
+}  // namespace lmdbloader
