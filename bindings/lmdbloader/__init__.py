@@ -6,6 +6,8 @@
   through a bounded ring of reused shared memory (need torch; imported lazily).
 - :class:`ImageDecode`, :class:`ClipDecode`: images and clips decoded, cropped, resized and
   normalized in C++ straight into the batch, with torchvision's semantics (need torch).
+- :class:`KeyedSamples`: samples of several records named by key patterns
+  (``LmdbDataset(samples=...)``; ``samples="ocr"``: create_lmdb_dataset.py's layout).
 - :class:`LocalitySampler`: a shuffle that reads neighbouring records together (cold corpora).
 - :mod:`lmdbloader.compat`: py-lmdb's read-only API on top of Reader.
 - :mod:`lmdbloader.memory`: RSS / PSS / USS of a process tree, sampled and plotted.
@@ -18,12 +20,13 @@ from .errors import (ConvertError, CorruptedError, DecodeError, Error, ReadonlyE
 from ._convert import convert, convert_options, write_shard_list
 from .reader import Reader
 from .sampler import LocalitySampler
+from .samples import KeyedSamples
 from .writer import CorpusWriter
 
 __version__ = _core.__version__
 
 __all__ = ["Reader", "CorpusWriter", "LmdbDataset", "collate", "Collate", "DataLoader", "ring_stats",
-           "ImageDecode", "ClipDecode", "LocalitySampler", "convert", "convert_options", "write_shard_list", "Error", "CorruptedError", "UnsupportedError",
+           "ImageDecode", "ClipDecode", "KeyedSamples", "LocalitySampler", "convert", "convert_options", "write_shard_list", "Error", "CorruptedError", "UnsupportedError",
            "DecodeError", "ReadonlyError", "ConvertError", "__version__"]
 _NEED_TORCH = {"LmdbDataset": "dataset", "collate": "batches", "Collate": "batches", "DataLoader": "batches",
                "ring_stats": "batches", "ImageDecode": "vision", "ClipDecode": "vision"}

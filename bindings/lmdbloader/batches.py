@@ -194,13 +194,18 @@ class DecodedBatch(DeferredBatch, collections.abc.Sequence):
 
     ``decoder``: an :class:`lmdbloader.ImageDecode` (or ClipDecode) applied
     to the records at ``indices`` of ``reader``; ``targets``: one per
-    record, returned instead of the records' own (``LmdbDataset(targets=)``)."""
+    record, returned instead of the records' own (``LmdbDataset(targets=)``).
+    ``others``: (positions, values) for samples of several records
+    (``LmdbDataset(samples=)``): the records at ``positions`` are read in
+    the same call as the images, ``values(records, positions)`` makes one
+    tuple per sample of them, and each sample is ``(image, *that tuple)``."""
 
-    def __init__(self, reader, decoder, indices, targets=None):
+    def __init__(self, reader, decoder, indices, targets=None, others=None):
         self._reader = reader
         self._decoder = decoder
         self._indices = list(indices)
         self._targets = None if targets is None else list(targets)
+        self._others = others
         self._samples = None
 
     def __len__(self):
@@ -218,20 +223,32 @@ class DecodedBatch(DeferredBatch, collections.abc.Sequence):
 
     def samples(self):
         """The batch's samples, decoded in one call: each (image, target), or
-        the image when the decoder has no target."""
+        the image when the decoder has no target; (image, *others) with
+        ``others``."""
         images, targets = self._decode()
+        if self._others is not None:
+            return [(image, *rest) for image, rest in zip(images, targets)]
         return list(images) if targets is None else list(zip(images, targets))
 
     def _decode(self, out=None):
-        records = self._reader.get_batch(self._indices)
+        """(the images, their targets: the dataset's, the records' own or
+        None; with ``others``, the other records' tuples)."""
+        count = len(self._indices)
+        positions = self._indices if self._others is None else self._indices + self._others[0]
+        records = self._reader.get_batch(positions)  # every record of the batch in one call
         where = self._reader.where
-        own = self._targets is None  # else the dataset's targets stand for the records'
-        images, targets = self._decoder.decode_records(records, out=out, where=lambda k: where(self._indices[k]),
-                                                       targets=own)
+        own = self._targets is None and self._others is None  # else they stand for the records' targets
+        images, targets = self._decoder.decode_records(records[:count], out=out,
+                                                       where=lambda k: where(self._indices[k]), targets=own)
+        if self._others is not None:
+            return images, self._others[1](records[count:], self._others[0])
         return images, (targets if own else self._targets)
 
     def _batch(self, images, targets, collate_targets):
-        """As default_collate makes it of (image, target) samples: a list."""
+        """As default_collate makes it of (image, target) samples, or of
+        (image, *others): a list."""
+        if self._others is not None:
+            return [images, *(collate_targets(column) for column in zip(*targets))]
         if targets is None:
             return images
         return [images, collate_targets(targets)]

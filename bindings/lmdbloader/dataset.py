@@ -9,6 +9,7 @@ import torch.utils.data
 
 from .batches import DecodedBatch, RecordBatch, ring_stats
 from .reader import Reader
+from .samples import BoundSamples, samples_of
 from .vision import ImageDecode
 
 _DECODERS = ("msgpack", "raw", "tensor")
@@ -42,13 +43,22 @@ class LmdbDataset(torch.utils.data.Dataset):
     ``(image, target)`` with an image decoder, ``(record, target)``
     otherwise. Both are held as numpy arrays (never a Python list, which
     forked workers would copy page by page as they read it).
+    ``samples``: each sample is several records named by key patterns, a
+    :class:`lmdbloader.KeyedSamples`, or ``"ocr"``: the layout
+    ``create_lmdb_dataset.py`` writes (``image-%09d``, ``label-%09d``,
+    ``num-samples``), sample i the tuple (image, label str) of number i + 1.
+    The first record of a sample goes through ``decode`` (e.g.
+    ``ImageDecode(32, record="raw")``) and ``transform``, the others are
+    bytes or str; keys are formatted as samples are read, nothing per sample
+    is held (KeyedSamples: what is checked at open, and the cost).
+    ``samples`` excludes ``keys``, ``targets`` and ``views``.
     The other keyword arguments are the reader options of
     :class:`lmdbloader.Reader` (rss_budget, mode, lock, db, index_dir,
     verify_checksums, io_engine, queue_depth, cache, mmap_window, remap_every).
     """
 
     def __init__(self, path, *, decode="msgpack", transform=None, views=False, keys=None, targets=None,
-                 **reader_options):
+                 samples=None, **reader_options):
         if not (callable(decode) or decode in _DECODERS):
             raise ValueError(f"decode must be 'msgpack', 'raw', 'tensor' or a callable; got {decode!r}")
         if views and not callable(decode):
@@ -60,13 +70,25 @@ class LmdbDataset(torch.utils.data.Dataset):
             raise ValueError(f"views=True needs mode='mmap'; got mode={mode!r}")
         if transform is not None and not callable(transform):
             raise TypeError("transform must be callable")
+        if samples is not None:
+            samples = samples_of(samples)
+            given = [name for name, value in (("keys", keys is not None), ("targets", targets is not None),
+                                              ("views", views)) if value]
+            if given:
+                raise ValueError(f"samples= names each sample's records; it does not combine with {given[0]}=")
         self.reader = Reader(path, **reader_options)
         self.decode = decode
         self.transform = transform
         self.views = bool(views)
         self._deferred = False
         self._positions = None if keys is None else _positions_of(self.reader, keys)
+        # Several records a sample: a few ints, keys formatted on each read.
+        self._keyed = None if samples is None else BoundSamples(samples, self.reader)
         self._targets = None if targets is None else _targets_of(targets, len(self), self.reader.path)
+
+    @property
+    def _several(self):
+        return self._keyed is not None and self._keyed.slots > 1
 
     def _position(self, index):
         """The reader's position of sample ``index`` (IndexError outside)."""
@@ -75,15 +97,19 @@ class LmdbDataset(torch.utils.data.Dataset):
         if not -n <= index < n:
             raise IndexError(f"sample {index} out of range: {self.reader.path} has {n} samples")
         index = int(index) % n
+        if self._keyed is not None:
+            return self._keyed.positions([index], first_only=True)[0][0]
         return index if self._positions is None else int(self._positions[index])
 
     def _picked(self, indices):
         """(the reader's positions of these samples, their targets or None).
         Without keys or targets a sample is its record: the indices go to
         the reader as they are (it checks them), nothing per index here."""
-        if self._positions is None and self._targets is None:
+        if self._positions is None and self._targets is None and self._keyed is None:
             return indices, None
         picked = _index_array(indices, len(self), self.reader.path)
+        if self._keyed is not None:  # one record a sample: its key's position
+            return self._keyed.positions(picked.tolist(), first_only=True)[0], None
         positions = picked if self._positions is None else self._positions[picked]
         return positions.tolist(), (None if self._targets is None else self._targets[picked].tolist())
 
@@ -97,13 +123,15 @@ class LmdbDataset(torch.utils.data.Dataset):
         calls it."""
         if self.transform is not None or not (isinstance(self.decode, ImageDecode) or self.decode == "tensor"):
             return None
-        if self._targets is not None and self.decode == "tensor":
+        if (self._targets is not None or self._several) and self.decode == "tensor":
             return None
         other = copy.copy(self)
         other._deferred = True
         return other
 
     def __len__(self):
+        if self._keyed is not None:
+            return self._keyed.count
         return len(self.reader) if self._positions is None else len(self._positions)
 
     def _decoded(self, positions, targets):
@@ -120,6 +148,8 @@ class LmdbDataset(torch.utils.data.Dataset):
         return [self._call(self.transform, x, i) for x, i in zip(samples, positions)]
 
     def __getitem__(self, index):
+        if self._several:
+            return self._several_records([_index(index)])[0]
         positions, targets = self._picked([index])
         if isinstance(self.decode, ImageDecode):
             return self._decoded(positions, targets)[0]
@@ -150,6 +180,8 @@ class LmdbDataset(torch.utils.data.Dataset):
             raise
 
     def __getitems__(self, indices):
+        if self._several:
+            return self._several_records(indices)
         indices, targets = self._picked(indices)
         if isinstance(self.decode, ImageDecode):
             if self._deferred:  # lmdbloader.DataLoader: its collate decodes them into shared memory
@@ -157,6 +189,40 @@ class LmdbDataset(torch.utils.data.Dataset):
             return self._decoded(indices, targets)
         samples = self._samples(indices)
         return samples if targets is None else list(zip(samples, targets))
+
+    def _several_records(self, indices):
+        """Samples of several records: (the first through decode and
+        transform, *the others), every record of the batch read in one call
+        (two for "msgpack": the first records decoded in C++)."""
+        picked = _index_array(indices, len(self), self.reader.path).tolist()
+        firsts, others = self._keyed.positions(picked)
+        values = self._keyed.values
+        if isinstance(self.decode, ImageDecode):
+            batch = DecodedBatch(self.reader, self.decode, firsts, others=(others, values))
+            if self._deferred:  # lmdbloader.DataLoader: its collate decodes them into shared memory
+                return batch
+            samples = batch.samples()
+            if self.transform is None:
+                return samples
+            return [(self._call(self.transform, s[0], i), *s[1:]) for s, i in zip(samples, firsts)]
+        count = len(firsts)
+        if self.decode == "msgpack":
+            heads = self.reader.decode_batch(firsts, self.transform)
+            return [(h, *r) for h, r in zip(heads, values(self.reader.get_batch(others), others))]
+        if self.decode == "tensor":
+            sizes = self.reader.value_sizes(firsts + others)
+            heads = [torch.empty(s, dtype=torch.uint8) for s in sizes[:count]]
+            rest = [bytearray(s) for s in sizes[count:]]
+            self.reader.read_into(firsts + others, [h.numpy() for h in heads] + rest)
+            rest = [bytes(r) for r in rest]
+        else:
+            records = self.reader.get_batch(firsts + others)
+            heads, rest = records[:count], records[count:]
+            if callable(self.decode):
+                heads = [self._call(self.decode, h, i) for h, i in zip(heads, firsts)]
+        if self.transform is not None:
+            heads = [self._call(self.transform, h, i) for h, i in zip(heads, firsts)]
+        return [(h, *r) for h, r in zip(heads, values(rest, others))]
 
     def _samples(self, indices):
         if self.decode == "msgpack":
@@ -194,7 +260,12 @@ class LmdbDataset(torch.utils.data.Dataset):
 
     def positions(self):
         """The file's record position of each sample (a read-only int64
-        array): ``keys``' positions, or 0..len-1."""
+        array): ``keys``' positions, the first record's of each of
+        ``samples`` (found now, a key check or lookup each), or 0..len-1."""
+        if self._keyed is not None:
+            positions = np.array(self._keyed.positions(range(len(self)), first_only=True)[0], dtype=np.int64)
+            positions.flags.writeable = False
+            return positions
         if self._positions is None:
             return np.arange(len(self), dtype=np.int64)
         return self._positions
