@@ -10,8 +10,32 @@ from ._options import reader_option_texts
 from .errors import CorruptedError
 
 
+def _path_text(path):
+    """A path (str, bytes, os.PathLike) as str, or a list or tuple of them as
+    a list of str: the databases of a set of files."""
+    def one(p):
+        if not isinstance(p, (str, bytes, os.PathLike)):
+            raise TypeError(f"path must be a str, bytes or os.PathLike, or a list of them; got {type(p).__name__}")
+        return os.fsdecode(os.fspath(p))
+    if isinstance(path, (list, tuple)):
+        if not path:
+            raise ValueError("a list of databases to read needs at least one path")
+        return [one(p) for p in path]
+    return one(path)
+
+
 class Reader:
     """Reads records of an LMDB database, corpus or shard set by position or key.
+
+    ``path`` may also name many ordinary LMDB databases read as one dataset,
+    positions running on from one to the next: a folder of ``*.lmdb`` /
+    ``*.mdb`` files or of folders holding data.mdb, or a glob, in sorted
+    order; or a list of paths, in its order. Each file is opened (its
+    descriptors, its record index) while it is read, a bounded number at once
+    (a quarter of the descriptor limit, 64 at most), so neither the
+    descriptors nor the memory grow with the file count; ``skip_bad_files``
+    leaves out files that do not open as an LMDB (``stats()["files_skipped"]``).
+    Keys are each file's own: ``get(key)`` finds the first file holding it.
 
     Positions follow key order; for an lmdbloader corpus position i is record i.
     ``rss_budget`` (int bytes or a string like "256MiB"; None: the
@@ -52,13 +76,11 @@ class Reader:
     def __init__(self, path, **options):
         # The options' names, defaults and checks are the core's
         # (lmdbloader._core.reader_options()); see the docstring above.
-        if not isinstance(path, (str, bytes, os.PathLike)):
-            raise TypeError(f"path must be a str, bytes or os.PathLike, got {type(path).__name__}")
         self._config = dict(
             # Kept as str (bytes a file system name may hold decode with
             # surrogateescape, as os.fsdecode does) and handed to the core as
             # the file system's own bytes.
-            path=os.fsdecode(os.fspath(path)),
+            path=_path_text(path),
             options=reader_option_texts(options))
         self._path = self._config["path"]
         self._core = None
@@ -67,7 +89,11 @@ class Reader:
         self._rss_budget = int(self._core.option("rss_budget"))
 
     def _open(self):
-        self._core = _core.Reader(os.fsencode(self._config["path"]), self._config["options"])
+        path = self._config["path"]
+        if isinstance(path, list):
+            self._core = _core.Reader([os.fsencode(p) for p in path], self._config["options"])
+        else:
+            self._core = _core.Reader(os.fsencode(path), self._config["options"])
         return self._core
 
     @property

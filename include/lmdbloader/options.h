@@ -151,6 +151,11 @@ struct ReaderOptions {
   // Default: "".
   std::string index_dir;
 
+  // A set of files (a folder of LMDB files, a glob, a list): a file that
+  // does not open as an LMDB is left out and counted in stats() instead of
+  // failing the open. Default: false.
+  bool skip_bad_files = false;
+
   // Where the record index lives (see IndexResidence). Default: kAuto.
   IndexResidence index_residence = IndexResidence::kAuto;
 

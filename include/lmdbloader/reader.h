@@ -72,6 +72,9 @@ struct ReaderStats {
   uint64_t index_entry_reads = 0; // paged: entries read alone (one small pread each)
   uint64_t index_cache_hits = 0;  // paged: lookups the cache answered
   uint64_t checksum_bytes = 0;    // corpora: the records' checksums held, and the record of verified ones
+  uint64_t files = 0;             // data files: 1, a shard set's parts, or a set of files' files
+  uint64_t files_open = 0;        // of those, open now (a set of files opens them as they are read)
+  uint64_t files_skipped = 0;     // a set of files with skip_bad_files: files left out
   std::string io_engine;          // pread mode: "io_uring", "threads" or "sync"; mmap mode: "mmap"
   std::string io_fallback;        // why io_uring was not used (empty when it is, or was not asked for)
   uint32_t queue_depth = 0;       // reads in flight at most per batch
@@ -97,6 +100,19 @@ class Reader {
   // such named database), InvalidArgument (bad options, or a budget smaller
   // than the record index).
   static Status Open(const std::string& path, const ReaderOptions& options,
+                     std::unique_ptr<Reader>* reader);
+  // Opens the LMDB databases at `paths` (each a folder holding data.mdb or a
+  // data file, any writer) as one dataset, in the order given: positions run
+  // on from one database to the next. `path` above may name such a set too:
+  // a folder of *.lmdb / *.mdb files or of folders holding data.mdb, or a
+  // glob, read in sorted order. Each file is opened (descriptors, record
+  // index) while it is read, a bounded number at once, least recently used
+  // closed first: the descriptors and the budget do not grow with the file
+  // count. Record counts come from each file's meta page at open; a file
+  // whose tree disagrees is Corruption naming it when it is read. mmap mode
+  // and lock=true are for one database (InvalidArgument); LowerBound is
+  // Unsupported (no key order runs across files).
+  static Status Open(const std::vector<std::string>& paths, const ReaderOptions& options,
                      std::unique_ptr<Reader>* reader);
 
   ~Reader();

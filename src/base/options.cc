@@ -179,6 +179,10 @@ const std::vector<ReaderEntry>& Entries() {
          return Status::OK();
        },
        [](const ReaderOptions& o) { return o.index_dir; }},
+      {{"skip_bad_files", "bool", "true or false",
+        "a set of files: leave out a file that does not open as an LMDB instead of failing"},
+       [](std::string_view t, ReaderOptions* o) { return ParseBool("skip_bad_files", t, &o->skip_bad_files); },
+       [](const ReaderOptions& o) { return std::string(o.skip_bad_files ? "true" : "false"); }},
       {{"index", "choice", NameList(kIndexResidences, " or "),
         "where the record index lives: in memory, or read from its saved file as reads need it"},
        [](std::string_view t, ReaderOptions* o) { return ParseIndexResidence(t, &o->index_residence); },

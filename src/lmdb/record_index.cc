@@ -20,8 +20,14 @@ void RecordIndex::UsePaged(std::shared_ptr<PagedIndex> paged) {
   offsets_ = {};
   sizes_ = {};
   key_blob_ = {};
+  key_blob_.shrink_to_fit();
   key_ends_ = {};
   paged_ = std::move(paged);
+}
+
+void RecordIndex::Clear() {
+  *this = RecordIndex();
+  key_blob_.shrink_to_fit();
 }
 
 Status RecordIndex::ReopenFile() { return paged_ ? paged_->Reopen() : Status::OK(); }
@@ -126,7 +132,9 @@ Status RecordIndex::LowerBound(std::string_view key, uint64_t* position) const {
 
 uint64_t RecordIndex::MemoryBytes() const {
   if (paged_) return paged_->cache_capacity();
-  return offsets_.capacity() * sizeof(uint64_t) + sizes_.capacity() * sizeof(uint32_t) + key_blob_.capacity() +
+  // An empty string's capacity is its inline buffer, not the heap's.
+  return offsets_.capacity() * sizeof(uint64_t) + sizes_.capacity() * sizeof(uint32_t) +
+         (key_blob_.empty() ? 0 : key_blob_.capacity()) +
          key_ends_.capacity() * sizeof(uint64_t);
 }
 

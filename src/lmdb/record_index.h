@@ -68,6 +68,9 @@ class RecordIndex : public IndexSink {
   const PagedIndex* paged_index() const { return paged_.get(); }
   // The paged form of a saved index: `paged` takes the place of the records.
   void UsePaged(std::shared_ptr<PagedIndex> paged);
+  // Empty, and holding no memory (assigning an empty index would leave the
+  // key buffer's allocation in place: a string moved from a short one keeps it).
+  void Clear();
   // After fork(): a paged index's own descriptor (nothing for a resident one).
   Status ReopenFile();
 

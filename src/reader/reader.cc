@@ -58,10 +58,21 @@ unsigned Reader::Rep::db_flags() const { return parts_.front()->index.db_flags()
 Status Reader::Rep::ValueSize(uint64_t index, uint64_t* size) const { return ValueSizes(&index, 1, size); }
 
 Status Reader::Rep::ValueSizes(const uint64_t* indices, size_t count, uint64_t* sizes) const {
+  size_t first = 0;
+  do {
+    const size_t n = FileSetChunk(indices + first, count - first);
+    LMDBLOADER_RETURN_IF_ERROR(ValueSizesOf(indices + first, n, sizes + first));
+    first += n;
+  } while (first < count);
+  return Status::OK();
+}
+
+Status Reader::Rep::ValueSizesOf(const uint64_t* indices, size_t count, uint64_t* sizes) const {
   std::vector<Part*> parts(count);
   std::vector<uint64_t> locals(count);
   std::vector<ValueLocation> at(count);
-  LMDBLOADER_RETURN_IF_ERROR(LocateAll(indices, count, parts.data(), locals.data(), at.data()));
+  PartPins pins;
+  LMDBLOADER_RETURN_IF_ERROR(LocateAll(indices, count, parts.data(), locals.data(), at.data(), &pins));
   for (size_t k = 0; k < count; ++k) sizes[k] = at[k].size;
   return Status::OK();
 }
@@ -88,8 +99,9 @@ uint64_t Reader::Rep::NewId() { return g_reader_ids.fetch_add(1) + 1; }
 Reader::Rep::Rep() : id_(NewId()) {}
 
 Status Reader::Rep::LocateAll(const uint64_t* indices, size_t count, Part** parts, uint64_t* locals,
-                              ValueLocation* locations) const {
+                              ValueLocation* locations, PartPins* pins) const {
   for (size_t k = 0; k < count; ++k) LMDBLOADER_RETURN_IF_ERROR(Locate(indices[k], &parts[k], &locals[k]));
+  LMDBLOADER_RETURN_IF_ERROR(PinParts(parts, count, pins));
   if (!any_paged_) {
     if (parts_.size() == 1) return parts_[0]->index.Locate(locals, count, locations);
   } else {
@@ -209,7 +221,8 @@ Status Reader::Rep::ReadInto(uint64_t index, char* dst, uint64_t capacity) {
   Part* part = nullptr;
   uint64_t local = 0;
   ValueLocation at;
-  LMDBLOADER_RETURN_IF_ERROR(LocateAll(&index, 1, &part, &local, &at));
+  PartPins pins;
+  LMDBLOADER_RETURN_IF_ERROR(LocateAll(&index, 1, &part, &local, &at, &pins));
   if (capacity < at.size)
     return Status::InvalidArgument("buffer of " + std::to_string(capacity) + " bytes is too small for record " +
                                    std::to_string(index) + " (" + std::to_string(at.size) + " bytes)");
@@ -221,7 +234,8 @@ Status Reader::Rep::Read(uint64_t index, std::string* value) {
   Part* part = nullptr;
   uint64_t local = 0;
   ValueLocation at;
-  LMDBLOADER_RETURN_IF_ERROR(LocateAll(&index, 1, &part, &local, &at));
+  PartPins pins;
+  LMDBLOADER_RETURN_IF_ERROR(LocateAll(&index, 1, &part, &local, &at, &pins));
   value->resize(at.size);
   return CopyOut(*part, local, at, value->data());
 }
@@ -230,10 +244,20 @@ Status Reader::Rep::ReadBatch(const uint64_t* indices, size_t count, char* const
   LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
   for (size_t k = 0; k < count; ++k)
     if (indices[k] >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, indices[k], size_));
+  for (size_t first = 0; first < count;) {
+    const size_t n = FileSetChunk(indices + first, count - first);
+    LMDBLOADER_RETURN_IF_ERROR(ReadBatchOf(indices + first, n, dsts + first));
+    first += n;
+  }
+  return Status::OK();
+}
+
+Status Reader::Rep::ReadBatchOf(const uint64_t* indices, size_t count, char* const* dsts) {
   std::vector<Part*> parts(count);
   std::vector<uint64_t> locals(count);
   std::vector<ValueLocation> at(count);
-  LMDBLOADER_RETURN_IF_ERROR(LocateAll(indices, count, parts.data(), locals.data(), at.data()));
+  PartPins pins;
+  LMDBLOADER_RETURN_IF_ERROR(LocateAll(indices, count, parts.data(), locals.data(), at.data(), &pins));
   if (mode_ == AccessMode::kMmap || count == 1) {
     Prefetch(indices, count);
     for (size_t k = 0; k < count; ++k) LMDBLOADER_RETURN_IF_ERROR(CopyOut(*parts[k], locals[k], at[k], dsts[k]));
@@ -267,7 +291,8 @@ Status Reader::Rep::View(uint64_t index, RecordView* view) {
   Part* part = nullptr;
   uint64_t local = 0;
   ValueLocation at;
-  LMDBLOADER_RETURN_IF_ERROR(LocateAll(&index, 1, &part, &local, &at));
+  PartPins pins;
+  LMDBLOADER_RETURN_IF_ERROR(LocateAll(&index, 1, &part, &local, &at, &pins));
   const uint64_t offset = at.offset;
   const uint64_t size = at.size;
   // The governor reads the kernel's count, which shows the pages touched
@@ -300,7 +325,8 @@ void Reader::Rep::Prefetch(const uint64_t* indices, size_t count) {
   std::vector<uint64_t> locals(count);
   std::vector<ValueLocation> at(count);
   // The reads that follow report what is wrong; a hint has nothing to say.
-  if (!LocateAll(indices, count, parts.data(), locals.data(), at.data()).ok()) return;
+  PartPins pins;
+  if (!LocateAll(indices, count, parts.data(), locals.data(), at.data(), &pins).ok()) return;
   for (size_t k = 0; k < count; ++k) {
     Part* part = parts[k];
     const uint64_t offset = at[k].offset, size = at[k].size;
@@ -361,91 +387,6 @@ Status Reader::Rep::Remap() {
   return Status::OK();
 }
 
-Status Reader::Rep::Key(uint64_t index, std::string* key) const {
-  if (index >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, index, size_));
-  if (parts_.front()->name_keys) {
-    const size_t p = static_cast<size_t>(std::upper_bound(part_ends_.begin(), part_ends_.end(), index) - part_ends_.begin());
-    *key = std::string(parts_[p]->name_keys->Name(index - (p == 0 ? 0 : part_ends_[p - 1])));
-    return Status::OK();
-  }
-  if (parts_.size() == 1) return parts_[0]->index.Key(index, key);
-  // Shard sets are corpora: keys are global record numbers.
-  *key = RecordKey(index);
-  return Status::OK();
-}
-
-CorpusKeys Reader::Rep::corpus_keys() const {
-  return parts_.front()->name_keys ? CorpusKeys::kNames : CorpusKeys::kRecordNumbers;
-}
-
-Status Reader::Rep::RecordPositions(std::vector<uint64_t>* positions) const {
-  positions->clear();
-  positions->reserve(size_);
-  uint64_t base = 0;
-  for (const auto& p : parts_) {
-    if (p->index.paged()) {
-      LMDBLOADER_RETURN_IF_ERROR(p->index.paged_index()->ForEach(
-          [&](uint64_t, const ValueLocation& at) { positions->push_back(base + at.offset); }));
-    } else {
-      for (uint64_t i = 0; i < p->index.size(); ++i) positions->push_back(base + p->index.offset(i));
-    }
-    base += p->index.identity.size;
-  }
-  return Status::OK();
-}
-
-Status Reader::Rep::Find(std::string_view key, uint64_t* index) const {
-  bool found = false;
-  if (parts_.front()->name_keys) {
-    // Names are unique within a part, and a shard set's parts hold distinct records.
-    for (size_t p = 0; p < parts_.size() && !found; ++p) {
-      found = parts_[p]->name_keys->Find(key, index);
-      if (found && p > 0) *index += part_ends_[p - 1];
-    }
-  } else {
-    if (parts_.size() == 1) LMDBLOADER_RETURN_IF_ERROR(parts_[0]->index.Find(key, &found, index));
-    else found = ParseRecordKey(key, index) && *index < size_;
-  }
-  // An expected outcome for most callers (compat's misses): no key in the
-  // message, whose hex form would cost more than the lookup.
-  if (!found) return Status::NotFound("key not found in " + path_);
-  return Status::OK();
-}
-
-Status Reader::Rep::LowerBound(std::string_view key, uint64_t* position) const {
-  if (parts_.front()->name_keys) {
-    // The smallest name >= key over every part.
-    uint64_t best = size_;
-    std::string_view best_name;
-    for (size_t p = 0; p < parts_.size(); ++p) {
-      const NameKeys& names = *parts_[p]->name_keys;
-      const uint64_t at = names.LowerBound(key);
-      if (at >= names.size()) continue;
-      if (best == size_ || names.Name(at) < best_name) {
-        best = at + (p == 0 ? 0 : part_ends_[p - 1]);
-        best_name = names.Name(at);
-      }
-    }
-    *position = best;
-    return Status::OK();
-  }
-  if (parts_.size() == 1) return parts_[0]->index.LowerBound(key, position);
-  uint64_t lo = 0, hi = size_;
-  while (lo < hi) {
-    uint64_t mid = lo + (hi - lo) / 2;
-    if (std::string_view(RecordKey(mid)) < key) lo = mid + 1;
-    else hi = mid;
-  }
-  *position = lo;
-  return Status::OK();
-}
-
-Status Reader::Rep::Get(std::string_view key, std::string* value) {
-  uint64_t index = 0;
-  LMDBLOADER_RETURN_IF_ERROR(Find(key, &index));
-  return Read(index, value);
-}
-
 ReaderStats Reader::Rep::stats() {
   ReaderStats s;
   s.rss_budget = options_.rss_budget;
@@ -454,9 +395,17 @@ ReaderStats Reader::Rep::stats() {
   StatmProbe statm;
   // stats() reports what it can: an unreadable statm leaves the two at 0.
   if (statm.Open().ok() && !statm.Read(&s.process_rss, &s.process_file_rss).ok()) s.process_rss = s.process_file_rss = 0;
+  s.files = parts_.size();
+  {
+    std::lock_guard<std::mutex> lock(parts_mu_);
+    s.files_open = file_set_ ? open_parts_.size() : parts_.size();
+  }
+  s.files_skipped = skipped_files_.size();
   for (const auto& p : parts_) {
     uint64_t rss = 0;
-    if (MappedFileRss(0, p->location.data_path, &rss).ok()) s.mapped_rss += rss;
+    // A file set maps nothing (pread only), and reading smaps once per file
+    // of thousands would cost seconds.
+    if (!file_set_ && MappedFileRss(0, p->location.data_path, &rss).ok()) s.mapped_rss += rss;
     s.index_bytes += p->index.MemoryBytes();
     s.checksum_bytes += p->checksums.size() * 8 + (p->verified ? p->verified->bytes() : 0);
     const char* residence = p->index.paged() ? "paged" : "resident";

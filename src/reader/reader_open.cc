@@ -4,9 +4,11 @@
 #include "lmdbloader/reader.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "io/batch_io.h"
@@ -18,6 +20,7 @@
 #include "lmdb/paged_index.h"
 #include "corpus/corpus_format.h"
 #include "corpus/shard_list.h"
+#include "reader/file_set.h"
 #include "reader/reader_rep.h"
 
 namespace lmdbloader {
@@ -37,6 +40,8 @@ void RegisterForkHandler() {
 }
 
 
+}  // namespace
+
 Status OpenDataFile(const std::string& path, const FileIdentity& identity, int* fd) {
   int f = -1;
   struct stat st;
@@ -50,7 +55,8 @@ Status OpenDataFile(const std::string& path, const FileIdentity& identity, int* 
   return Status::OK();
 }
 
-}  // namespace
+
+uint64_t Reader::Rep::ForkGeneration() { return g_fork_generation.load(); }
 
 Reader::Reader() : rep_(new Rep) {}
 
@@ -154,9 +160,11 @@ Status Reader::Rep::OpenPart(const std::string& path, Part* part, std::string* i
   }
   if (options_.lock) {
     part->env = std::move(env);
-  } else if (!corpus) {
+  } else if (!corpus && !file_set_) {
     // Corpora are written whole and renamed into place, never changed: only
     // a plain LMDB can have a writer. 2 pages, read by two loads a check.
+    // (A file set's files are opened and closed as they are read: each is
+    // the state found when it was opened.)
     part->watched = true;
     if (!Mapping::Map(part->fd, 2ull * part->index.identity.page_size, part->location.data_path, &part->meta_pages)
              .ok())
@@ -170,7 +178,23 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
   LMDBLOADER_RETURN_IF_ERROR(ValidateOptions(options));
   RegisterForkHandler();
   std::unique_ptr<Reader> r(new Reader());
-  LMDBLOADER_RETURN_IF_ERROR(r->rep_->Open(path, options));
+  bool is_set = false;
+  std::vector<std::string> files;
+  LMDBLOADER_RETURN_IF_ERROR(ListFileSet(path, &is_set, &files));
+  if (is_set) LMDBLOADER_RETURN_IF_ERROR(r->rep_->OpenFileSet(path, files, options));
+  else LMDBLOADER_RETURN_IF_ERROR(r->rep_->Open(path, options));
+  *out = std::move(r);
+  return Status::OK();
+}
+
+Status Reader::Open(const std::vector<std::string>& paths, const ReaderOptions& options,
+                    std::unique_ptr<Reader>* out) {
+  LMDBLOADER_RETURN_IF_ERROR(ValidateOptions(options));
+  if (paths.empty()) return Status::InvalidArgument("a list of databases to read needs at least one path");
+  RegisterForkHandler();
+  std::unique_ptr<Reader> r(new Reader());
+  std::string name = paths.front() + (paths.size() > 1 ? " and " + std::to_string(paths.size() - 1) + " more" : "");
+  LMDBLOADER_RETURN_IF_ERROR(r->rep_->OpenFileSet(name, paths, options));
   *out = std::move(r);
   return Status::OK();
 }
@@ -277,6 +301,23 @@ Status Reader::Rep::ReopenHandles() {
   // What a thread remembers of this reader's lookups belongs to the handles
   // before (LocateAll); an index rebuilt below may differ.
   id_ = NewId();
+  if (file_set_) {
+    // The files the parent had open are opened again when this process
+    // reads them; the inherited descriptors are closed only while they are
+    // still the data files (a caller may have closed and reused the numbers).
+    for (Part* p : open_parts_) {
+      struct stat st;
+      if (::fstat(p->fd, &st) == 0 && static_cast<uint64_t>(st.st_dev) == p->index.identity.device &&
+          static_cast<uint64_t>(st.st_ino) == p->index.identity.inode)
+        ::close(p->fd);
+      p->fd = -1;
+    }
+    open_parts_.clear();
+    // A paged index reads with a descriptor of its own.
+    for (Part* p : indexed_parts_) LMDBLOADER_RETURN_IF_ERROR(p->index.ReopenFile());
+    (void)io_.release();
+    return BatchIo::Create(options_.io_engine, options_.queue_depth, &io_, &io_fallback_);
+  }
   for (size_t i = 0; i < parts_.size(); ++i) {
     Part& p = *parts_[i];
     if (p.env) {

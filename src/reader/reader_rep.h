@@ -1,9 +1,9 @@
 // Reader::Rep, the Reader's private state and implementation, kept out of
 // the public header so that changing it recompiles only the Reader: its parts
-// (a data file of a shard set each), and what the Reader's three
-// implementation files share: reader.cc (reads, views, keys, stats),
-// reader_open.cc (opening, and reopening after fork) and reader_corpus.cc
-// (corpus metadata). Each public Reader method forwards to the Rep method of
+// (a data file of a shard set or a set of files each), and what the Reader's
+// implementation files share: reader.cc (reads, views, stats), reader_keys.cc
+// (keys and lookups), reader_open.cc (opening, and reopening after fork),
+// reader_files.cc (sets of files) and reader_corpus.cc (corpus metadata). Each public Reader method forwards to the Rep method of
 // the same name. Internal: not part of the public API.
 #ifndef LMDBLOADER_SRC_READER_REP_H_
 #define LMDBLOADER_SRC_READER_REP_H_
@@ -33,6 +33,10 @@ namespace lmdbloader {
 class BatchIo;
 class ResidencyGovernor;
 struct ReadRequest;
+
+// Opens a part's data file, checking it is the file `identity` describes
+// (Corruption naming it when replaced or truncated since it was indexed).
+Status OpenDataFile(const std::string& path, const FileIdentity& identity, int* fd);
 
 inline std::string OutOfRangeMessage(const std::string& path, uint64_t index, uint64_t size) {
   return "index " + std::to_string(index) + " out of range for " + path + " (" +
@@ -66,6 +70,17 @@ class VerifiedRecords {
 };
 
 struct Reader::Rep {
+  struct Part;
+  // The files of a file set that a read holds open; let go when it ends.
+  struct PartPins {
+    std::vector<Part*> held;
+    PartPins() = default;
+    PartPins(const PartPins&) = delete;
+    PartPins& operator=(const PartPins&) = delete;
+    ~PartPins() {
+      for (Part* p : held) p->pins.fetch_sub(1);
+    }
+  };
   struct Part {
     size_t slot = 0;  // position in parts_, the governor's slot
     DataLocation location;
@@ -87,6 +102,14 @@ struct Reader::Rep {
     // maps files, else read with pread.
     bool watched = false;
     std::shared_ptr<Mapping> meta_pages;
+    // A file set's files are opened as they are read (EnsureOpen): their
+    // descriptors and their indexes each let go of least recently used first;
+    // reads in flight pin the files they use.
+    bool indexed = true;
+    std::atomic<int> pins{0};
+    uint64_t last_use = 0;
+    uint64_t records = 0;    // file sets: the count its meta page gives
+    uint64_t file_size = 0;  // file sets: the data file's size when listed
     ~Part() {
       if (fd >= 0) ::close(fd);
     }
@@ -98,9 +121,14 @@ struct Reader::Rep {
   unsigned db_flags() const;
   Status ValueSize(uint64_t index, uint64_t* size) const;
   Status ValueSizes(const uint64_t* indices, size_t count, uint64_t* sizes) const;
+  Status ValueSizesOf(const uint64_t* indices, size_t count, uint64_t* sizes) const;  // one chunk
+  // How many of `indices` (from the first) a file set reads together: those
+  // from at most half of max_open_parts_ files. All of them otherwise.
+  size_t FileSetChunk(const uint64_t* indices, size_t count) const;
   Status ReadInto(uint64_t index, char* dst, uint64_t capacity);
   Status Read(uint64_t index, std::string* value);
   Status ReadBatch(const uint64_t* indices, size_t count, char* const* dsts);
+  Status ReadBatchOf(const uint64_t* indices, size_t count, char* const* dsts);  // one chunk
   Status View(uint64_t index, RecordView* view);
   void Prefetch(const uint64_t* indices, size_t count);
   Status ViewBatch(const uint64_t* indices, size_t count, RecordView* views);
@@ -120,6 +148,16 @@ struct Reader::Rep {
   ReaderStats stats();
 
   Status OpenPart(const std::string& path, Part* part, std::string* index_source);
+  // A set of ordinary LMDB files as one dataset (file_set.h): their record
+  // counts now, their indexes and descriptors as they are read.
+  Status OpenFileSet(const std::string& name, const std::vector<std::string>& files, const ReaderOptions& options);
+  // File sets, parts_mu_ held: opens `part`'s data file (and its index, when
+  // not held), first closing the least recently used unpinned files' while
+  // max_open_parts_ descriptors are open, and dropping their indexes while
+  // the indexes held exceed index_share_.
+  Status EnsureOpen(Part* part);
+  // Lets go of a file set's part: its descriptor and its index.
+  void ClosePart(Part* part);
   // Builds part->index by a walk of `env`, saved to paths.save when it can
   // be (then read back as UseSavedIndex does).
   Status IndexPart(LmdbEnv& env, Part* part, const IndexPaths& paths, std::string_view meta_prefix,
@@ -139,8 +177,11 @@ struct Reader::Rep {
   // reads each part's entries together; the last batch a thread located
   // through one is remembered, so that its sizes and then its reads look it
   // up once).
+  // In a file set, the files are opened and pinned in `pins`.
   Status LocateAll(const uint64_t* indices, size_t count, Part** parts, uint64_t* locals,
-                   ValueLocation* locations) const;
+                   ValueLocation* locations, PartPins* pins) const;
+  // File sets: opens each of parts[0..count) not open yet and pins it in `pins`.
+  Status PinParts(Part* const* parts, size_t count, PartPins* pins) const;
   // Where each record lies, a part at a time.
   Status LocateParts(Part* const* parts, const uint64_t* locals, size_t count, ValueLocation* locations) const;
   Status CopyOut(Part& part, uint64_t local, const ValueLocation& at, char* dst);
@@ -164,9 +205,18 @@ struct Reader::Rep {
 
   Rep();
   static uint64_t NewId();
+  static uint64_t ForkGeneration();  // the process's fork generation (reader_open.cc)
 
   uint64_t id_;              // unique in the process, never reused; new when the handles are reopened
-  bool any_paged_ = false;   // a part's index is paged
+  std::atomic<bool> any_paged_{false};  // a part's index is paged
+  bool file_set_ = false;               // parts are opened as they are read (OpenFileSet)
+  mutable std::mutex parts_mu_;         // file sets: opening and closing parts
+  size_t max_open_parts_ = 0;
+  std::vector<Part*> open_parts_;     // file sets: parts with a data descriptor
+  std::vector<Part*> indexed_parts_;  // file sets: parts whose index is held
+  uint64_t index_share_ = 0;          // file sets: what their indexes may hold together
+  uint64_t use_clock_ = 0;
+  std::vector<std::string> skipped_files_;  // skip_bad_files: why each was left out
   std::string path_;
   ReaderOptions options_;
   AccessMode mode_ = AccessMode::kPread;

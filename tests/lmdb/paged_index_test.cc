@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <random>
 
 #include "lmdb/index_file.h"
@@ -85,23 +84,6 @@ TEST(PagedIndexTest, LocatesKeysAndSearchesAsTheResidentIndexDoes) {
   }
 }
 
-TEST(PagedIndexTest, AKeyAfterNumberedOnesRewritesTheEntriesWide) {
-  testing::TempDir dir;
-  const std::string path = dir.Sub("w.idx");
-  std::unique_ptr<IndexWriter> w;
-  ASSERT_OK(IndexWriter::Create(path, &w));
-  for (uint64_t i = 0; i < 1000; ++i) ASSERT_OK(w->Add(RecordKey(i), i, 1));
-  ASSERT_OK(w->Add("zzz", 5000, 2));
-  ASSERT_OK(w->Finish(kIdentity, "", 0, true));
-  RecordIndex resident;
-  ASSERT_OK(LoadIndex(path, kIdentity, "", &resident));
-  EXPECT_FALSE(resident.sequential_keys());
-  EXPECT_EQ(testing::KeyAt(resident, 999), RecordKey(999));
-  EXPECT_EQ(testing::KeyAt(resident, 1000), "zzz");
-  EXPECT_EQ(testing::LocationOf(resident, 1000).offset, 5000u);
-  EXPECT_EQ(testing::LocationOf(resident, 500).offset, 500u);
-}
-
 TEST(PagedIndexTest, StaleOrOlderFilesAreNotFound) {
   testing::TempDir dir;
   const std::string path = dir.Sub("s.idx");
@@ -163,20 +145,6 @@ TEST(PagedIndexTest, ReopenRefusesAFileReplacedWhileInUse) {
   Status s = p->Reopen();
   EXPECT_EQ(s.code(), Status::Code::kCorruption);
   EXPECT_NE(s.message().find("replaced"), std::string::npos) << s.message();
-}
-
-TEST(PagedIndexTest, AnUnfinishedWriterLeavesNoFile) {
-  testing::TempDir dir;
-  const std::string path = dir.Sub("u.idx");
-  {
-    std::unique_ptr<IndexWriter> w;
-    ASSERT_OK(IndexWriter::Create(path, &w));
-    ASSERT_OK(w->Add("a", 0, 1));
-  }
-  EXPECT_EQ(::access(path.c_str(), F_OK), -1);
-  int left = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) left += !entry.path().empty();
-  EXPECT_EQ(left, 0) << "temporary files left behind";
 }
 
 }  // namespace

@@ -110,6 +110,8 @@ PARTS = {
     "lmdb_walk": "lmdb_pages",     # LmdbFile's walk, split from its page checks for length
     "reader_open": "reader",       # Reader's opening, split from reader.cc for length
     "reader_corpus": "reader",     # Reader's corpus checks, likewise
+    "reader_keys": "reader",       # Reader's keys and lookups, likewise
+    "reader_files": "reader",      # Reader's sets of files, likewise
 }
 
 

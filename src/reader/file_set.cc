@@ -1,0 +1,74 @@
+#include "reader/file_set.h"
+
+#include <glob.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+
+#include "corpus/corpus_format.h"
+
+namespace lmdbloader {
+
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A database file by its name: *.lmdb or *.mdb, but not LMDB's lock files
+// (lock.mdb beside data.mdb, NAME-lock beside a file opened without a folder).
+bool NamesDatabaseFile(const std::string& name) {
+  if (name == "lock.mdb" || EndsWith(name, "-lock") || EndsWith(name, ".lock.mdb")) return false;
+  return EndsWith(name, ".lmdb") || EndsWith(name, ".mdb");
+}
+
+}  // namespace
+
+Status ListFileSet(const std::string& path, bool* is_set, std::vector<std::string>* files) {
+  files->clear();
+  *is_set = false;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (path.find_first_of("*?[") == std::string::npos) return Status::OK();  // missing: the open says so
+    glob_t matches{};
+    const int rc = ::glob(path.c_str(), GLOB_ERR, nullptr, &matches);
+    if (rc == 0)
+      for (size_t i = 0; i < matches.gl_pathc; ++i) files->push_back(matches.gl_pathv[i]);
+    ::globfree(&matches);
+    if (files->empty()) return Status::IOError("no file matches " + path, ENOENT);
+    std::sort(files->begin(), files->end());  // glob sorts by the locale; the set is in byte order
+    *is_set = true;
+    return Status::OK();
+  }
+  if (!S_ISDIR(st.st_mode)) return Status::OK();
+  const std::string dir = path;
+  if (::stat((dir + "/data.mdb").c_str(), &st) == 0 || ::stat((dir + "/" + kShardListFile).c_str(), &st) == 0)
+    return Status::OK();
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    std::error_code type_ec;
+    if (entry.is_directory(type_ec)) {
+      if (std::filesystem::exists(entry.path() / "data.mdb", type_ec)) files->push_back(entry.path().string());
+    } else if (NamesDatabaseFile(name)) {
+      files->push_back(entry.path().string());
+    }
+  }
+  if (ec) return Status::FromErrno(ec.value(), "list", dir);
+  if (files->empty()) {
+    // Shard parts without their list: opening it as one database says what to run.
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+      if (entry.path().filename().string().rfind("part-", 0) == 0) return Status::OK();
+    return Status::IOError(dir + "/data.mdb: No such file or directory; nor is " + dir +
+                               " a set of databases: it holds no " + std::string(kShardListFile) +
+                               ", no *.lmdb or *.mdb file and no folder holding data.mdb",
+                           ENOENT);
+  }
+  std::sort(files->begin(), files->end());
+  *is_set = true;
+  return Status::OK();
+}
+
+}  // namespace lmdbloader

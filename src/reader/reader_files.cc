@@ -1,0 +1,192 @@
+// Reader: a set of ordinary LMDB files read as one dataset (file_set.h):
+// listing them, opening each as it is read, letting go of the least
+// recently used, and the reads that span them.
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "corpus/shard_list.h"
+#include "io/batch_io.h"
+#include "io/residency.h"
+#include "lmdbloader/reader.h"
+#include "reader/reader_rep.h"
+
+namespace lmdbloader {
+
+Status Reader::Rep::OpenFileSet(const std::string& name, const std::vector<std::string>& files,
+                                const ReaderOptions& options) {
+  path_ = name;
+  options_ = options;
+  file_set_ = true;
+  generation_ = ForkGeneration();
+  if (options.mode == AccessMode::kMmap)
+    return Status::InvalidArgument("open " + name + ": mode='mmap' reads one database or a shard set; "
+                                   "a set of files is read with pread");
+  if (options.lock)
+    return Status::InvalidArgument("open " + name + ": lock=True holds each database's snapshot while it is "
+                                   "open; a set of files opens and closes them as they are read");
+  mode_ = AccessMode::kPread;
+  // Files open at once: each holds up to two descriptors (data, paged
+  // index), and a quarter of the soft limit is left to them, so that a
+  // job under `ulimit -n 256` keeps most of its own.
+  struct rlimit limit;
+  const uint64_t soft = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 ? limit.rlim_cur : 1024;
+  max_open_parts_ = static_cast<size_t>(std::clamp<uint64_t>((soft > 64 ? soft - 64 : 0) / 4, 4, 64));
+  // The budget's index share (IndexResidence), held by the files read
+  // lately; a file whose index needs more than an eighth of it is paged.
+  const uint64_t budget = options.rss_budget;
+  index_share_ = budget ? budget / 4 : uint64_t{256} << 20;
+  resident_index_cap_ = index_share_ / 8;
+  index_cache_bytes_ =
+      std::max<uint64_t>(std::min<uint64_t>(budget ? budget / 8 : 4u << 20, 4u << 20) / max_open_parts_, 4096);
+  // Each file's record count from its meta page: no index is read or built
+  // here, so opening takes one small read a file.
+  uint64_t total = 0;
+  for (const std::string& file : files) {
+    auto part = std::make_unique<Part>();
+    part->slot = parts_.size();
+    part->indexed = false;
+    std::unique_ptr<LmdbEnv> env;
+    Status s = ResolveDataLocation(file, &part->location);
+    if (s.ok()) s = LmdbEnv::Open(part->location, false, options_.db_name, &env);
+    if (!s.ok()) {
+      if (!options.skip_bad_files) return s;
+      skipped_files_.push_back(s.message());
+      continue;
+    }
+    part->records = env->tree().entries;
+    part->file_size = env->identity().size;
+    total += part->records;
+    part_ends_.push_back(total);
+    parts_.push_back(std::move(part));
+  }
+  if (parts_.empty())
+    return Status::Corruption("open " + name + ": none of its " + std::to_string(files.size()) +
+                              " files opened (the first: " + skipped_files_.front() + ")");
+  size_ = total;
+  budget_ = MemoryBudget(options.rss_budget, 0);
+  index_source_ = "per file, when it is first read";
+  LMDBLOADER_RETURN_IF_ERROR(BatchIo::Create(options.io_engine, options.queue_depth, &io_, &io_fallback_));
+  cache_policy_ = options.cache_policy;
+  if (cache_policy_ == CachePolicy::kAuto) {
+    uint64_t data_bytes = 0;
+    for (const auto& p : parts_) data_bytes += p->file_size;
+    cache_policy_ = budget_.RoomForChunkFills() && data_bytes <= PageCacheRoom() / 2 ? CachePolicy::kFill
+                                                                                      : CachePolicy::kExact;
+  }
+  return Status::OK();
+}
+
+Status Reader::Rep::EnsureOpen(Part* part) {
+  part->last_use = ++use_clock_;
+  if (part->fd >= 0) return Status::OK();
+  // Least recently used first among those no read holds (a batch's own
+  // files are pinned as they open): all held means one over for a moment.
+  auto oldest = [&](const std::vector<Part*>& among) -> Part* {
+    Part* found = nullptr;
+    for (Part* p : among)
+      if (p != part && p->pins.load() == 0 && (found == nullptr || p->last_use < found->last_use)) found = p;
+    return found;
+  };
+  // A descriptor: the data file's, at most max_open_parts_ at once.
+  while (open_parts_.size() >= max_open_parts_) {
+    Part* p = oldest(open_parts_);
+    if (p == nullptr) break;
+    ::close(p->fd);
+    p->fd = -1;
+    open_parts_.erase(std::find(open_parts_.begin(), open_parts_.end(), p));
+  }
+  if (part->indexed) {
+    // Its index is still held: only the descriptor is opened again.
+    LMDBLOADER_RETURN_IF_ERROR(OpenDataFile(part->location.data_path, part->index.identity, &part->fd));
+    open_parts_.push_back(part);
+    return Status::OK();
+  }
+  // An index: what every file's together hold stays within the index's
+  // share of the budget, and a paged one (it holds a descriptor of its
+  // own) among at most max_open_parts_.
+  auto over = [&] {
+    uint64_t held = 0, paged = 0;
+    for (Part* p : indexed_parts_) {
+      held += p->index.MemoryBytes();
+      paged += p->index.paged();
+    }
+    return held + resident_index_cap_ > index_share_ || paged >= max_open_parts_;
+  };
+  while (!indexed_parts_.empty() && over()) {
+    Part* p = oldest(indexed_parts_);
+    if (p == nullptr) break;
+    ClosePart(p);
+  }
+  const uint64_t counted = part->records;
+  std::string source;
+  Status s = OpenPart(part->location.path, part, &source);
+  if (s.ok() && part->index.size() != counted)
+    s = Status::Corruption("open " + part->location.data_path + ": its meta page counts " + std::to_string(counted) +
+                           " records, its tree holds " + std::to_string(part->index.size()));
+  if (s.ok() && !part->manifest.empty())
+    s = Status::InvalidArgument("open " + part->location.path +
+                                ": an lmdbloader corpus is read alone or in a shard set, not in a set of files");
+  if (s.ok() && cache_policy_ == CachePolicy::kFill)
+    s = ChunkFiller::Create(part->fd, part->index.identity.size, part->location.data_path, &part->filler);
+  if (!s.ok()) {
+    if (part->fd >= 0) ::close(part->fd);
+    part->fd = -1;
+    part->index.Clear();
+    part->filler.reset();
+    return s;
+  }
+  part->indexed = true;
+  if (part->index.paged()) any_paged_ = true;
+  open_parts_.push_back(part);
+  indexed_parts_.push_back(part);
+  return Status::OK();
+}
+
+void Reader::Rep::ClosePart(Part* part) {
+  if (part->fd >= 0) {
+    ::close(part->fd);
+    open_parts_.erase(std::find(open_parts_.begin(), open_parts_.end(), part));
+  }
+  part->fd = -1;
+  part->index.Clear();
+  part->index_file.clear();
+  part->filler.reset();
+  part->meta_pages.reset();
+  if (part->indexed) indexed_parts_.erase(std::find(indexed_parts_.begin(), indexed_parts_.end(), part));
+  part->indexed = false;
+}
+
+Status Reader::Rep::PinParts(Part* const* parts, size_t count, PartPins* pins) const {
+  if (!file_set_) return Status::OK();
+  std::lock_guard<std::mutex> lock(parts_mu_);
+  for (size_t k = 0; k < count; ++k) {
+    Part* p = parts[k];
+    if (k > 0 && p == parts[k - 1]) continue;
+    if (std::find(pins->held.begin(), pins->held.end(), p) != pins->held.end()) continue;
+    LMDBLOADER_RETURN_IF_ERROR(const_cast<Rep*>(this)->EnsureOpen(p));
+    p->pins.fetch_add(1);
+    pins->held.push_back(p);
+  }
+  return Status::OK();
+}
+
+size_t Reader::Rep::FileSetChunk(const uint64_t* indices, size_t count) const {
+  if (!file_set_) return count;
+  // At most half the files that may be open at once, so that a batch of
+  // records from thousands of files never holds more descriptors than that.
+  const size_t most = std::max<size_t>(1, max_open_parts_ / 2);
+  std::vector<size_t> seen;
+  for (size_t k = 0; k < count; ++k) {
+    const size_t p = static_cast<size_t>(std::upper_bound(part_ends_.begin(), part_ends_.end(), indices[k]) -
+                                         part_ends_.begin());
+    if (std::find(seen.begin(), seen.end(), p) != seen.end()) continue;
+    if (seen.size() == most) return k;
+    seen.push_back(p);
+  }
+  return count;
+}
+
+}  // namespace lmdbloader

@@ -1,0 +1,178 @@
+#include "reader/file_set.h"
+
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "lmdbloader/reader.h"
+#include "test_util.h"
+
+namespace lmdbloader {
+namespace {
+
+using testing::TempDir;
+
+// Value of record r of file f: says where it comes from.
+std::string ValueOf(int f, int r) { return "file " + std::to_string(f) + " record " + std::to_string(r); }
+
+// `files` databases of `per` records each in `dir`, half folders holding
+// data.mdb, half single files named *.lmdb; file f's keys are k0, k1, ...
+void WriteFiles(const std::string& dir, int files, int per) {
+  std::filesystem::create_directories(dir);
+  for (int f = 0; f < files; ++f) {
+    std::vector<std::pair<std::string, std::string>> records;
+    for (int r = 0; r < per; ++r) records.push_back({"k" + std::to_string(100 + r), ValueOf(f, r)});
+    char name[32];
+    std::snprintf(name, sizeof(name), "chunk-%05d", f);
+    if (f % 2 == 0) testing::WriteLmdb(dir + "/" + name, records);
+    else testing::WriteLmdb(dir + "/" + name + ".lmdb", records, "", /*nosubdir=*/true);
+  }
+}
+
+TEST(FileSetTest, AFolderListsItsDatabasesInOrderAndNothingElse) {
+  TempDir dir;
+  WriteFiles(dir.Sub("set"), 4, 3);
+  std::ofstream(dir.Sub("set/README.txt")) << "not a database";
+  std::filesystem::create_directories(dir.Sub("set/empty-folder"));
+  bool is_set = false;
+  std::vector<std::string> files;
+  ASSERT_OK(ListFileSet(dir.Sub("set"), &is_set, &files));
+  ASSERT_TRUE(is_set);
+  // The *.lmdb files' lock files (NAME-lock) are left out.
+  EXPECT_EQ(files, (std::vector<std::string>{dir.Sub("set/chunk-00000"), dir.Sub("set/chunk-00001.lmdb"),
+                                             dir.Sub("set/chunk-00002"), dir.Sub("set/chunk-00003.lmdb")}));
+  ASSERT_OK(ListFileSet(dir.Sub("set/chunk-0000[12]*"), &is_set, &files));
+  EXPECT_TRUE(is_set);
+  EXPECT_EQ(files.size(), 2u);
+  // One database, a missing path: not a set.
+  ASSERT_OK(ListFileSet(dir.Sub("set/chunk-00000"), &is_set, &files));
+  EXPECT_FALSE(is_set);
+  ASSERT_OK(ListFileSet(dir.Sub("missing"), &is_set, &files));
+  EXPECT_FALSE(is_set);
+}
+
+TEST(FileSetTest, AFolderOrPatternWithoutDatabasesIsAnErrorNamingIt) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.Sub("none"));
+  std::ofstream(dir.Sub("none/notes.txt")) << "x";
+  bool is_set = false;
+  std::vector<std::string> files;
+  Status s = ListFileSet(dir.Sub("none"), &is_set, &files);
+  EXPECT_EQ(s.code(), Status::Code::kIOError);
+  EXPECT_NE(s.message().find(dir.Sub("none/data.mdb") + ": No such file"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("nor is " + dir.Sub("none") + " a set of databases"), std::string::npos) << s.message();
+  s = ListFileSet(dir.Sub("none/*.lmdb"), &is_set, &files);
+  EXPECT_NE(s.message().find("no file matches " + dir.Sub("none/*.lmdb")), std::string::npos) << s.message();
+}
+
+TEST(FileSetTest, ManyFilesReadAsOneUnderASmallDescriptorLimit) {
+  TempDir dir;
+  const int kFiles = 300, kPer = 7;
+  WriteFiles(dir.Sub("set"), kFiles, kPer);
+  // 96 descriptors: 8 files open at once (a quarter of what is left above 64).
+  struct rlimit limit {96, 96};
+  struct rlimit before;
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &before), 0);
+  limit.rlim_max = before.rlim_max;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &limit), 0);
+  ReaderOptions options;
+  options.rss_budget = 8 << 20;
+  options.index_dir = dir.Sub("idx");
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("set"), options, &r));
+  ASSERT_EQ(r->size(), uint64_t{kFiles} * kPer);
+  // Every record, in a shuffled order, in batches spanning many files.
+  std::vector<uint64_t> order(r->size());
+  for (uint64_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(3));
+  for (size_t first = 0; first < order.size(); first += 256) {
+    const size_t n = std::min<size_t>(256, order.size() - first);
+    std::vector<uint64_t> sizes(n);
+    ASSERT_OK(r->ValueSizes(order.data() + first, n, sizes.data()));
+    std::vector<std::string> values(n);
+    std::vector<char*> dsts(n);
+    for (size_t k = 0; k < n; ++k) {
+      values[k].resize(sizes[k]);
+      dsts[k] = values[k].data();
+    }
+    ASSERT_OK(r->ReadBatch(order.data() + first, n, dsts.data()));
+    for (size_t k = 0; k < n; ++k) {
+      const uint64_t i = order[first + k];
+      ASSERT_EQ(values[k], ValueOf(static_cast<int>(i / kPer), static_cast<int>(i % kPer))) << i;
+    }
+  }
+  const ReaderStats stats = r->stats();
+  EXPECT_EQ(stats.files, uint64_t{kFiles});
+  EXPECT_LE(stats.files_open, 8u);
+  EXPECT_LE(stats.index_bytes, (8u << 20) / 4);
+  // Keys are each file's own: the first file that holds one; positions name it.
+  std::string key;
+  ASSERT_OK(r->Key(kPer + 2, &key));
+  EXPECT_EQ(key, "k102");
+  uint64_t at = 0;
+  ASSERT_OK(r->Find("k103", &at));
+  EXPECT_EQ(at, 3u);
+  EXPECT_TRUE(r->Find("absent", &at).IsNotFound());
+  EXPECT_EQ(r->LowerBound("k", &at).code(), Status::Code::kUnsupported);
+  // A child after fork reads its own way.
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::string v;
+    int bad = 0;
+    for (uint64_t i = 0; i < r->size(); i += 13)
+      if (!r->Read(i, &v).ok() || v != ValueOf(static_cast<int>(i / kPer), static_cast<int>(i % kPer))) ++bad;
+    ::_exit(bad == 0 ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &before), 0);
+}
+
+TEST(FileSetTest, ADamagedFileIsAnErrorNamingItOrSkippedWhenAsked) {
+  TempDir dir;
+  WriteFiles(dir.Sub("set"), 3, 4);
+  testing::WriteAll(dir.Sub("set/chunk-00001.lmdb"), std::string(9000, 'j'));
+  ReaderOptions options;
+  options.index_dir = dir.Sub("idx");
+  std::unique_ptr<Reader> r;
+  Status s = Reader::Open(dir.Sub("set"), options, &r);
+  EXPECT_EQ(s.code(), Status::Code::kCorruption);
+  EXPECT_NE(s.message().find(dir.Sub("set/chunk-00001.lmdb")), std::string::npos) << s.message();
+  options.skip_bad_files = true;
+  ASSERT_OK(Reader::Open(dir.Sub("set"), options, &r));
+  EXPECT_EQ(r->size(), 8u);
+  EXPECT_EQ(r->stats().files_skipped, 1u);
+  std::string v;
+  ASSERT_OK(r->Read(4, &v));
+  EXPECT_EQ(v, ValueOf(2, 0));
+}
+
+TEST(FileSetTest, AListReadsInItsOwnOrderAndRefusesWhatNeedsOneDatabase) {
+  TempDir dir;
+  WriteFiles(dir.Sub("set"), 2, 2);
+  ReaderOptions options;
+  options.index_dir = dir.Sub("idx");
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open({dir.Sub("set/chunk-00001.lmdb"), dir.Sub("set/chunk-00000")}, options, &r));
+  std::string v;
+  ASSERT_OK(r->Read(0, &v));
+  EXPECT_EQ(v, ValueOf(1, 0));
+  ASSERT_OK(r->Read(3, &v));
+  EXPECT_EQ(v, ValueOf(0, 1));
+  EXPECT_EQ(r->Read(4, &v).code(), Status::Code::kOutOfRange);
+  options.mode = AccessMode::kMmap;
+  EXPECT_EQ(Reader::Open(dir.Sub("set"), options, &r).code(), Status::Code::kInvalidArgument);
+  options.mode = AccessMode::kAuto;
+  options.lock = true;
+  EXPECT_EQ(Reader::Open(dir.Sub("set"), options, &r).code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(Reader::Open(std::vector<std::string>{}, ReaderOptions{}, &r).code(), Status::Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace lmdbloader
