@@ -17,11 +17,13 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// A database file by its name: *.lmdb or *.mdb, but not LMDB's lock files
-// (lock.mdb beside data.mdb, NAME-lock beside a file opened without a folder).
+// LMDB's lock files: lock.mdb beside data.mdb, NAME-lock beside a file
+// opened without a folder.
+bool IsLockFile(const std::string& name) { return name == "lock.mdb" || EndsWith(name, "-lock"); }
+
+// A database file by its name: *.lmdb or *.mdb, not a lock file.
 bool NamesDatabaseFile(const std::string& name) {
-  if (name == "lock.mdb" || EndsWith(name, "-lock") || EndsWith(name, ".lock.mdb")) return false;
-  return EndsWith(name, ".lmdb") || EndsWith(name, ".mdb");
+  return !IsLockFile(name) && (EndsWith(name, ".lmdb") || EndsWith(name, ".mdb"));
 }
 
 }  // namespace
@@ -34,8 +36,11 @@ Status ListFileSet(const std::string& path, bool* is_set, std::vector<std::strin
     if (path.find_first_of("*?[") == std::string::npos) return Status::OK();  // missing: the open says so
     glob_t matches{};
     const int rc = ::glob(path.c_str(), GLOB_ERR, nullptr, &matches);
+    // LMDB's lock files are never databases: `chunk-*` matches chunk-7.lmdb-lock too.
     if (rc == 0)
-      for (size_t i = 0; i < matches.gl_pathc; ++i) files->push_back(matches.gl_pathv[i]);
+      for (size_t i = 0; i < matches.gl_pathc; ++i)
+        if (!IsLockFile(std::filesystem::path(matches.gl_pathv[i]).filename().string()))
+          files->push_back(matches.gl_pathv[i]);
     ::globfree(&matches);
     if (files->empty()) return Status::IOError("no file matches " + path, ENOENT);
     std::sort(files->begin(), files->end());  // glob sorts by the locale; the set is in byte order

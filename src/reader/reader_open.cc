@@ -4,6 +4,9 @@
 #include "lmdbloader/reader.h"
 
 #include <pthread.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -81,6 +84,11 @@ Status Reader::Rep::IndexPart(LmdbEnv& env, Part* part, const IndexPaths& paths,
     LMDBLOADER_RETURN_IF_ERROR(WalkIndex(env, part->location, options_.db_name, meta_prefix, writer.get()));
     saved = writer->Finish(env.identity(), options_.db_name, static_cast<uint16_t>(env.db_flags()), KeysSorted(env));
   }
+  // The walk's buffers are freed, but glibc keeps such blocks in the heap
+  // (6.7 MiB of RSS after a 5M-record walk): give them back.
+#ifdef __GLIBC__
+  ::malloc_trim(0);
+#endif
   if (saved.ok()) {
     Status opened = UseSavedIndex(paths.save, env.identity(), part);
     if (opened.ok()) {

@@ -1,0 +1,122 @@
+"""Many ordinary LMDB files read as one dataset: a folder, a glob, a list.
+
+1,500 files written by py-lmdb (half folders holding data.mdb, half single
+files), read under `ulimit -n 256` (a cluster's default is often 1,024) by a
+Reader and by LmdbDataset through every DataLoader start method: every record
+equal to py-lmdb's, in order.
+"""
+
+import glob
+import os
+import subprocess
+import sys
+import textwrap
+
+import lmdb
+import pytest
+
+import lmdbloader
+
+FILES = 1500
+PER_FILE = 4
+
+
+def value_of(f, r):
+    return b"file %05d record %d " % (f, r) + bytes([f % 251]) * (r * 7)
+
+
+@pytest.fixture(scope="module")
+def file_set(tmp_path_factory):
+    root = tmp_path_factory.mktemp("set")
+    for f in range(FILES):
+        subdir = f % 2 == 0
+        path = root / (f"chunk-{f:05d}" + ("" if subdir else ".lmdb"))
+        env = lmdb.open(str(path), map_size=1 << 20, subdir=subdir)
+        with env.begin(write=True) as txn:
+            for r in range(PER_FILE):
+                txn.put(b"%06d" % r, value_of(f, r))
+        env.close()
+    (root / "notes.txt").write_text("not a database")
+    return str(root)
+
+
+def pylmdb_records(paths):
+    """Every value py-lmdb reads, file after file, in key order."""
+    out = []
+    for path in paths:
+        env = lmdb.open(path, readonly=True, lock=False, subdir=os.path.isdir(path))
+        with env.begin() as txn:
+            out.extend(v for _, v in txn.cursor())
+        env.close()
+    return out
+
+
+def test_a_folder_glob_and_list_read_every_record_in_order(file_set, tmp_path):
+    paths = sorted(glob.glob(os.path.join(file_set, "chunk-*")))
+    paths = [p for p in paths if not p.endswith("-lock")]
+    assert len(paths) == FILES
+    expected = pylmdb_records(paths)
+    for source in (file_set, os.path.join(file_set, "chunk-*"), paths):
+        r = lmdbloader.Reader(source, index_dir=str(tmp_path / "idx"), rss_budget="16MiB")
+        assert len(r) == FILES * PER_FILE
+        assert r.get_batch(range(len(r))) == expected
+        stats = r.stats()
+        assert stats["files"] == FILES and stats["files_open"] <= 64
+        assert r.get(b"000002") == value_of(0, 2)  # keys are each file's own: the first holding it
+
+
+SCRIPT = textwrap.dedent("""
+    import os, resource, sys
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+    import torch, lmdbloader
+    root, method, index_dir, files, per = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+
+    def value_of(f, r):
+        return b"file %05d record %d " % (f, r) + bytes([f % 251]) * (r * 7)
+
+    ds = lmdbloader.LmdbDataset(root, decode="raw", rss_budget="32MiB", index_dir=index_dir)
+    workers = 0 if method == "none" else 2
+    kwargs = dict(multiprocessing_context=method, persistent_workers=True) if workers else {}
+    # default_collate leaves a batch of bytes a list of them.
+    loader = torch.utils.data.DataLoader(ds, batch_size=64, num_workers=workers, **kwargs)
+    got = [v for batch in loader for v in batch]
+    want = [value_of(f, r) for f in range(files) for r in range(per)]
+    assert got == want, next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)
+    print("ok", len(got), len(os.listdir("/proc/self/fd")))
+""")
+
+
+@pytest.mark.parametrize("method", ["none", "fork", "spawn", "forkserver"])
+def test_a_folder_of_1500_files_under_ulimit_256_through_each_start_method(file_set, tmp_path, method):
+    out = subprocess.run([sys.executable, "-c", SCRIPT, file_set, method, str(tmp_path / "idx"), str(FILES),
+                          str(PER_FILE)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    ok, count, fds = out.stdout.split()
+    assert ok == "ok" and int(count) == FILES * PER_FILE
+    assert int(fds) < 128, out.stdout
+
+
+def test_bad_sets_say_which_file_and_what(tmp_path, file_set):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(OSError, match="nor is .*empty a set of databases"):
+        lmdbloader.Reader(str(tmp_path / "empty"))
+    with pytest.raises(OSError, match="no file matches"):
+        lmdbloader.Reader(str(tmp_path / "empty" / "*.lmdb"))
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for f in range(3):
+        env = lmdb.open(str(bad / f"part-{f}.lmdb"), map_size=1 << 20, subdir=False)
+        with env.begin(write=True) as txn:
+            txn.put(b"k", b"v%d" % f)
+        env.close()
+    (bad / "part-1.lmdb").write_bytes(b"j" * 9000)
+    with pytest.raises(lmdbloader.CorruptedError, match="part-1.lmdb"):
+        lmdbloader.Reader(str(bad))
+    r = lmdbloader.Reader(str(bad), skip_bad_files=True, index_dir=str(tmp_path / "idx"))
+    assert r.get_batch([0, 1]) == [b"v0", b"v2"] and r.stats()["files_skipped"] == 1
+    with pytest.raises(ValueError, match="mode='mmap'"):
+        lmdbloader.Reader(str(bad), skip_bad_files=True, mode="mmap")
+    with pytest.raises(ValueError, match="at least one path"):
+        lmdbloader.Reader([])
+    with pytest.raises(TypeError, match="path must be"):
+        lmdbloader.Reader([str(bad), 3])
