@@ -120,3 +120,19 @@ def test_bad_sets_say_which_file_and_what(tmp_path, file_set):
         lmdbloader.Reader([])
     with pytest.raises(TypeError, match="path must be"):
         lmdbloader.Reader([str(bad), 3])
+
+
+def test_the_locality_sampler_and_rank_split_read_whole_files(file_set, tmp_path):
+    # Positions run on from file to file (record_positions), so a block, and
+    # a window of blocks, holds records of few files: each rank of a split
+    # reads whole files, not one record of each.
+    ds = lmdbloader.LmdbDataset(file_set, decode="raw", index_dir=str(tmp_path / "idx"))
+    n = len(ds)
+    seen = []
+    for rank in range(2):
+        sampler = lmdbloader.LocalitySampler(ds, block_bytes="64KiB", window=2, seed=1, num_replicas=2, rank=rank)
+        order = list(sampler)
+        seen += order
+        files_per_batch = [len({i // PER_FILE for i in order[b:b + 64]}) for b in range(0, len(order), 64)]
+        assert max(files_per_batch) <= 32, files_per_batch[:10]  # 64 records of a shuffle would touch ~64 files
+    assert sorted(seen) == list(range(n))
