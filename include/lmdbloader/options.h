@@ -156,7 +156,8 @@ struct ReaderOptions {
   // failing the open. Default: false.
   bool skip_bad_files = false;
 
-  // Where the record index lives (see IndexResidence). Default: kAuto.
+  // Where the record index lives (see IndexResidence; the option index_mode).
+  // Default: kAuto.
   IndexResidence index_residence = IndexResidence::kAuto;
 
   // Which reads check the records' checksums (see ChecksumPolicy).

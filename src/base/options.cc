@@ -81,7 +81,7 @@ Status ParseIoEngine(std::string_view text, IoEngine* engine) {
 const char* IoEngineName(IoEngine engine) { return Known(NameOf(kIoEngines, engine)); }
 
 Status ParseIndexResidence(std::string_view text, IndexResidence* residence) {
-  return ParseName(kIndexResidences, "index", text, residence);
+  return ParseName(kIndexResidences, "index_mode", text, residence);
 }
 const char* IndexResidenceName(IndexResidence residence) { return Known(NameOf(kIndexResidences, residence)); }
 
@@ -122,7 +122,7 @@ Status ValidateOptions(const ReaderOptions& options) {
   if (!NameOf(kAccessModes, options.mode)) return Status::InvalidArgument("invalid access mode");
   if (!NameOf(kIndexResidences, options.index_residence)) return Status::InvalidArgument("invalid index residence");
   if (options.index_residence == IndexResidence::kPaged && options.index_dir == "none")
-    return Status::InvalidArgument("index='paged' reads the saved index file: index_dir must not be 'none'");
+    return Status::InvalidArgument("index_mode='paged' reads the saved index file: index_dir must not be 'none'");
   if (!NameOf(kChecksumPolicies, options.verify_checksums))
     return Status::InvalidArgument("invalid checksum policy");
   return Status::OK();
@@ -183,7 +183,7 @@ const std::vector<ReaderEntry>& Entries() {
         "a set of files: leave out a file that does not open as an LMDB instead of failing"},
        [](std::string_view t, ReaderOptions* o) { return ParseBool("skip_bad_files", t, &o->skip_bad_files); },
        [](const ReaderOptions& o) { return std::string(o.skip_bad_files ? "true" : "false"); }},
-      {{"index", "choice", NameList(kIndexResidences, " or "),
+      {{"index_mode", "choice", NameList(kIndexResidences, " or "),
         "where the record index lives: in memory, or read from its saved file as reads need it"},
        [](std::string_view t, ReaderOptions* o) { return ParseIndexResidence(t, &o->index_residence); },
        [](const ReaderOptions& o) { return std::string(IndexResidenceName(o.index_residence)); }},

@@ -9,7 +9,7 @@ Status MemoryBudget::CheckIndexFits(const std::string& path, uint64_t records) c
   return Status::InvalidArgument("rss_budget of " + std::to_string(total_) +
                                  " bytes is smaller than the record index of " + path + " (" +
                                  std::to_string(index_bytes_) + " bytes for " + std::to_string(records) +
-                                 " records): index='paged' (or 'auto') reads it from its saved file instead");
+                                 " records): index_mode='paged' (or 'auto') reads it from its saved file instead");
 }
 
 uint64_t MemoryBudget::MappedAllowance() const { return unbounded() ? 0 : total_ - index_bytes_; }

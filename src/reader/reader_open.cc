@@ -101,7 +101,7 @@ Status Reader::Rep::IndexPart(LmdbEnv& env, Part* part, const IndexPaths& paths,
   // The cache directory is read-only, full, or on a file system that lost
   // the file: hold the index, unless the caller asked for it paged.
   if (options_.index_residence == IndexResidence::kPaged)
-    return Status::IOError("open " + where + ": index='paged' reads the saved index, which could not be saved: " +
+    return Status::IOError("open " + where + ": index_mode='paged' reads the saved index, which could not be saved: " +
                            saved.message());
   part->index = RecordIndex();
   LMDBLOADER_RETURN_IF_ERROR(BuildIndex(env, part->location, options_.db_name, meta_prefix, &part->index));

@@ -57,7 +57,7 @@ def test_the_tables_are_not_empty_and_names_are_unique():
     for table in (READER_OPTIONS, CONVERT_OPTIONS):
         names = [row[0] for row in table]
         assert len(names) == len(set(names)) and len(names) >= 11, names
-    assert len(READER_OPTIONS) == 12 and len(CONVERT_OPTIONS) == 13
+    assert len(READER_OPTIONS) == 13 and len(CONVERT_OPTIONS) == 13
 
 
 @pytest.mark.parametrize("name,kind,values,help_,default", READER_OPTIONS, ids=[r[0] for r in READER_OPTIONS])

@@ -5,7 +5,7 @@ of a sample of it, while the same job over py-lmdb grows by the pages of the
 file its workers map; every record read equals what py-lmdb reads for its key.
 
 The record index of such a database (29 bytes a record for b"%09d" keys:
-145 MB) cannot be held under the budget: index="auto" reads it from its saved
+145 MB) cannot be held under the budget: index_mode="auto" reads it from its saved
 file through a page cache of at most an eighth of the budget."""
 
 import functools
