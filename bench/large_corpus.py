@@ -25,21 +25,24 @@ measurement in a fresh subprocess so its memory figures are its own:
    SubsetRandomSampler over --loader-batches x --batch records sampled from
    the file (a RandomSampler over all records would make torch build a
    Python list of every position in the main process: 3.6 GB at 100M).
-   --loader-epochs epochs over that sample. The time to the first batch
+   --loader-epochs epochs over that sample. The time LmdbDataset takes to
+   open in the main process (it loads the index), the time to the first batch
    (from iter(loader): workers forked, each reopening its reader's handles;
    the index comes with the fork from the main process, where LmdbDataset
    opened it), records/s over epochs 2+ (workers up; timed whole, so the
    batches prefetched at iter() count as they should), x py-lmdb at the
    same worker count, each worker's peak RSS (its /proc/<pid>/statm,
-   sampled every 20 ms; max and mean over workers) and the main process's;
+   sampled every 20 ms; max and mean over workers), the main process's
+   (sampled while the loader runs) and its VmHWM (the index's open included);
    at the end, each worker's PSS and USS (/proc/<pid>/smaps_rollup, mean
    over workers): RSS counts the index that forked workers share
    copy-on-write with the main process in every worker, PSS splits it. A
    configuration that would not fit in the memory available is skipped,
    saying so.
 
-Phases 3 and 4 run --rounds times, the readers alternating, and report
-medians (ratios: medians of each round's ratios).
+Phases 2-4 run --rounds times, the readers alternating, and report
+medians of times and rates (ratios: medians of each round's ratios);
+memory figures are the last round's (open) or the largest (DataLoader).
 
 Index kinds: the Reader's ``index=`` option ("resident": the index in
 memory, "paged": read from its saved file through a small cache, "auto") is
@@ -582,43 +585,67 @@ def probe_kinds(bench):
 
 
 def open_phase(bench, db, kinds, case, data_file, seq):
+    """--rounds rounds; in each, for each kind: the first open (the index
+    built; cold, then warm) and later opens (the index loaded; cold, warm)."""
     args = bench.args
     rows, budgets = [], {}
-    for label, kind in kinds:
-        tag = kind or "today"
-        canonical = os.path.join(case, "index", tag)
-        budget = args.budget_bytes
-        for cache, cold in (("cold", True), ("warm", False)):
-            # First open: an empty index_dir, so the index is built from the file.
-            index_dir = canonical if not cold else os.path.join(case, "index-first", tag)
-            shutil.rmtree(index_dir, ignore_errors=True)
-            os.makedirs(index_dir)
-            if not cold:
-                sequential_read(data_file, cold=False)
-            spec = {"phase": "open", "path": db, "kind": kind, "budget": budget, "index_dir": index_dir,
-                    "cold": cold}
-            res = bench.budgeted(f"first open, {label}, {cache}", spec, fresh_index=True)
-            if res.get("budget_refused"):
-                budget = 0  # later measurements of this kind go without the budget at once
-                budgets[label] = res["budget_refused"]
-            rows.append({"kind": label, "open": "first (index built)", "cache": cache, **res,
-                         "budget": budget})
-            if cold:
-                shutil.rmtree(index_dir, ignore_errors=True)
-        for cache, cold in (("cold", True), ("warm", False)):
-            if not cold:
-                sequential_read(data_file, cold=False)
-            spec = {"phase": "open", "path": db, "kind": kind, "budget": budget, "index_dir": canonical,
-                    "cold": cold}
-            res = bench.budgeted(f"later open, {label}, {cache}", spec)
-            rows.append({"kind": label, "open": "later (index loaded)", "cache": cache, **res,
-                         "budget": budget})
-        for row in rows[-4:]:
-            if "seconds" in row:
-                row["records_per_s"] = row["records"] / row["seconds"]
-                row["data_mb_per_s"] = seq["file_bytes"] / row["seconds"] / 1e6
-                row["x_sequential_read"] = row["data_mb_per_s"] / seq[row["cache"]]["mb_per_s"]
+    for r in range(args.rounds):
+        for label, kind in kinds:
+            tag = kind or "today"
+            canonical = os.path.join(case, "index", tag)
+            budget = 0 if label in budgets else args.budget_bytes
+            for open_, cache in (("first", "cold"), ("first", "warm"), ("later", "cold"), ("later", "warm")):
+                cold = cache == "cold"
+                if open_ == "first":
+                    # An empty index_dir: the index is built from the file. The
+                    # warm one stays as the saved index the later opens load.
+                    index_dir = canonical if not cold else os.path.join(case, "index-first", tag)
+                    shutil.rmtree(index_dir, ignore_errors=True)
+                    os.makedirs(index_dir)
+                else:
+                    index_dir = canonical
+                if not cold:
+                    sequential_read(data_file, cold=False)
+                spec = {"phase": "open", "path": db, "kind": kind, "budget": budget, "index_dir": index_dir,
+                        "cold": cold}
+                name = f"open round {r + 1}, {label}, {open_}, {cache}"
+                res = bench.budgeted(name, spec, fresh_index=open_ == "first")
+                if res.get("budget_refused"):
+                    budget = 0  # later measurements of this kind go without the budget at once
+                    budgets[label] = res["budget_refused"]
+                row = {"round": r, "kind": label, "open": "first (index built)" if open_ == "first" else
+                       "later (index loaded)", "cache": cache, "budget": budget, **res}
+                if "seconds" in row:
+                    row["records_per_s"] = row["records"] / row["seconds"]
+                    row["data_mb_per_s"] = seq["file_bytes"] / row["seconds"] / 1e6
+                    row["x_sequential_read"] = row["data_mb_per_s"] / seq[cache]["mb_per_s"]
+                rows.append(row)
+                if open_ == "first" and cold:
+                    shutil.rmtree(index_dir, ignore_errors=True)
     return rows, budgets
+
+
+def summarize_open(rows, args):
+    """Per (kind, open, cache): median time and rates over rounds; memory
+    figures from the last round (they repeat within a few pages)."""
+    out = []
+    for key in dict.fromkeys((r["kind"], r["open"], r["cache"]) for r in rows):
+        mine = [r for r in rows if (r["kind"], r["open"], r["cache"]) == key]
+        ok = [r for r in mine if "seconds" in r]
+        if not ok:
+            out.append({"kind": key[0], "open": key[1], "cache": key[2],
+                        "note": mine[-1].get("error") or mine[-1].get("unavailable") or "not run"})
+            continue
+        last = ok[-1]
+        s = {"kind": key[0], "open": key[1], "cache": key[2], "rounds": len(ok),
+             "budget": _budget_note(next((r for r in ok if r.get("budget_refused")), last), args)}
+        for k in ("seconds", "records_per_s", "data_mb_per_s", "x_sequential_read"):
+            s[k] = statistics.median(r[k] for r in ok)
+        for k in ("rss_before", "rss_after", "vm_hwm"):
+            s[k] = last[k]
+        s["index_bytes"] = last["stats"].get("index_bytes")
+        out.append(s)
+    return out
 
 
 def reads_phase(bench, db, kinds, case, data_file, budgets):
@@ -708,7 +735,8 @@ def print_tables(args, report):
     p(f"\n## Large corpus: {args.records:,} records of {args.value_label}\n")
     p(f"Machine: {m['cpus']} CPUs, {m['mem_total'] / 2**30:.1f} GiB memory ({m['mem_available'] / 2**30:.1f} GiB "
       f"available at start), {m['kernel']}; Python {m['python']}, lmdbloader {m['lmdbloader']}, "
-      f"py-lmdb {m['lmdb']}, torch {m['torch']}.")
+      f"py-lmdb {m['lmdb']}, torch {m['torch']}. Load average at the start {m['load_average'][0]:.2f}, "
+      f"at the end {report['load_average_end'][0]:.2f} (the machine may be shared: compare within a run).")
     probe = report.get("probe") or {}
     if probe.get("index_option") is None:
         p("Index kinds: the Reader has no `index` option yet; measured: today's resident index only.")
@@ -721,20 +749,19 @@ def print_tables(args, report):
         written = "reused" if c["reused"] else f"{c['write_seconds']:.0f} s"
         p(f"| {c['records']:,} x {args.value_label} | {c['file_bytes'] / 1e9:.2f} GB | {written} | "
           f"{_f(seq.get('cold', {}).get('mb_per_s'))} MB/s | {_f(seq.get('warm', {}).get('mb_per_s'))} MB/s |")
-    if report.get("open"):
+    if report.get("open_summary"):
         p("\n| index | open | cache | budget | seconds | records/s | data MB/s | x seq. read | index MiB "
           "| RSS after MiB | open added MiB | VmHWM MiB |")
         p("|---|---|---|---|---|---|---|---|---|---|---|---|")
-        for r in report["open"]:
+        for r in report["open_summary"]:
             if "seconds" not in r:
-                p(f"| {r['kind']} | {r['open']} | {r['cache']} | | {r.get('error') or r.get('unavailable')} "
-                  f"| | | | | | | |")
+                p(f"| {r['kind']} | {r['open']} | {r['cache']} | | {r['note']} | | | | | | | |")
                 continue
             first = r["open"].startswith("first")
-            p(f"| {r['kind']} | {r['open']} | {r['cache']} | {_budget_note(r, args)} | {r['seconds']:.3f} | "
+            p(f"| {r['kind']} | {r['open']} | {r['cache']} | {r['budget']} | {r['seconds']:.3f} | "
               f"{_f(r['records_per_s'])} | {_f(r['data_mb_per_s'])} | "
               f"{_f(r['x_sequential_read'], '{:.2f}') if first else '-'} | "
-              f"{_mib(r['stats'].get('index_bytes'))} | {_mib(r['rss_after'])} | "
+              f"{_mib(r['index_bytes'])} | {_mib(r['rss_after'])} | "
               f"{_mib(r['rss_after'] - r['rss_before'])} | {_mib(r['vm_hwm'])} |")
     if report.get("reads"):
         p(f"\n| reads ({args.reads:,} random, batches of {args.batch}, warm) | budget | records/s "
@@ -745,17 +772,19 @@ def print_tables(args, report):
               f"{_f(s.get('x_resident'), '{:.2f}')} | {_mib(s.get('rss_after'))} | {_mib(s.get('vm_hwm'))} |")
     if report.get("loader"):
         p(f"\n| DataLoader (batch {args.batch}, {args.loader_batches} batches an epoch) | workers | budget "
-          f"| first batch s | epochs 2+ records/s | x py-lmdb | x resident | worker peak RSS MiB max / mean "
-          f"| worker PSS / USS MiB at end | main peak RSS MiB |")
-        p("|---|---|---|---|---|---|---|---|---|---|")
+          f"| dataset open s | first batch s | epochs 2+ records/s | x py-lmdb | x resident "
+          f"| worker peak RSS MiB max / mean | worker PSS / USS MiB at end | main RSS MiB peak / VmHWM |")
+        p("|---|---|---|---|---|---|---|---|---|---|---|")
         for r in report["loader_summary"]:
             if "first_batch_seconds" not in r:
-                p(f"| {r['reader']} | {r['workers']} | | {r['note']} | | | | | | |")
+                p(f"| {r['reader']} | {r['workers']} | | {r['note']} | | | | | | | |")
                 continue
-            p(f"| {r['reader']} | {r['workers']} | {r['budget']} | {r['first_batch_seconds']:.2f} | "
+            p(f"| {r['reader']} | {r['workers']} | {r['budget']} | {r['open_seconds']:.2f} | "
+              f"{r['first_batch_seconds']:.2f} | "
               f"{_f(r['records_per_s'])} | {_f(r.get('x_pylmdb'), '{:.2f}')} | {_f(r.get('x_resident'), '{:.2f}')} | "
               f"{_mib(r['worker_peak_rss_max'])} / {_mib(r['worker_peak_rss_mean'])} | "
-              f"{_mib(r['worker_pss_end_mean'])} / {_mib(r['worker_uss_end_mean'])} | {_mib(r['main_peak_rss'])} |")
+              f"{_mib(r['worker_pss_end_mean'])} / {_mib(r['worker_uss_end_mean'])} | "
+              f"{_mib(r['main_peak_rss'])} / {_mib(r['main_vm_hwm'])} |")
     p("\n| phase | wall s |\n|---|---|")
     for name, s in report["phase_seconds"].items():
         p(f"| {name} | {s:.1f} |")
@@ -811,7 +840,7 @@ def summarize_loader(rows, kinds, args):
             for key in ("first_batch_seconds", "records_per_s", "open_seconds"):
                 s[key] = statistics.median(r[key] for r in ok)
             for key in ("worker_peak_rss_max", "worker_peak_rss_mean", "worker_pss_end_mean",
-                        "worker_uss_end_mean", "main_peak_rss"):
+                        "worker_uss_end_mean", "main_peak_rss", "main_vm_hwm"):
                 values = [r[key] for r in ok if r.get(key) is not None]
                 s[key] = max(values) if values else None
             for other, name in (("py-lmdb", "x_pylmdb"), (resident, "x_resident")):
@@ -912,6 +941,7 @@ def main(argv):
             got = bench.phase("open", lambda: open_phase(bench, db, kinds, case, data_file, seq_info))
             if got:
                 report["open"], budgets = got
+                report["open_summary"] = summarize_open(report["open"], args)
         if "reads" in args.phases:
             rounds = bench.phase("reads", lambda: reads_phase(bench, db, kinds, case, data_file, budgets))
             if rounds:
@@ -927,6 +957,7 @@ def main(argv):
         _kill_children()
         bench.phase_seconds["total"] = time.perf_counter() - start
         report["phase_seconds"], report["failures"] = bench.phase_seconds, bench.failures
+        report["load_average_end"] = os.getloadavg()
         os.makedirs(args.out, exist_ok=True)
         path = os.path.join(args.out, f"large_corpus-{args.value_label}-{args.records}.json")
         with open(path, "w") as f:
