@@ -189,12 +189,21 @@ def child_open(spec):
             "stats": _index_stats(r)}
 
 
-def _positions(records, reads, seed):
+def _positions(records, count, seed):
+    """`count` distinct positions in random order (all of them, shuffled,
+    when count >= records). Drawn without a permutation of every record,
+    which numpy's choice(replace=False) makes for samples above 2% of the
+    population: 80 MB at 10M records, in the VmHWM of the process measured."""
     import numpy as np
     rng = np.random.default_rng(seed)
-    if reads >= records:
-        return rng.permutation(records)
-    return rng.choice(records, size=reads, replace=False)
+    if count * 2 >= records:
+        return rng.permutation(records)[:count]
+    got = np.empty(0, dtype=np.int64)
+    while len(got) < count:
+        drawn = np.concatenate([got, rng.integers(0, records, size=count - len(got) + count // 8 + 16)])
+        _, first = np.unique(drawn, return_index=True)
+        got = drawn[np.sort(first)]  # the first occurrence of each, in drawn order
+    return got[:count]
 
 
 def _check_values(positions, values):
