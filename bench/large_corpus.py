@@ -11,8 +11,9 @@ measurement in a fresh subprocess so its memory figures are its own:
    records/s, MB/s of the data file and its ratio to the sequential read;
    later opens (the index loaded from index_dir; cold and warm). For each:
    the process's RSS after the open (/proc/self/statm: resident pages x page
-   size), what the open added to it, its peak (VmHWM, /proc/self/status)
-   and the reader's own count of its index (stats()["index_bytes"]).
+   size), what the open added to it, its peak (VmHWM, /proc/self/status),
+   the reader's own count of its index (stats()["index_bytes"]), and the
+   open's CPU time (user / system) and minor page faults (getrusage).
 3. Reads: --reads random records (seeded), Reader.get_batch in batches of
    --batch, per index kind, against py-lmdb's txn.get loop over the same
    keys (lmdb.open(readonly=True, lock=False, readahead=False)), warm cache.
@@ -175,17 +176,23 @@ def child_open(spec):
         evict(spec["path"])
         if os.path.isdir(spec["index_dir"]):
             evict(spec["index_dir"])
+    import resource
+
     import lmdbloader  # noqa: F401 - imported before the baseline RSS is taken
     rss0 = statm_rss()
+    u0 = resource.getrusage(resource.RUSAGE_SELF)
     t = time.perf_counter()
     r = _open_reader(spec)
     seconds = time.perf_counter() - t
+    u1 = resource.getrusage(resource.RUSAGE_SELF)
     rss1 = statm_rss()
     n = len(r)
     last = r.key(n - 1)
     if last != KEY % (n - 1):
         raise AssertionError(f"key of record {n - 1} is {last!r}, expected {KEY % (n - 1)!r}")
     return {"seconds": seconds, "records": n, "rss_before": rss0, "rss_after": rss1, "vm_hwm": vm_hwm(),
+            "user_seconds": u1.ru_utime - u0.ru_utime, "sys_seconds": u1.ru_stime - u0.ru_stime,
+            "minor_faults": u1.ru_minflt - u0.ru_minflt, "major_faults": u1.ru_majflt - u0.ru_majflt,
             "stats": _index_stats(r)}
 
 
@@ -648,7 +655,8 @@ def summarize_open(rows, args):
         last = ok[-1]
         s = {"kind": key[0], "open": key[1], "cache": key[2], "rounds": len(ok),
              "budget": _budget_note(next((r for r in ok if r.get("budget_refused")), last), args)}
-        for k in ("seconds", "records_per_s", "data_mb_per_s", "x_sequential_read"):
+        for k in ("seconds", "records_per_s", "data_mb_per_s", "x_sequential_read", "user_seconds",
+                  "sys_seconds", "minor_faults"):
             s[k] = statistics.median(r[k] for r in ok)
         for k in ("rss_before", "rss_after", "vm_hwm"):
             s[k] = last[k]
@@ -760,18 +768,19 @@ def print_tables(args, report):
           f"{_f(seq.get('cold', {}).get('mb_per_s'))} MB/s | {_f(seq.get('warm', {}).get('mb_per_s'))} MB/s |")
     if report.get("open_summary"):
         p("\n| index | open | cache | budget | seconds | records/s | data MB/s | x seq. read | index MiB "
-          "| RSS after MiB | open added MiB | VmHWM MiB |")
-        p("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| RSS after MiB | open added MiB | VmHWM MiB | CPU user / sys s | minor faults |")
+        p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in report["open_summary"]:
             if "seconds" not in r:
-                p(f"| {r['kind']} | {r['open']} | {r['cache']} | | {r['note']} | | | | | | | |")
+                p(f"| {r['kind']} | {r['open']} | {r['cache']} | | {r['note']} | | | | | | | | | |")
                 continue
             first = r["open"].startswith("first")
             p(f"| {r['kind']} | {r['open']} | {r['cache']} | {r['budget']} | {r['seconds']:.3f} | "
               f"{_f(r['records_per_s'])} | {_f(r['data_mb_per_s'])} | "
               f"{_f(r['x_sequential_read'], '{:.2f}') if first else '-'} | "
               f"{_mib(r['index_bytes'])} | {_mib(r['rss_after'])} | "
-              f"{_mib(r['rss_after'] - r['rss_before'])} | {_mib(r['vm_hwm'])} |")
+              f"{_mib(r['rss_after'] - r['rss_before'])} | {_mib(r['vm_hwm'])} | "
+              f"{r['user_seconds']:.2f} / {r['sys_seconds']:.2f} | {_f(r['minor_faults'])} |")
     if report.get("reads"):
         p(f"\n| reads ({args.reads:,} random, batches of {args.batch}, warm) | budget | records/s "
           f"| x py-lmdb | x resident | RSS after MiB | VmHWM MiB |")
@@ -885,7 +894,8 @@ def parse_args(argv):
     ap.add_argument("--loader-batches", type=int, help="batches in each DataLoader epoch (default 1000; "
                     "--quick 200)")
     ap.add_argument("--loader-epochs", type=int, default=3, help="DataLoader epochs; epochs 2+ are timed")
-    ap.add_argument("--phases", default="open,reads,loader", help="which of open,reads,loader to run")
+    ap.add_argument("--phases", default="open,reads,loader", help="which of open,reads,loader to run "
+                    "('' writes the corpus and reads it sequentially, nothing more)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=int, help="seconds each measurement may take (default scales "
                     "with --records)")
@@ -898,7 +908,7 @@ def parse_args(argv):
     args.loader_batches = args.loader_batches or (200 if args.quick else 1000)
     args.rounds = args.rounds or (1 if args.quick else 3)
     args.workers = [int(w) for w in args.workers.split(",") if w]
-    args.phases = set(args.phases.split(","))
+    args.phases = {x for x in args.phases.split(",") if x}
     args.timeout = args.timeout or int(300 + args.records * 6e-6)
     if args.records < 1 or args.reads < 1 or args.passes < 1 or args.rounds < 1 or not args.workers \
             or args.loader_epochs < 2:
