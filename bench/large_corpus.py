@@ -9,7 +9,9 @@ measurement in a fresh subprocess so its memory figures are its own:
 2. Open, per index kind: the first open (empty index_dir: the index is
    built by walking the file; cold and warm data file) in seconds,
    records/s, MB/s of the data file and its ratio to the sequential read
-   (measured again at the start of each round, the ratio against that);
+   (measured again at the start of each round, the ratio against that; with
+   values on overflow pages, 2 KiB and up, the walk reads only the tree's
+   pages and its "data MB/s", the file's size over the time, passes the read);
    later opens (the index loaded from index_dir; cold and warm). For each:
    the process's RSS after the open (/proc/self/statm: resident pages x page
    size), what the open added to it, its peak (VmHWM, /proc/self/status),
@@ -198,14 +200,16 @@ def child_open(spec):
 
 
 def _positions(records, count, seed):
-    """`count` distinct positions in random order (all of them, shuffled,
-    when count >= records). Drawn without a permutation of every record,
-    which numpy's choice(replace=False) makes for samples above 2% of the
+    """`count` positions in random order, distinct while count <= records
+    (past that, shuffled passes over every record one after another). Drawn
+    without a permutation of every record where the sample is small, which
+    numpy's choice(replace=False) makes for samples above 2% of the
     population: 80 MB at 10M records, in the VmHWM of the process measured."""
     import numpy as np
     rng = np.random.default_rng(seed)
     if count * 2 >= records:
-        return rng.permutation(records)[:count]
+        passes = -(-count // records)
+        return np.concatenate([rng.permutation(records) for _ in range(passes)])[:count]
     got = np.empty(0, dtype=np.int64)
     while len(got) < count:
         drawn = np.concatenate([got, rng.integers(0, records, size=count - len(got) + count // 8 + 16)])
@@ -338,7 +342,8 @@ def child_loader(spec):
     import torch.utils.data as tud
     # More workers than cores is the point of the 8-worker run; the warning would fill failure notes.
     warnings.filterwarnings("ignore", message="This DataLoader will create")
-    sample = _positions(spec["records"], spec["batches"] * spec["batch"], spec["seed"])
+    # An epoch is a sample of distinct records (all of them in a small corpus).
+    sample = _positions(spec["records"], min(spec["records"], spec["batches"] * spec["batch"]), spec["seed"])
     sampler = tud.SubsetRandomSampler(sample.tolist(), generator=torch.Generator().manual_seed(spec["seed"]))
     t = time.perf_counter()
     if spec["impl"] == "py-lmdb":
@@ -790,14 +795,15 @@ def print_tables(args, report):
               f"{_mib(r['rss_after'] - r['rss_before'])} | {_mib(r['vm_hwm'])} | "
               f"{r['user_seconds']:.2f} / {r['sys_seconds']:.2f} | {_f(r['minor_faults'])} |")
     if report.get("reads"):
-        p(f"\n| reads ({args.reads:,} random, batches of {args.batch}, warm) | budget | records/s "
+        p(f"\n| reads ({args.reads:,} random of {args.records:,}, batches of {args.batch}, warm) | budget | records/s "
           f"| x py-lmdb | x resident | RSS after MiB | VmHWM MiB |")
         p("|---|---|---|---|---|---|---|")
         for name, s in report["reads_summary"].items():
             p(f"| {name} | {s['budget']} | {_f(s.get('records_per_s'))} | {_f(s.get('x_pylmdb'), '{:.2f}')} | "
               f"{_f(s.get('x_resident'), '{:.2f}')} | {_mib(s.get('rss_after'))} | {_mib(s.get('vm_hwm'))} |")
     if report.get("loader"):
-        p(f"\n| DataLoader (batch {args.batch}, {args.loader_batches} batches an epoch) | workers | budget "
+        epoch = min(args.records, args.loader_batches * args.batch)
+        p(f"\n| DataLoader (batch {args.batch}, {epoch:,} records an epoch) | workers | budget "
           f"| dataset open s | first batch s | epochs 2+ records/s | x py-lmdb | x resident "
           f"| worker peak RSS MiB max / mean | worker PSS / USS MiB at end | main RSS MiB peak / VmHWM |")
         p("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -893,7 +899,8 @@ def parse_args(argv):
                     help="where the database is written and reused ($LMDBLOADER_BENCH_DIR)")
     ap.add_argument("--out", default=os.path.join(HERE, "out"), help="folder of the JSON report")
     ap.add_argument("--budget", default="256MiB", help="rss_budget of every lmdbloader reader")
-    ap.add_argument("--reads", type=int, help="random records read per pass (default 1M; --quick 200k)")
+    ap.add_argument("--reads", type=int, help="random records read per pass (default 1M, --quick 200k, "
+                    "at most the corpus's records; more reads each record again)")
     ap.add_argument("--passes", type=int, default=2, help="passes over the reads; the best is reported")
     ap.add_argument("--rounds", type=int, help="rounds of the reads and DataLoader phases, readers "
                     "alternating; medians are reported (default 3; --quick 1)")
@@ -912,7 +919,8 @@ def parse_args(argv):
     args.value_size = VALUE_SIZES[args.value_size]
     table = QUICK_RECORDS if args.quick else DEFAULT_RECORDS
     args.records = args.records or table[args.value_size]
-    args.reads = args.reads or (200_000 if args.quick else 1_000_000)
+    # By default no record is read twice in a pass (a few thousand records of 100 KiB: each once).
+    args.reads = args.reads or min(args.records, 200_000 if args.quick else 1_000_000)
     args.loader_batches = args.loader_batches or (200 if args.quick else 1000)
     args.rounds = args.rounds or (1 if args.quick else 3)
     args.workers = [int(w) for w in args.workers.split(",") if w]
