@@ -23,7 +23,7 @@ measurement in a fresh subprocess so its memory figures are its own:
    records/s (best of --passes; keys and position lists are made outside the
    timed calls, for both), x py-lmdb, x resident (paged / resident), RSS
    after the passes and VmHWM.
-4. DataLoader: LmdbDataset(decode="raw", rss_budget=--budget, index=...) +
+4. DataLoader: LmdbDataset(decode="raw", rss_budget=--budget, index_mode=...) +
    lmdbloader.DataLoader, and a py-lmdb Dataset (env opened lazily in each
    worker) + torch's DataLoader; batch --batch, persistent workers, a
    SubsetRandomSampler over --loader-batches x --batch records sampled from
@@ -48,7 +48,7 @@ Phases 2-4 run --rounds times, the readers alternating, and report
 medians of times and rates (ratios: medians of each round's ratios);
 memory figures are the last round's (open) or the largest (DataLoader).
 
-Index kinds: the Reader's ``index=`` option ("resident": the index in
+Index kinds: the Reader's ``index_mode=`` option ("resident": the index in
 memory, "paged": read from its saved file through a small cache, "auto") is
 probed on a tiny database first; where it does not exist yet the bench runs
 today's reader alone, labelled "resident (no index option)". A reader whose
@@ -136,7 +136,7 @@ def vm_hwm(pid="self"):
 def _reader_kwargs(spec):
     kw = {"rss_budget": spec["budget"], "index_dir": spec["index_dir"]}
     if spec["kind"] is not None:
-        kw["index"] = spec["kind"]
+        kw["index_mode"] = spec["kind"]
     return kw
 
 
@@ -147,7 +147,8 @@ def _open_reader(spec):
 
 def _index_stats(reader):
     st = reader.stats()
-    keep = ("index_bytes", "index_source", "index", "index_kind", "index_cache_bytes", "cache_policy",
+    keep = ("index_bytes", "index_source", "index_residence", "index_cache_held", "index_page_reads",
+            "index_entry_reads", "index_cache_hits", "cache_policy",
             "io_engine", "mode", "rss_budget", "process_rss", "process_file_rss")
     return {k: st[k] for k in keep if k in st}
 
@@ -157,7 +158,7 @@ def child_probe(spec):
     import lmdb
     import lmdbloader
     options = {row[0]: row for row in lmdbloader._core.reader_options()}
-    out = {"index_option": list(options["index"][1:]) if "index" in options else None, "kinds": {}}
+    out = {"index_option": list(options["index_mode"][1:]) if "index_mode" in options else None, "kinds": {}}
     with tempfile.TemporaryDirectory(prefix="large-corpus-probe-") as tmp:
         db = os.path.join(tmp, "db")
         with lmdb.open(db, map_size=1 << 20) as env, env.begin(write=True) as txn:
@@ -165,7 +166,7 @@ def child_probe(spec):
                 txn.put(KEY % i, b"v")
         for kind in KINDS:
             try:
-                r = lmdbloader.Reader(db, index=kind, index_dir=os.path.join(tmp, f"index-{kind}"))
+                r = lmdbloader.Reader(db, index_mode=kind, index_dir=os.path.join(tmp, f"index-{kind}"))
                 ok = len(r) == 10 and r.get_batch([3]) == [b"v"]
                 out["kinds"][kind] = "ok" if ok else "opened but read wrong records"
             except Exception as e:  # noqa: BLE001 - the message is the finding
