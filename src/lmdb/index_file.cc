@@ -6,6 +6,7 @@
 #include "base/checksum.h"
 #include "io/open_file.h"
 #include "lmdb/index_writer.h"
+#include "lmdb/paged_index.h"
 
 namespace lmdbloader {
 
@@ -134,20 +135,9 @@ Status SaveIndex(const std::string& path, const RecordIndex& index) {
 
 Status LoadIndex(const std::string& path, const FileIdentity& expected, const std::string& db_name,
                  RecordIndex* index) {
-  std::string bytes;
-  if (!ReadWholeFile(path, &bytes).ok()) return Status::NotFound("no saved index at " + path);
-  // An index of an older version is rebuilt, as a stale one is.
-  if (bytes.size() >= kIndexPage) {
-    IndexHeader h;
-    if (DecodeIndexHeader(std::string_view(bytes).substr(0, kIndexPage), path, bytes.size(), &h).IsNotFound())
-      return Status::NotFound("saved index " + path + " is of an older version");
-  }
-  RecordIndex loaded;
-  LMDBLOADER_RETURN_IF_ERROR(IndexFileCodec::Decode(bytes, path, &loaded));
-  if (!(loaded.identity == expected) || loaded.db_name != db_name)
-    return Status::NotFound("saved index " + path + " is stale");
-  *index = std::move(loaded);
-  return Status::OK();
+  std::unique_ptr<PagedIndex> file;
+  LMDBLOADER_RETURN_IF_ERROR(PagedIndex::Open(path, expected, db_name, kIndexPage, &file));
+  return file->LoadResident(index);
 }
 
 }  // namespace lmdbloader

@@ -245,7 +245,59 @@ Status PagedIndex::LowerBound(std::string_view key, uint64_t* position) const {
   return Status::OK();
 }
 
+Status PagedIndex::LoadResident(RecordIndex* index) const {
+  RecordIndex loaded;
+  loaded.identity = header_.identity;
+  loaded.db_name = header_.db_name;
+  loaded.set_keys_sorted(header_.keys_sorted());
+  loaded.set_db_flags(header_.db_flags());
+  loaded.sequential_keys_ = header_.sequential_keys();
+  loaded.meta_ = meta_;
+  const uint64_t n = size();
+  loaded.offsets_.reserve(n);
+  loaded.sizes_.reserve(n);
+  if (!header_.sequential_keys()) {
+    loaded.key_ends_.reserve(n);
+    loaded.key_blob_.resize(header_.blob_bytes);
+    const uint64_t pages = (header_.blob_bytes + kBlobPayload - 1) / kBlobPayload;
+    constexpr uint64_t kPagesAtOnce = 256;
+    std::string chunk;
+    for (uint64_t first = 0; first < pages; first += kPagesAtOnce) {
+      const uint64_t count = std::min(kPagesAtOnce, pages - first);
+      chunk.resize(count * kIndexPage);
+      LMDBLOADER_RETURN_IF_ERROR(ReadAt(chunk.data(), chunk.size(), header_.blob_offset + first * kIndexPage));
+      for (uint64_t p = 0; p < count; ++p) {
+        const char* page = chunk.data() + p * kIndexPage;
+        uint64_t sum = 0;
+        std::memcpy(&sum, page + kBlobPayload, 8);
+        if (BlobPageSum(page, first + p) != sum)
+          return Status::Corruption("index file " + path_ + ": key page " + std::to_string(first + p) + " is damaged");
+        const uint64_t at = (first + p) * kBlobPayload;
+        std::memcpy(loaded.key_blob_.data() + at, page, std::min(kBlobPayload, header_.blob_bytes - at));
+      }
+    }
+  }
+  Status keys = Status::OK();
+  LMDBLOADER_RETURN_IF_ERROR(ForEach([&](uint64_t i, const IndexEntry& e) {
+    loaded.offsets_.push_back(e.offset);
+    loaded.sizes_.push_back(e.size);
+    if (!header_.sequential_keys()) {
+      // The writer puts the keys back to back, in order.
+      if (keys.ok() && e.key_begin != (i == 0 ? 0 : loaded.key_ends_.back()))
+        keys = Status::Corruption("index file " + path_ + ": keys out of order at record " + std::to_string(i));
+      loaded.key_ends_.push_back(e.key_begin + e.key_size);
+    }
+  }));
+  LMDBLOADER_RETURN_IF_ERROR(keys);
+  *index = std::move(loaded);
+  return Status::OK();
+}
+
 Status PagedIndex::ForEach(const std::function<void(uint64_t, const ValueLocation&)>& fn) const {
+  return ForEach([&](uint64_t i, const IndexEntry& e) { fn(i, ValueLocation{e.offset, e.size}); });
+}
+
+Status PagedIndex::ForEach(const std::function<void(uint64_t, const IndexEntry&)>& fn) const {
   const uint64_t per_page = header_.entries_per_page();
   std::string chunk;
   constexpr uint64_t kPagesAtOnce = 256;
@@ -259,7 +311,7 @@ Status PagedIndex::ForEach(const std::function<void(uint64_t, const ValueLocatio
       LMDBLOADER_RETURN_IF_ERROR(DecodeIndexEntry(
           chunk.data() + (i - first) / per_page * kIndexPage + (i % per_page) * header_.entry_size, i, header_, path_,
           &e));
-      fn(i, ValueLocation{e.offset, e.size});
+      fn(i, e);
     }
   }
   return Status::OK();

@@ -70,6 +70,11 @@ class PagedIndex {
   // page at a time past the cache.
   Status ForEach(const std::function<void(uint64_t, const ValueLocation&)>& fn) const;
 
+  // The whole index into a resident one, read a chunk at a time (its final
+  // size and 1 MiB beside it; reading the file whole first held it twice).
+  // Corruption naming the file when an entry or key page is damaged.
+  Status LoadResident(RecordIndex* index) const;
+
   // After fork(): a descriptor of this process's own, on the same file.
   Status Reopen();
 
@@ -85,6 +90,7 @@ class PagedIndex {
   Status Page(uint64_t page, const char** data) const;
   Status ReadAt(char* dst, uint64_t size, uint64_t offset) const;
   Status KeyLocked(uint64_t i, std::string* key) const;
+  Status ForEach(const std::function<void(uint64_t, const IndexEntry&)>& fn) const;
 
   std::string path_;
   int fd_ = -1;

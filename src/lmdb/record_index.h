@@ -120,6 +120,7 @@ class RecordIndex : public IndexSink {
 
  private:
   friend class IndexFileCodec;
+  friend class PagedIndex;  // LoadResident
   std::string_view StoredKey(uint64_t i) const;
 
   std::shared_ptr<PagedIndex> paged_;

@@ -119,9 +119,7 @@ Status Reader::Rep::UseSavedIndex(const std::string& path, const FileIdentity& i
   const bool hold = options_.index_residence == IndexResidence::kResident ||
                     (options_.index_residence == IndexResidence::kAuto && resident <= resident_index_cap_);
   if (hold) {
-    RecordIndex loaded;
-    LMDBLOADER_RETURN_IF_ERROR(LoadIndex(path, identity, options_.db_name, &loaded));
-    part->index = std::move(loaded);
+    LMDBLOADER_RETURN_IF_ERROR(paged->LoadResident(&part->index));
   } else {
     part->index = RecordIndex();
     part->index.UsePaged(std::shared_ptr<PagedIndex>(std::move(paged)));
