@@ -54,6 +54,12 @@ Status ListFileSet(const std::string& path, bool* is_set, std::vector<std::strin
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
+    // The converter's shard parts (part-00003-of-00016) without their list:
+    // opening it as one database says which command writes the list.
+    if (name.rfind("part-", 0) == 0 && name.find("-of-") != std::string::npos) {
+      files->clear();
+      return Status::OK();
+    }
     std::error_code type_ec;
     if (entry.is_directory(type_ec)) {
       if (std::filesystem::exists(entry.path() / "data.mdb", type_ec)) files->push_back(entry.path().string());
@@ -63,9 +69,6 @@ Status ListFileSet(const std::string& path, bool* is_set, std::vector<std::strin
   }
   if (ec) return Status::FromErrno(ec.value(), "list", dir);
   if (files->empty()) {
-    // Shard parts without their list: opening it as one database says what to run.
-    for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
-      if (entry.path().filename().string().rfind("part-", 0) == 0) return Status::OK();
     return Status::IOError(dir + "/data.mdb: No such file or directory; nor is " + dir +
                                " a set of databases: it holds no " + std::string(kShardListFile) +
                                ", no *.lmdb or *.mdb file and no folder holding data.mdb",

@@ -54,6 +54,12 @@ TEST(FileSetTest, AFolderListsItsDatabasesInOrderAndNothingElse) {
   EXPECT_FALSE(is_set);
   ASSERT_OK(ListFileSet(dir.Sub("missing"), &is_set, &files));
   EXPECT_FALSE(is_set);
+  // The converter's shard parts without their list are no set: opening the
+  // folder says which command writes the list.
+  std::filesystem::create_directories(dir.Sub("shards"));
+  testing::WriteNumberedLmdb(dir.Sub("shards/part-00000-of-00002"), 3, 8);
+  ASSERT_OK(ListFileSet(dir.Sub("shards"), &is_set, &files));
+  EXPECT_FALSE(is_set);
 }
 
 TEST(FileSetTest, AFolderOrPatternWithoutDatabasesIsAnErrorNamingIt) {
