@@ -25,34 +25,17 @@ namespace {
 
 // Options by name as text (ReaderOptionList): the library parses and checks
 // each; the budget's default comes from LMDBLOADER_RSS_BUDGET.
-ReaderOptions OptionsFrom(const std::map<std::string, std::string>& given) {
+// `source`: a path, or a list of paths read as one dataset (reader.h).
+template <typename Source>
+std::unique_ptr<Reader> OpenReader(const Source& source, const std::map<std::string, std::string>& given) {
   ReaderOptions o;
   ThrowIfError(ReaderOptionsFromEnvironment(&o));
   for (const auto& [name, text] : given) ThrowIfError(SetReaderOption(name, text, &o));
-  return o;
-}
-
-std::unique_ptr<Reader> OpenReader(const std::string& path, const std::map<std::string, std::string>& given) {
-  const ReaderOptions o = OptionsFrom(given);
   std::unique_ptr<Reader> r;
   Status s;
   {
     py::gil_scoped_release release;
-    s = Reader::Open(path, o, &r);
-  }
-  ThrowIfError(s);
-  return r;
-}
-
-// A set of databases read as one (reader.h).
-std::unique_ptr<Reader> OpenReaderOfMany(const std::vector<std::string>& paths,
-                                         const std::map<std::string, std::string>& given) {
-  const ReaderOptions o = OptionsFrom(given);
-  std::unique_ptr<Reader> r;
-  Status s;
-  {
-    py::gil_scoped_release release;
-    s = Reader::Open(paths, o, &r);
+    s = Reader::Open(source, o, &r);
   }
   ThrowIfError(s);
   return r;
@@ -78,8 +61,8 @@ void RegisterReader(py::module_& m) {
       .def("__len__", &RecordView::size);
 
   py::class_<Reader>(m, "Reader")
-      .def(py::init(&OpenReader), py::arg("path"), py::arg("options"))
-      .def(py::init(&OpenReaderOfMany), py::arg("paths"), py::arg("options"))
+      .def(py::init(&OpenReader<std::string>), py::arg("path"), py::arg("options"))
+      .def(py::init(&OpenReader<std::vector<std::string>>), py::arg("paths"), py::arg("options"))
       .def("option", [](const Reader& r, const std::string& name) { return ReaderOptionValue(r.options(), name); })
       .def("__len__", &Reader::size)
       .def_property_readonly("path", &Reader::path)
