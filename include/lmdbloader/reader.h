@@ -79,6 +79,7 @@ struct ReaderStats {
   std::string io_fallback;        // why io_uring was not used (empty when it is, or was not asked for)
   uint32_t queue_depth = 0;       // reads in flight at most per batch
   std::string cache_policy;       // "fill", "exact" or "drop" (ReaderOptions::cache_policy resolved)
+  std::string file_system;        // what holds the data: "local", or "nfs", "lustre", "fuse", ...
   uint64_t chunks_filled = 0;     // 2 MiB chunks this process read whole into the page cache
 };
 

@@ -92,6 +92,7 @@ struct ReportFieldsOf<ReaderStats> {
       Field("io_fallback", &ReaderStats::io_fallback, InCommand()),
       Field("queue_depth", &ReaderStats::queue_depth, InCommand()),
       Field("cache_policy", &ReaderStats::cache_policy, InCommand()),
+      Field("file_system", &ReaderStats::file_system, InCommand()),
       Field("chunks_filled", &ReaderStats::chunks_filled, InCommand()));
 };
 

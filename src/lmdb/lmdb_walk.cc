@@ -1,6 +1,7 @@
 // The walk over an LMDB tree (LmdbFile::Walk): branch, leaf, overflow and
 // duplicate pages, each checked before use (lmdb_pages.h says what is
 // checked), in key order.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -68,6 +69,19 @@ Status LmdbFile::WalkPage(WalkState& st, uint64_t pgno, int level) {
     if (ptr + kNodeSize + ksize > psize) return Damaged(pgno, "the key of node " + std::to_string(i) + " runs past the page");
     children[i] = Load<uint16_t>(page + ptr) | (uint64_t{Load<uint16_t>(page + ptr + 2)} << 16) |
                   (uint64_t{Load<uint16_t>(page + ptr + 4)} << 32);
+  }
+  // Ask for every child now (POSIX_FADV_WILLNEED: the kernel reads them
+  // ahead, many requests in flight, into the page cache, which no process's
+  // RSS counts), so that a cold walk does not wait one device or network round
+  // trip per page: on a 1 ms link a 200,000-record walk read 1,291 pages one
+  // after another. Runs of neighbouring pages go as one range.
+  for (uint64_t i = 0; i < n;) {
+    uint64_t run = 1;
+    while (i + run < n && children[i + run] == children[i] + run) ++run;
+    if (children[i] >= 2 && children[i] + run - 1 <= st.max_pgno)
+      (void)::posix_fadvise(fd_, static_cast<off_t>(children[i] * psize), static_cast<off_t>(run * psize),
+                            POSIX_FADV_WILLNEED);
+    i += run;
   }
   for (uint64_t i = 0; i < n; ++i) {
     const uint64_t child = children[i];

@@ -432,6 +432,7 @@ ReaderStats Reader::Rep::stats() {
     s.queue_depth = 1;
   }
   s.cache_policy = CachePolicyName(cache_policy_);
+  s.file_system = file_system_;
   for (const auto& p : parts_)
     if (p->filler) s.chunks_filled += p->filler->chunks_filled();
   return s;

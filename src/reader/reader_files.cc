@@ -68,14 +68,9 @@ Status Reader::Rep::OpenFileSet(const std::string& name, const std::vector<std::
   size_ = total;
   budget_ = MemoryBudget(options.rss_budget, 0);
   index_source_ = "per file, when it is first read";
-  LMDBLOADER_RETURN_IF_ERROR(BatchIo::Create(options.io_engine, options.queue_depth, &io_, &io_fallback_));
-  cache_policy_ = options.cache_policy;
-  if (cache_policy_ == CachePolicy::kAuto) {
-    uint64_t data_bytes = 0;
-    for (const auto& p : parts_) data_bytes += p->file_size;
-    cache_policy_ = budget_.RoomForChunkFills() && data_bytes <= PageCacheRoom() / 2 ? CachePolicy::kFill
-                                                                                      : CachePolicy::kExact;
-  }
+  uint64_t data_bytes = 0;
+  for (const auto& p : parts_) data_bytes += p->file_size;
+  LMDBLOADER_RETURN_IF_ERROR(ChooseReadPath(parts_.front()->location.data_path, data_bytes));
   return Status::OK();
 }
 

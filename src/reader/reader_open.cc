@@ -15,6 +15,7 @@
 #include <atomic>
 
 #include "io/batch_io.h"
+#include "io/file_system.h"
 #include "io/open_file.h"
 #include "io/residency.h"
 #include "lmdb/index_builder.h"
@@ -263,24 +264,12 @@ Status Reader::Rep::Open(const std::string& path, const ReaderOptions& options) 
 
   manifest_ = parts_.front()->manifest;
 
-  if (mode_ == AccessMode::kPread)
-    LMDBLOADER_RETURN_IF_ERROR(BatchIo::Create(options.io_engine, options.queue_depth, &io_, &io_fallback_));
-  {
-    cache_policy_ = options.cache_policy;
-    if (cache_policy_ == CachePolicy::kAuto) {
-      // Fill only what the page cache can keep: a corpus bigger than RAM
-      // would evict each chunk before its other records are read.
-      uint64_t data_bytes = 0;
-      for (const auto& p : parts_) data_bytes += p->index.identity.size;
-      const uint64_t room = PageCacheRoom();
-      cache_policy_ =
-          budget_.RoomForChunkFills() && data_bytes <= room / 2 ? CachePolicy::kFill : CachePolicy::kExact;
-    }
-    if (cache_policy_ == CachePolicy::kFill)
-      for (auto& p : parts_)
-        LMDBLOADER_RETURN_IF_ERROR(
-            ChunkFiller::Create(p->fd, p->index.identity.size, p->location.data_path, &p->filler));
-  }
+  uint64_t data_bytes = 0;
+  for (const auto& p : parts_) data_bytes += p->index.identity.size;
+  LMDBLOADER_RETURN_IF_ERROR(ChooseReadPath(parts_.front()->location.data_path, data_bytes));
+  if (cache_policy_ == CachePolicy::kFill)
+    for (auto& p : parts_)
+      LMDBLOADER_RETURN_IF_ERROR(ChunkFiller::Create(p->fd, p->index.identity.size, p->location.data_path, &p->filler));
 
   if (mode_ == AccessMode::kMmap) {
     governor_ = std::make_unique<ResidencyGovernor>(budget_.MappedAllowance(), options.mmap_window);
@@ -290,6 +279,34 @@ Status Reader::Rep::Open(const std::string& path, const ReaderOptions& options) 
       LMDBLOADER_RETURN_IF_ERROR(Mapping::Map(p.fd, p.index.identity.size, p.location.data_path, &p.map));
       governor_->Attach(i, p.map->data(), p.map->size());
     }
+  }
+  return Status::OK();
+}
+
+Status Reader::Rep::ChooseReadPath(const std::string& data_path, uint64_t data_bytes) {
+  // What lies under the data decides (io/file_system.h): on network and FUSE
+  // file systems a read request is a round trip and bytes cross a link.
+  const FileSystemKind fs = FileSystemOf(data_path);
+  file_system_ = fs.name;
+  io_engine_ = options_.io_engine;
+  std::string why_threads;
+  if (io_engine_ == IoEngine::kAuto && fs.remote) {
+    io_engine_ = IoEngine::kThreads;
+    why_threads = "the data lies on " + fs.name + ", whose buffered reads io_uring hands to its worker pool";
+  }
+  if (mode_ == AccessMode::kPread) {
+    LMDBLOADER_RETURN_IF_ERROR(BatchIo::Create(io_engine_, options_.queue_depth, &io_, &io_fallback_));
+    if (!why_threads.empty()) io_fallback_ = why_threads;
+  }
+  cache_policy_ = options_.cache_policy;
+  if (cache_policy_ == CachePolicy::kAuto) {
+    // Fill only what the page cache can keep (a corpus bigger than RAM would
+    // evict each chunk before its other records are read), and never where
+    // bytes cross a link: a rank that reads a part of the records would move
+    // nearly the whole file.
+    cache_policy_ = !fs.remote && budget_.RoomForChunkFills() && data_bytes <= PageCacheRoom() / 2
+                        ? CachePolicy::kFill
+                        : CachePolicy::kExact;
   }
   return Status::OK();
 }
@@ -322,7 +339,7 @@ Status Reader::Rep::ReopenHandles() {
     // A paged index reads with a descriptor of its own.
     for (Part* p : indexed_parts_) LMDBLOADER_RETURN_IF_ERROR(p->index.ReopenFile());
     (void)io_.release();
-    return BatchIo::Create(options_.io_engine, options_.queue_depth, &io_, &io_fallback_);
+    return BatchIo::Create(io_engine_, options_.queue_depth, &io_, &io_fallback_);
   }
   for (size_t i = 0; i < parts_.size(); ++i) {
     Part& p = *parts_[i];
@@ -369,7 +386,7 @@ Status Reader::Rep::ReopenHandles() {
     // The parent's rings and threads are not this process's: abandon them
     // (destroying would join threads that do not exist here).
     (void)io_.release();
-    LMDBLOADER_RETURN_IF_ERROR(BatchIo::Create(options_.io_engine, options_.queue_depth, &io_, &io_fallback_));
+    LMDBLOADER_RETURN_IF_ERROR(BatchIo::Create(io_engine_, options_.queue_depth, &io_, &io_fallback_));
   }
   return Status::OK();
 }

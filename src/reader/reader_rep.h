@@ -166,6 +166,9 @@ struct Reader::Rep {
   // IndexResidence. NotFound when absent or stale.
   Status UseSavedIndex(const std::string& path, const FileIdentity& identity, Part* part);
   Status EnsureProcess();  // reopens handles after fork()
+  // The I/O engine (io_engine_, io_), cache policy and file_system_ for data
+  // at `data_path` of `data_bytes` in all, by the options' kAuto rules.
+  Status ChooseReadPath(const std::string& data_path, uint64_t data_bytes);
   Status ShrankUnderMapping(const Part& part) const;
   // IOError naming the file when a writer committed to a plain LMDB opened
   // without the lock file since it was opened: its pages are the snapshot's
@@ -230,6 +233,8 @@ struct Reader::Rep {
   std::unique_ptr<BatchIo> io_;  // pread mode; recreated in a forked child
   std::string io_fallback_;
   CachePolicy cache_policy_ = CachePolicy::kExact;
+  IoEngine io_engine_ = IoEngine::kAuto;  // options_.io_engine, kAuto resolved for the file system
+  std::string file_system_;               // "local", "nfs", "fuse", ... (io/file_system.h)
   uint64_t resident_index_cap_ = 0;  // a part's index is held while it needs at most this
   uint64_t index_cache_bytes_ = 0;   // a paged part's page cache
   uint64_t generation_ = 0;  // fork generation the handles belong to
