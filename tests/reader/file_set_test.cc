@@ -7,7 +7,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <atomic>
 #include <random>
+#include <thread>
 
 #include "lmdbloader/reader.h"
 #include "test_util.h"
@@ -137,6 +139,51 @@ TEST(FileSetTest, ManyFilesReadAsOneUnderASmallDescriptorLimit) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &before), 0);
+}
+
+TEST(FileSetTest, ThreadsReadingAcrossFilesSeeTheirOwnRecords) {
+  // Files opened and closed under one thread's reads while others read:
+  // a file a read pins is never closed under it.
+  TempDir dir;
+  const int kFiles = 120, kPer = 5;
+  WriteFiles(dir.Sub("set"), kFiles, kPer);
+  struct rlimit before;
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &before), 0);
+  struct rlimit limit {96, before.rlim_max};  // 8 files open at once
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &limit), 0);
+  ReaderOptions options;
+  options.rss_budget = 2 << 20;  // 512 KiB of indexes: files' indexes dropped and read again too
+  options.index_dir = dir.Sub("idx");
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("set"), options, &r));
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(t);
+      std::vector<uint64_t> batch(40);
+      for (int round = 0; round < 60; ++round) {
+        for (auto& i : batch) i = rng() % r->size();
+        std::vector<uint64_t> sizes(batch.size());
+        if (!r->ValueSizes(batch.data(), batch.size(), sizes.data()).ok()) {
+          ++bad;
+          continue;
+        }
+        std::vector<std::string> values(batch.size());
+        std::vector<char*> dsts(batch.size());
+        for (size_t k = 0; k < batch.size(); ++k) {
+          values[k].resize(sizes[k]);
+          dsts[k] = values[k].data();
+        }
+        if (!r->ReadBatch(batch.data(), batch.size(), dsts.data()).ok()) ++bad;
+        for (size_t k = 0; k < batch.size(); ++k)
+          if (values[k] != ValueOf(static_cast<int>(batch[k] / kPer), static_cast<int>(batch[k] % kPer))) ++bad;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_LE(r->stats().files_open, 8u + 4u);  // one over a thread at most, while all are pinned
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &before), 0);
 }
 
