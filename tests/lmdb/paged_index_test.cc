@@ -3,7 +3,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <random>
+#include <thread>
 
 #include "lmdb/index_file.h"
 #include "lmdb/index_writer.h"
@@ -82,6 +85,36 @@ TEST(PagedIndexTest, LocatesKeysAndSearchesAsTheResidentIndexDoes) {
     // The cache holds at most its capacity, however many pages were read.
     EXPECT_LE(paged.paged_index()->cache_held(), uint64_t{8} << 10);
   }
+}
+
+TEST(PagedIndexTest, ThreadsShareOneCache) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("t.idx");
+  const uint64_t n = 50000;
+  WriteIndex(path, n, false);
+  auto p = OpenPaged(path, 16 << 10);  // 4 pages: every thread evicts the others' pages
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(t);
+      std::vector<uint64_t> batch(64);
+      std::vector<ValueLocation> at(64);
+      std::string key;
+      for (int round = 0; round < 200; ++round) {
+        for (auto& i : batch) i = rng() % n;
+        if (round % 2) std::sort(batch.begin(), batch.end());
+        if (!p->Locate(batch.data(), batch.size(), at.data()).ok()) ++bad;
+        for (size_t k = 0; k < batch.size(); ++k)
+          if (at[k].offset != batch[k] * 4096 + 7) ++bad;
+        uint64_t pos = 0;
+        if (!p->Key(batch[0], &key).ok() || key != KeyOf(batch[0], false)) ++bad;
+        if (!p->LowerBound(KeyOf(batch[1], false), &pos).ok() || pos != batch[1]) ++bad;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_LE(p->cache_held(), uint64_t{16} << 10);
 }
 
 TEST(PagedIndexTest, StaleOrOlderFilesAreNotFound) {
