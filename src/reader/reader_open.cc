@@ -116,7 +116,9 @@ Status Reader::Rep::UseSavedIndex(const std::string& path, const FileIdentity& i
   const IndexHeader& h = paged->header();
   // What the resident form would hold: 12 bytes a record, and the keys with
   // their ends when stored.
-  const uint64_t resident = h.records * 12 + (h.sequential_keys() ? 0 : h.records * 8 + h.blob_bytes);
+  // A corpus's record checksums go with it (8 bytes a record).
+  const uint64_t resident = h.records * 12 + (h.sequential_keys() ? 0 : h.records * 8 + h.blob_bytes) +
+                            (paged->meta().count(std::string(kChecksumsKey)) ? h.records * 8 : 0);
   const bool hold = options_.index_residence == IndexResidence::kResident ||
                     (options_.index_residence == IndexResidence::kAuto && resident <= resident_index_cap_);
   if (hold) {

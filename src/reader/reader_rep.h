@@ -92,7 +92,9 @@ struct Reader::Rep {
     std::atomic<bool> names_checked{false};  // corpora: names and their offsets matched their checksums
     std::string manifest;          // corpora: the manifest's JSON, checked
     std::map<std::string, std::string> column_dtypes;  // corpora: column name -> "<i8" or "<f8"
-    std::vector<uint64_t> checksums;            // corpora: XXH3-64 of each record
+    std::vector<uint64_t> checksums;            // corpora: XXH3-64 of each record (index held)
+    ValueLocation checksum_column;              // corpora, index paged: where those lie in the file instead
+    bool has_checksums() const { return !checksums.empty() || checksum_column.size != 0; }
     std::unique_ptr<VerifiedRecords> verified;  // ChecksumPolicy::kFirstRead: records already checked
     std::map<std::string, uint64_t> meta_sums;  // corpora: of each metadata value, by key
     std::unique_ptr<ChunkFiller> filler;        // cache policy kFill
@@ -204,7 +206,12 @@ struct Reader::Rep {
   // `corpus` false for a plain LMDB.
   Status LoadCorpusMeta(Part& part, bool* corpus);
   // Corruption naming the record and file when its checksum differs.
-  Status VerifyRecord(const Part& part, uint64_t local, const char* data, uint64_t size) const;
+  // `expected` (may be null): the record's checksum, read already.
+  Status VerifyRecord(const Part& part, uint64_t local, const char* data, uint64_t size,
+                      const uint64_t* expected = nullptr) const;
+  // The checksums of records locals[k] of parts[k] that a corpus keeps in
+  // its file (paged index), into sums[k]; the others are left as they are.
+  Status ReadChecksums(const Part* const* parts, const uint64_t* locals, size_t count, uint64_t* sums) const;
 
   Rep();
   static uint64_t NewId();

@@ -333,6 +333,39 @@ def test_damaged_record_is_corrupted_error_unless_checks_are_skipped(tmp_path, m
     assert res.returncode == 1 and "record 5" in res.stderr
 
 
+@pytest.mark.parametrize("mode", ["pread", "mmap"])
+def test_a_paged_corpus_reads_its_checksums_from_the_file_and_catches_damage(tmp_path, mode):
+    # Under a paged index a corpus's record checksums stay in the file (8
+    # bytes a record never held): each read brings its record's sum with it.
+    path = str(tmp_path / "c")
+    with lmdbloader.CorpusWriter(path) as w:
+        for i in range(600):
+            w.add(f"n{i:04d}", {"image": bytes([i % 251]) * 3000})
+    data = tmp_path / "c" / "data.mdb"
+    b = bytearray(data.read_bytes())
+    at = b.find(bytes([5]) * 3000) + 1000
+    b[at] ^= 0x40
+    data.write_bytes(bytes(b))
+    index_dir = str(tmp_path / "idx")
+    r = lmdbloader.Reader(path, mode=mode, index_mode="paged", index_dir=index_dir)
+    stats = r.stats()
+    assert stats["index_residence"] == "paged" and stats["checksum_bytes"] == 0
+    with pytest.raises(lmdbloader.CorruptedError, match=r"record 5 of .*c/data.mdb is damaged: its checksum"):
+        r[5]
+    with pytest.raises(lmdbloader.CorruptedError, match="record 5 of"):
+        r.get_batch([4, 5, 300])
+    with pytest.raises(lmdbloader.CorruptedError, match="record 5 of"):
+        lmdbloader.LmdbDataset(path, mode=mode, index_mode="paged", index_dir=index_dir).__getitems__([599, 5])
+    held = lmdbloader.Reader(path, index_mode="resident", index_dir=index_dir)
+    good = [i for i in range(600) if i != 5]
+    assert r.get_batch(good) == held.get_batch(good)
+    once = lmdbloader.Reader(path, mode=mode, index_mode="paged", index_dir=index_dir, verify_checksums="once")
+    for _ in range(2):
+        with pytest.raises(lmdbloader.CorruptedError, match="record 5 of"):
+            once.get_batch([4, 5])
+        assert once.get_batch([4, 6]) == held.get_batch([4, 6])
+
+
 @pytest.mark.parametrize("value", ["false", "yes", ""])
 def test_verify_checksums_refuses_strings_other_than_once(tmp_path, value):
     path = str(tmp_path / "c")
