@@ -1,0 +1,151 @@
+"""bench/netfs.c, the network file system bench/network_bench.py reads
+through: lmdbloader reads every record through it as py-lmdb reads them, and
+the emulation does what it says (a round trip per read request, at most N in
+flight, a link's bandwidth, counters that count, an unmount on every way
+out).
+
+The timing checks are lower bounds the emulator guarantees by sleeping, so a
+slow or loaded machine cannot fail them; how fast anything reads belongs to
+the bench."""
+
+import os
+import signal
+import sys
+import threading
+import time
+
+import lmdb
+import pytest
+
+import lmdbloader
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+import netfs  # noqa: E402
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+LATENCY_MS = 20
+IN_FLIGHT = 4
+
+_reason = netfs.unavailable()
+pytestmark = pytest.mark.skipif(_reason is not None, reason=f"cannot emulate a network file system: {_reason}")
+
+
+@pytest.fixture(scope="module")
+def binary(tmp_path_factory):
+    return netfs.build(str(tmp_path_factory.mktemp("netfs-bin")))
+
+
+def value(i):
+    """Sizes from 10 bytes (inline) to 40 KiB (overflow pages)."""
+    size = 10 + (i * 7919) % (40 << 10)
+    return (i.to_bytes(4, "little") * (size // 4 + 1))[:size]
+
+
+@pytest.fixture(scope="module")
+def backing(tmp_path_factory):
+    """A py-lmdb database of 300 records and a 4 MiB plain file."""
+    root = tmp_path_factory.mktemp("netfs-backing")
+    with lmdb.open(str(root / "db"), map_size=64 << 20) as env, env.begin(write=True) as txn:
+        for i in range(300):
+            txn.put(b"k%05d" % i, value(i))
+    with open(root / "blob", "wb") as f:
+        f.write(os.urandom(4 << 20))
+    return str(root)
+
+
+def mount(backing, binary, **kw):
+    try:
+        return netfs.Mount(backing, binary=binary, **kw)
+    except RuntimeError as e:
+        refusals = ("mount failed", "failed to open /dev/fuse", "Operation not permitted", "Permission denied")
+        if any(r in str(e) for r in refusals):
+            pytest.skip(f"this sandbox refuses FUSE mounts: {e}")
+        raise
+
+
+@pytest.fixture(scope="module")
+def fs(backing, binary):
+    m = mount(backing, binary, latency_ms=LATENCY_MS, in_flight=IN_FLIGHT)
+    yield m
+    m.close()
+
+
+def cold(fs, backing, name):
+    """Evicted through the mount and in the backing directory."""
+    assert netfs.evict([fs.path(name)]) == 0, f"{name} still cached through the mount after DONTNEED"
+    assert netfs.evict([os.path.join(backing, name)]) == 0, f"{name} still cached in the backing dir"
+
+
+def test_lmdbloader_reads_every_record_through_the_mount_as_pylmdb_does(fs, backing, tmp_path):
+    with lmdb.open(os.path.join(backing, "db"), readonly=True, lock=False) as env, env.begin() as txn:
+        oracle = [v for _, v in txn.cursor()]
+    cold(fs, backing, "db/data.mdb")
+    r = lmdbloader.Reader(fs.path("db"), index_dir=str(tmp_path))
+    assert len(r) == len(oracle)
+    got = r.get_batch(list(range(len(r))))
+    mismatched = [i for i, (a, b) in enumerate(zip(got, oracle)) if a != b]
+    assert not mismatched, f"records {mismatched[:5]} differ from py-lmdb's"
+    assert r.get(b"k00123") == oracle[123]
+    # Over a FUSE (or network) file system auto reads exactly the records, with threads.
+    stats = r.stats()
+    assert (stats["file_system"], stats["cache_policy"], stats["io_engine"]) == ("fuse", "exact", "threads"), stats
+
+
+def test_every_cold_request_waits_a_round_trip_and_at_most_in_flight_run_at_once(fs, backing):
+    """16 one-page reads, far apart (no readahead joins them), from 16 threads."""
+    cold(fs, backing, "blob")
+    fd = os.open(fs.path("blob"), os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # exactly the page asked for
+    offsets = [k * (256 << 10) for k in range(16)]
+    before = fs.stats()
+    start = time.perf_counter()
+    threads = [threading.Thread(target=os.pread, args=(fd, 100, at)) for at in offsets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seconds = time.perf_counter() - start
+    os.close(fd)
+    moved = fs.delta(before, fs.stats())
+    assert moved["reads"] == len(offsets), f"expected one request a read, counted {moved['reads']}"
+    floor = len(offsets) * LATENCY_MS / 1e3 / IN_FLIGHT
+    assert seconds >= floor, f"{len(offsets)} cold requests took {seconds:.3f} s, under the {floor:.3f} s floor"
+    assert moved["peak_in_flight"] <= IN_FLIGHT, f"{moved['peak_in_flight']} requests ran at once"
+    assert moved["slot_wait_s"] > 0, "no request waited for a slot"
+
+
+def test_byte_counter_counts_cold_reads_and_the_page_cache_serves_warm_ones(fs, backing):
+    cold(fs, backing, "blob")
+    before = fs.stats()
+    with open(fs.path("blob"), "rb") as f:
+        data = f.read()
+    first = fs.delta(before, fs.stats())
+    assert first["read_bytes"] == len(data) == 4 << 20, f"counted {first['read_bytes']} of {len(data)} bytes"
+    assert sum(first["read_sizes_kib"].values()) == first["reads"] > 0
+    before = fs.stats()
+    with open(fs.path("blob"), "rb") as f:  # a reopen keeps the cache, as on NFS
+        f.read()
+    assert fs.delta(before, fs.stats())["read_bytes"] == 0, "a warm read went to the file system"
+
+
+def test_bandwidth_caps_what_crosses_the_link(backing, binary):
+    with mount(backing, binary, latency_ms=0, in_flight=32, bandwidth=40e6) as m:
+        cold(m, backing, "blob")
+        start = time.perf_counter()
+        with open(m.path("blob"), "rb") as f:
+            n = len(f.read())
+        seconds = time.perf_counter() - start
+        floor = n / 40e6
+        assert seconds >= floor * 0.99, f"{n} bytes in {seconds:.3f} s: faster than 40 MB/s ({floor:.3f} s)"
+        assert m.stats()["link_wait_s"] > 0
+
+
+def test_close_unmounts_even_after_the_daemon_was_killed(backing, binary):
+    m = mount(backing, binary, latency_ms=0)
+    root = m.root
+    os.kill(m._proc.pid, signal.SIGKILL)
+    m._proc.wait()
+    m.close()
+    with open("/proc/self/mounts") as f:
+        assert root not in [line.split()[1] for line in f], f"{root} still mounted"
+    assert not os.path.exists(root)
