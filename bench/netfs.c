@@ -13,7 +13,10 @@
  * cached pages are kept across opens, as NFS keeps them while the file is
  * unchanged), so "cold" means evicted (posix_fadvise DONTNEED through the
  * mount). The kernel's own readahead window for FUSE is 128 KiB, as NFS's
- * has been since Linux 5.4.
+ * has been since Linux 5.4: a buffered read() or page fault sends requests of
+ * at most 128 KiB, readahead(2) and POSIX_FADV_WILLNEED up to 1 MiB (FUSE's
+ * max_pages, 256 pages as libfuse asks); NFS sends up to rsize (often 1 MiB)
+ * for both. Each request is one round trip here.
  *
  * The counters are read from the file /.netfs-stats at the mount root (JSON,
  * not listed by readdir, read direct so every read is fresh, never counted

@@ -91,7 +91,9 @@ class Mount:
     """The backing directory mounted through netfs; see the module docstring."""
 
     def __init__(self, backing, latency_ms=1.0, in_flight=32, bandwidth=None, open_latency_ms=0.0,
-                 binary=None, timeout=10.0):
+                 binary=None, timeout=10.0, extra_args=()):
+        """extra_args: more of netfs.c's options (--max-background=12,
+        --threads=10: libfuse's and the kernel's defaults) or -o options."""
         self.backing = os.path.realpath(backing)
         self.options = {"latency_ms": latency_ms, "in_flight": in_flight, "bandwidth": bandwidth or 0,
                         "open_latency_ms": open_latency_ms}
@@ -102,7 +104,7 @@ class Mount:
         self._owner = os.getpid()
         self._proc = None
         cmd = [self.binary, self.backing, self.root, f"--latency-ms={latency_ms}", f"--in-flight={in_flight}",
-               f"--bandwidth={bandwidth or 0}", f"--open-latency-ms={open_latency_ms}"]
+               f"--bandwidth={bandwidth or 0}", f"--open-latency-ms={open_latency_ms}", *extra_args]
         _live.add(self)
         try:
             with open(self.log, "wb") as log:
@@ -193,11 +195,13 @@ atexit.register(close_all)
 
 def install_signal_cleanup():
     """SIGTERM and SIGHUP raise SystemExit, so that finally blocks and atexit
-    unmount (Ctrl-C raises KeyboardInterrupt already)."""
+    unmount; SIGINT raises KeyboardInterrupt even where the shell that
+    started us ignored it (a background job)."""
     def handler(signum, frame):
         raise SystemExit(128 + signum)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def files_under(path):

@@ -4,11 +4,13 @@ bench/netfs.c (FUSE: a round trip added to every read request, at most N
 requests in flight, optionally a link's bandwidth), which counts the
 requests and bytes each job moved.
 
-Corpora (written once under --dir, reused while their manifest matches):
+Corpora (written once under --dir as NAME-COUNT, reused while their
+manifest matches):
 - large: 6,000 records of 60-160 KB (sizes uniform, seeded), batch 32;
 - small: 200,000 records of 2 KiB, batch 256;
-each as a py-lmdb database (NAME.lmdb/data.mdb, keys b"%08d") and as one
-file per record beside it (NAME.raw/0000/00000000.bin, 1,000 a folder).
+each as a py-lmdb database (NAME-COUNT.lmdb/data.mdb, keys b"%08d") and as
+one file per record beside it (NAME-COUNT.raw/0000/00000000.bin, 1,000 a
+folder).
 
 Settings: --latency-ms per request with --in-flight requests at most; then
 the same with a link of --bandwidth MB/s (0: skip). One mount per setting.
@@ -41,7 +43,9 @@ Reader.stats()'s io_engine and cache_policy after one batch.
         [--latency-ms 1] [--in-flight 32] [--bandwidth 117] [--rounds 1] [--job-seconds 30]
         [--workers 2,8] [--corpora large,small] [--variants ...] [--out bench/out]
 
-Prints markdown tables; writes bench/out/network_bench[-quick].json.
+Prints markdown tables; writes bench/out/network_bench[-quick].json (--name
+to choose). Needs root or FUSE rights, gcc and libfuse3-dev (apt-get install
+-y fuse3 libfuse3-dev); netfs.c is compiled into --out on first use.
 """
 
 import argparse
@@ -84,23 +88,32 @@ def raw_path(root, i):
     return os.path.join(root, f"{i // 1000:04d}", f"{i:08d}.bin")
 
 
+def stem(name, count):
+    """Where a corpus lies under --dir: by name and count, so that --quick's
+    smaller corpora never replace the full ones."""
+    return f"{name}-{count}"
+
+
 def write_corpus(directory, name, count, lo, hi):
-    """NAME.lmdb (py-lmdb) and NAME.raw (a file per record) under directory;
-    returns the record sizes. Skipped when NAME.json says it is written."""
+    """STEM.lmdb (py-lmdb) and STEM.raw (a file per record) under directory,
+    STEM = stem(name, count); returns the record sizes. Skipped when
+    STEM.json (written last) says they are written."""
     import lmdb
     sizes = np.random.default_rng(SEED + count).integers(lo, hi + 1, count).astype(np.int64)
     manifest = {"count": count, "lo": lo, "hi": hi, "seed": SEED, "bytes": int(sizes.sum())}
-    manifest_path = os.path.join(directory, name + ".json")
-    if os.path.exists(manifest_path):
-        with open(manifest_path) as f:
+    base = os.path.join(directory, stem(name, count))
+    if os.path.exists(base + ".json"):
+        with open(base + ".json") as f:
             if json.load(f) == manifest:
                 return sizes
+        os.unlink(base + ".json")
     os.makedirs(directory, exist_ok=True)
-    db, raw = os.path.join(directory, name + ".lmdb"), os.path.join(directory, name + ".raw")
+    db, raw = base + ".lmdb", base + ".raw"
     for p in (db, raw):
-        shutil.rmtree(p, ignore_errors=True)
+        if os.path.exists(p):
+            shutil.rmtree(p)
     pool = np.random.default_rng(SEED).integers(0, 256, 4 << 20, dtype=np.uint8).tobytes()
-    print(f"writing {name}: {count} records, {manifest['bytes'] / 1e6:.0f} MB, py-lmdb and raw files ...",
+    print(f"writing {stem(name, count)}: {manifest['bytes'] / 1e6:.0f} MB of records, py-lmdb and raw files ...",
           flush=True)
     env = lmdb.open(db, map_size=int(sizes.sum()) + count * 8192 + (256 << 20), sync=False)
     for start in range(0, count, 10_000):
@@ -112,11 +125,11 @@ def write_corpus(directory, name, count, lo, hi):
     for i in range(count):
         path = raw_path(raw, i)
         if i % 1000 == 0:
-            os.makedirs(os.path.dirname(path))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
             f.write(record_bytes(i, int(sizes[i]), pool))
     os.sync()
-    with open(manifest_path, "w") as f:
+    with open(base + ".json", "w") as f:
         json.dump(manifest, f)
     return sizes
 
@@ -164,10 +177,11 @@ def digest(batch):
 class Corpus:
     def __init__(self, name, directory, mount, count, sizes, batch, index_dir):
         self.name, self.count, self.sizes, self.batch = name, count, sizes, batch
-        self.db = mount.path(name + ".lmdb")
-        self.raw = mount.path(name + ".raw")
-        self.backing_db = os.path.join(directory, name + ".lmdb", "data.mdb")
-        self.backing_raw = os.path.join(directory, name + ".raw")
+        base = stem(name, count)
+        self.db = mount.path(base + ".lmdb")
+        self.raw = mount.path(base + ".raw")
+        self.backing_db = os.path.join(directory, base + ".lmdb", "data.mdb")
+        self.backing_raw = os.path.join(directory, base + ".raw")
         self.index_dir = index_dir
         self._raw_files = None
 
@@ -451,7 +465,8 @@ def main():
                          bandwidth=setting["bandwidth"], binary=binary) as mount:
             tag = f"{setting['latency_ms']:g}ms-{setting['in_flight']}-{setting['bandwidth'] or 0:.0f}"
             cs = {name: Corpus(name, args.dir, mount, c["count"], c["sizes"], c["batch"],
-                               os.path.join(args.dir, "index", tag, name)) for name, c in corpora.items()}
+                               os.path.join(args.dir, "index", tag, stem(name, c["count"])))
+                  for name, c in corpora.items()}
             for name, corpus in cs.items():
                 s["open"][name] = open_times(mount, corpus, args.dir)
                 o = s["open"][name]

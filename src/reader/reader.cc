@@ -174,56 +174,6 @@ Status Reader::Rep::ReadRequests(const ReadRequest* requests, Part* const* parts
   return s;
 }
 
-Status Reader::Rep::VerifyRecord(const Part& part, uint64_t local, const char* data, uint64_t size,
-                                 const uint64_t* expected) const {
-  if (!part.has_checksums() || options_.verify_checksums == ChecksumPolicy::kOff) return Status::OK();
-  if (part.verified && part.verified->Has(local)) return Status::OK();
-  uint64_t sum = 0;
-  if (!part.checksums.empty()) {
-    sum = part.checksums[local];
-  } else if (expected != nullptr) {
-    sum = *expected;
-  } else {
-    const Part* one = &part;
-    LMDBLOADER_RETURN_IF_ERROR(ReadChecksums(&one, &local, 1, &sum));
-  }
-  if (Checksum(data, size) == sum) {
-    if (part.verified) part.verified->Add(local);
-    return Status::OK();
-  }
-  // With a saved index, the record's location came from that file: say so,
-  // since a wrong index reads as a damaged record (`lmdbloader verify` walks
-  // the data itself and tells which).
-  return Status::Corruption("record " + std::to_string(local) + " of " + part.location.data_path +
-                            " is damaged: its checksum does not match (" + std::to_string(size) + " bytes)" +
-                            (part.index_file.empty() ? std::string()
-                                                     : "; its location was " + part.index_file +
-                                                           ", which is wrong if the data file verifies"));
-}
-
-Status Reader::Rep::ReadChecksums(const Part* const* parts, const uint64_t* locals, size_t count,
-                                  uint64_t* sums) const {
-  // A corpus whose index is paged keeps its records' checksums where the
-  // file has them (8 bytes a record, one value of the corpus's metadata):
-  // read with the records, never held.
-  std::vector<ReadRequest> requests;
-  std::vector<size_t> at;
-  for (size_t k = 0; k < count; ++k) {
-    const Part& p = *parts[k];
-    if (p.checksum_column.size == 0) continue;
-    ReadRequest r;
-    r.fd = p.fd;
-    r.offset = p.checksum_column.offset + locals[k] * 8;
-    r.size = 8;
-    r.dst = reinterpret_cast<char*>(&sums[k]);
-    r.path = &p.location.data_path;
-    requests.push_back(r);
-  }
-  if (requests.empty()) return Status::OK();
-  if (requests.size() == 1 || !io_) return PreadFully(requests[0]);
-  return io_->ReadAll(requests.data(), requests.size());
-}
-
 Status Reader::Rep::CopyOut(Part& part, uint64_t local, const ValueLocation& at, char* dst) {
   const uint64_t offset = at.offset;
   const uint64_t size = at.size;
