@@ -96,6 +96,7 @@ Status Reader::Rep::EnsureOpen(Part* part) {
   if (part->indexed) {
     // Its index is still held: only the descriptor is opened again.
     LMDBLOADER_RETURN_IF_ERROR(OpenDataFile(part->location.data_path, part->index.identity, &part->fd));
+    AdviseReads(part->fd);
     open_parts_.push_back(part);
     return Status::OK();
   }
@@ -134,6 +135,7 @@ Status Reader::Rep::EnsureOpen(Part* part) {
     return s;
   }
   part->indexed = true;
+  AdviseReads(part->fd);
   if (part->index.paged()) any_paged_ = true;
   open_parts_.push_back(part);
   indexed_parts_.push_back(part);

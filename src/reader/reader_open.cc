@@ -3,6 +3,7 @@
 // a process's own handles after fork.
 #include "lmdbloader/reader.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -310,7 +311,16 @@ Status Reader::Rep::ChooseReadPath(const std::string& data_path, uint64_t data_b
                         ? CachePolicy::kFill
                         : CachePolicy::kExact;
   }
+  // Exact reads over a link: no readahead around them either (the kernel
+  // read 1.20x the bytes of 200 random 60-160 KB records over FUSE, 0.875x
+  // with POSIX_FADV_RANDOM on the descriptor).
+  read_random_ = fs.remote && cache_policy_ == CachePolicy::kExact;
+  for (auto& p : parts_) AdviseReads(p->fd);
   return Status::OK();
+}
+
+void Reader::Rep::AdviseReads(int fd) const {
+  if (read_random_ && fd >= 0) (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
 }
 
 Status Reader::Rep::EnsureProcess() {
@@ -369,6 +379,7 @@ Status Reader::Rep::ReopenHandles() {
     // The filler's mapping stays valid in the child; it needs no handle.
     int fd = -1;
     LMDBLOADER_RETURN_IF_ERROR(OpenDataFile(p.location.data_path, p.index.identity, &fd));
+    AdviseReads(fd);
     // The inherited copy is closed only while it is still the data file: a
     // caller that closed descriptors it does not own may have reused the number.
     struct stat st;

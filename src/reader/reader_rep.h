@@ -171,6 +171,8 @@ struct Reader::Rep {
   // The I/O engine (io_engine_, io_), cache policy and file_system_ for data
   // at `data_path` of `data_bytes` in all, by the options' kAuto rules.
   Status ChooseReadPath(const std::string& data_path, uint64_t data_bytes);
+  // POSIX_FADV_RANDOM on a data descriptor where reads are exact over a link.
+  void AdviseReads(int fd) const;
   Status ShrankUnderMapping(const Part& part) const;
   // IOError naming the file when a writer committed to a plain LMDB opened
   // without the lock file since it was opened: its pages are the snapshot's
@@ -242,6 +244,7 @@ struct Reader::Rep {
   CachePolicy cache_policy_ = CachePolicy::kExact;
   IoEngine io_engine_ = IoEngine::kAuto;  // options_.io_engine, kAuto resolved for the file system
   std::string file_system_;               // "local", "nfs", "fuse", ... (io/file_system.h)
+  bool read_random_ = false;              // exact reads on a remote file system: no readahead
   uint64_t resident_index_cap_ = 0;  // a part's index is held while it needs at most this
   uint64_t index_cache_bytes_ = 0;   // a paged part's page cache
   uint64_t generation_ = 0;  // fork generation the handles belong to
