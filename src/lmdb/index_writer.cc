@@ -8,7 +8,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <vector>
 
 #include "base/checksum.h"
 #include "lmdb/record_key.h"
@@ -144,27 +143,48 @@ Status IndexWriter::Add(std::string_view key, uint64_t offset, uint32_t size) {
 
 Status IndexWriter::WidenEntries() {
   // Usually at the first record (a foreign database's first key is rarely
-  // eight bytes of zeros); otherwise the narrow entries so far are read back.
+  // eight bytes of zeros). Later, e.g. a metadata key after keys that are
+  // big-endian record numbers, the narrow entries so far are rewritten wide
+  // into a fresh file a chunk at a time, never held whole.
   LMDBLOADER_RETURN_IF_ERROR(Flush());
-  const uint64_t n = records_;
-  std::vector<IndexEntry> narrow(n);
-  std::string bytes(entries_written_, '\0');
-  LMDBLOADER_RETURN_IF_ERROR(PreadAll(fd_, bytes.data(), bytes.size(), kIndexPage, tmp_));
-  bytes += page_;
-  const uint64_t per_page = kIndexPage / kNarrowEntry;
-  for (uint64_t i = 0; i < n; ++i) {
-    const char* e = bytes.data() + (i / per_page) * kIndexPage + (i % per_page) * kNarrowEntry;
-    std::memcpy(&narrow[i].offset, e, 8);
-    std::memcpy(&narrow[i].size, e + 8, 4);
+  if (!page_.empty()) {
+    page_.resize(kIndexPage, '\0');
+    LMDBLOADER_RETURN_IF_ERROR(WriteAll(fd_, page_.data(), page_.size(), tmp_));
+    entries_written_ += kIndexPage;
+    page_.clear();
   }
-  if (::ftruncate(fd_, static_cast<off_t>(kIndexPage)) != 0 || ::lseek(fd_, static_cast<off_t>(kIndexPage), SEEK_SET) < 0)
-    return Status::FromErrno(errno, "truncate", tmp_);
+  const uint64_t n = records_;
+  const int narrow_fd = fd_;
+  const std::string narrow_tmp = tmp_ + ".narrow";
+  if (::rename(tmp_.c_str(), narrow_tmp.c_str()) != 0) return Status::FromErrno(errno, "rename", tmp_);
+  fd_ = ::open(tmp_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  Status s = fd_ < 0 ? Status::FromErrno(errno, "open", tmp_) : Status::OK();
+  if (s.ok()) {
+    const std::string zeros(kIndexPage, '\0');
+    s = WriteAll(fd_, zeros.data(), zeros.size(), tmp_);
+  }
   entries_written_ = 0;
-  page_.clear();
   records_ = 0;
   wide_ = true;
-  for (uint64_t i = 0; i < n; ++i) LMDBLOADER_RETURN_IF_ERROR(Add(RecordKey(i), narrow[i].offset, narrow[i].size));
-  return Status::OK();
+  const uint64_t per_page = kIndexPage / kNarrowEntry;
+  constexpr uint64_t kPagesAtOnce = 256;
+  std::string chunk;
+  for (uint64_t first = 0; s.ok() && first < n; first += per_page * kPagesAtOnce) {
+    const uint64_t last = std::min(n, first + per_page * kPagesAtOnce);
+    chunk.resize((last - first + per_page - 1) / per_page * kIndexPage);
+    s = PreadAll(narrow_fd, chunk.data(), chunk.size(), kIndexPage + first / per_page * kIndexPage, narrow_tmp);
+    for (uint64_t i = first; s.ok() && i < last; ++i) {
+      const char* e = chunk.data() + (i - first) * kNarrowEntry;
+      uint64_t offset = 0;
+      uint32_t size = 0;
+      std::memcpy(&offset, e, 8);
+      std::memcpy(&size, e + 8, 4);
+      s = Add(RecordKey(i), offset, size);
+    }
+  }
+  ::close(narrow_fd);
+  ::unlink(narrow_tmp.c_str());
+  return s;
 }
 
 Status IndexWriter::AddMeta(std::string_view key, uint64_t offset, uint32_t size) {
@@ -216,6 +236,9 @@ Status IndexWriter::Finish(const FileIdentity& identity, const std::string& db_n
     return Status::FromErrno(sync_error ? sync_error : close_error, sync_error ? "fsync" : "close", tmp_);
   if (::rename(tmp_.c_str(), path_.c_str()) != 0) return Status::FromErrno(errno, "rename " + tmp_ + " to", path_);
   finished_ = true;
+  ::close(keys_fd_);
+  keys_fd_ = -1;
+  ::unlink(keys_tmp_.c_str());
   return Status::OK();
 }
 

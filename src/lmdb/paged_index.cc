@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <new>
 #include <cerrno>
 #include <cstring>
 
@@ -28,6 +29,8 @@ Status PagedIndex::Open(const std::string& path, const FileIdentity& expected, c
     p->fd_ = -1;
     return Status::NotFound("no saved index at " + path);
   }
+  p->device_ = st.st_dev;
+  p->inode_ = st.st_ino;
   const uint64_t file_size = static_cast<uint64_t>(st.st_size);
   if (file_size < kIndexPage) return Status::Corruption("index file " + path + ": truncated");
   p->header_page_.resize(kIndexPage);
@@ -57,6 +60,9 @@ PagedIndex::~PagedIndex() {
 }
 
 Status PagedIndex::Reopen() {
+  // In the child only one thread runs: a lock another thread of the parent
+  // held at fork() stays held here, so the lock starts anew.
+  new (&mu_) std::mutex();
   int fd = -1;
   struct stat st;
   LMDBLOADER_RETURN_IF_ERROR(OpenReadOnly(path_, &fd, &st));
@@ -66,9 +72,14 @@ Status PagedIndex::Reopen() {
     ::close(fd);
     return Status::Corruption("index file " + path_ + " was replaced while it was in use; reopen the database");
   }
-  // The inherited descriptor is left as it is: the caller may have closed it
-  // and reused its number.
+  // The inherited descriptor is closed only while it is still this file: a
+  // caller may have closed it and reused its number.
+  struct stat inherited;
+  if (fd_ >= 0 && ::fstat(fd_, &inherited) == 0 && inherited.st_dev == device_ && inherited.st_ino == inode_)
+    ::close(fd_);
   fd_ = fd;
+  device_ = st.st_dev;
+  inode_ = st.st_ino;
   return Status::OK();
 }
 

@@ -22,6 +22,8 @@
 #ifndef LMDBLOADER_SRC_LMDB_PAGED_INDEX_H_
 #define LMDBLOADER_SRC_LMDB_PAGED_INDEX_H_
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -75,7 +77,9 @@ class PagedIndex {
   // Corruption naming the file when an entry or key page is damaged.
   Status LoadResident(RecordIndex* index) const;
 
-  // After fork(): a descriptor of this process's own, on the same file.
+  // After fork(), in the child: a descriptor of this process's own, on the
+  // same file, and the cache's lock made anew (a thread of the parent may
+  // have held it at the fork).
   Status Reopen();
 
   uint64_t cache_capacity() const { return static_cast<uint64_t>(capacity_) * kIndexPage; }
@@ -94,6 +98,8 @@ class PagedIndex {
 
   std::string path_;
   int fd_ = -1;
+  dev_t device_ = 0;  // the file fd_ holds, to recognise it after fork
+  ino_t inode_ = 0;
   IndexHeader header_;
   std::string header_page_;  // as read, to recognise the file after fork
   std::map<std::string, ValueLocation> meta_;

@@ -85,6 +85,7 @@ namespace {
 // answer here. At most kMemoRecords records are kept.
 struct LocatedBatch {
   uint64_t reader = 0;  // Reader::Rep::id_; 0: empty
+  uint64_t epoch = 0;   // Reader::Rep::index_epoch_ when located
   std::vector<uint64_t> indices;
   std::vector<ValueLocation> at;
 };
@@ -94,9 +95,7 @@ std::atomic<uint64_t> g_reader_ids{0};
 
 }  // namespace
 
-uint64_t Reader::Rep::NewId() { return g_reader_ids.fetch_add(1) + 1; }
-
-Reader::Rep::Rep() : id_(NewId()) {}
+Reader::Rep::Rep() : id_(g_reader_ids.fetch_add(1) + 1) {}
 
 Status Reader::Rep::LocateAll(const uint64_t* indices, size_t count, Part** parts, uint64_t* locals,
                               ValueLocation* locations, PartPins* pins) const {
@@ -106,7 +105,8 @@ Status Reader::Rep::LocateAll(const uint64_t* indices, size_t count, Part** part
     if (parts_.size() == 1) return parts_[0]->index.Locate(locals, count, locations);
   } else {
     LocatedBatch& memo = t_located;
-    if (memo.reader == id_ && memo.indices.size() == count &&
+    const uint64_t epoch = index_epoch_.load(std::memory_order_acquire);
+    if (memo.reader == id_ && memo.epoch == epoch && memo.indices.size() == count &&
         std::equal(indices, indices + count, memo.indices.begin())) {
       std::copy(memo.at.begin(), memo.at.end(), locations);
       return Status::OK();
@@ -118,6 +118,7 @@ Status Reader::Rep::LocateAll(const uint64_t* indices, size_t count, Part** part
       memo.indices.assign(indices, indices + count);
       memo.at.assign(locations, locations + count);
       memo.reader = id_;
+      memo.epoch = epoch;
     }
     return Status::OK();
   }

@@ -135,6 +135,9 @@ Status Reader::Rep::EnsureOpen(Part* part) {
     return s;
   }
   part->indexed = true;
+  // Its index may differ from the one read before it was dropped (the file
+  // replaced since): no thread may reuse locations it remembers.
+  index_epoch_.fetch_add(1);
   AdviseReads(part->fd);
   if (part->index.paged()) any_paged_ = true;
   open_parts_.push_back(part);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <new>
 #include <atomic>
 
 #include "io/batch_io.h"
@@ -335,8 +336,12 @@ Status Reader::Rep::EnsureProcess() {
 Status Reader::Rep::ReopenHandles() {
   // What a thread remembers of this reader's lookups belongs to the handles
   // before (LocateAll); an index rebuilt below may differ.
-  id_ = NewId();
+  index_epoch_.fetch_add(1);
   if (file_set_) {
+    // Only this thread runs in the child: locks and pins that threads of the
+    // parent held at fork() are not held here.
+    new (&parts_mu_) std::mutex();
+    for (auto& p : parts_) p->pins.store(0);
     // The files the parent had open are opened again when this process
     // reads them; the inherited descriptors are closed only while they are
     // still the data files (a caller may have closed and reused the numbers).

@@ -216,10 +216,12 @@ struct Reader::Rep {
   Status ReadChecksums(const Part* const* parts, const uint64_t* locals, size_t count, uint64_t* sums) const;
 
   Rep();
-  static uint64_t NewId();
   static uint64_t ForkGeneration();  // the process's fork generation (reader_open.cc)
 
-  uint64_t id_;              // unique in the process, never reused; new when the handles are reopened
+  const uint64_t id_;        // unique in the process, never reused
+  // Counts the times a part's index was (re)loaded after open: a thread's
+  // remembered lookups (LocateAll) hold only for the epoch they were made in.
+  std::atomic<uint64_t> index_epoch_{0};
   std::atomic<bool> any_paged_{false};  // a part's index is paged
   bool file_set_ = false;               // parts are opened as they are read (OpenFileSet)
   mutable std::mutex parts_mu_;         // file sets: opening and closing parts

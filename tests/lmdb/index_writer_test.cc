@@ -45,6 +45,31 @@ TEST(IndexWriterTest, AnUnfinishedWriterLeavesNoFile) {
   EXPECT_EQ(left, 0) << "temporary files left behind";
 }
 
+TEST(IndexWriterTest, ALateOtherKeyRewritesManyEntriesAChunkAtATime) {
+  // Big-endian record numbers, then a metadata key that sorts after them:
+  // more narrow entries than one chunk of the rewrite (65,536).
+  testing::TempDir dir;
+  const std::string path = dir.Sub("late.idx");
+  const uint64_t n = 70001;
+  std::unique_ptr<IndexWriter> w;
+  ASSERT_OK(IndexWriter::Create(path, &w));
+  for (uint64_t i = 0; i < n; ++i) ASSERT_OK(w->Add(RecordKey(i), i * 3, static_cast<uint32_t>(i % 7)));
+  ASSERT_OK(w->Add("__len__", 99, 5));
+  ASSERT_OK(w->Finish(kIdentity, "", 0, true));
+  RecordIndex loaded;
+  ASSERT_OK(LoadIndex(path, kIdentity, "", &loaded));
+  ASSERT_EQ(loaded.size(), n + 1);
+  for (uint64_t i : {uint64_t{0}, uint64_t{255}, uint64_t{256}, uint64_t{65535}, uint64_t{65536}, n - 1}) {
+    EXPECT_EQ(testing::KeyAt(loaded, i), RecordKey(i)) << i;
+    EXPECT_EQ(testing::LocationOf(loaded, i).offset, i * 3) << i;
+    EXPECT_EQ(testing::LocationOf(loaded, i).size, i % 7) << i;
+  }
+  EXPECT_EQ(testing::KeyAt(loaded, n), "__len__");
+  int left = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) left += entry.path() != path;
+  EXPECT_EQ(left, 0) << "temporary files left behind";
+}
+
 TEST(IndexWriterTest, WritesWhatTheResidentIndexHolds) {
   testing::TempDir dir;
   RecordIndex index;

@@ -340,7 +340,9 @@ TEST(ReaderTest, ABudgetUnderTheResidentIndexOpensItPaged) {
   options.rss_budget = 1 << 20;  // the resident index would need 1.2 MB
   options.index_dir = dir.Sub("idx");
   auto r = OpenOrDie(dir.Sub("db"), options);
-  EXPECT_LE(r->stats().index_bytes, 128u << 10);
+  // Which form was chosen; what the process holds is measured by the
+  // kernel in tests/python/test_large_corpus.py.
+  EXPECT_EQ(r->stats().index_residence, "paged");
   std::string v;
   for (uint64_t i : {0ull, 1ull, 4096ull, 99999ull}) {
     ASSERT_OK(r->Read(i, &v));
