@@ -1,6 +1,6 @@
 // Builds a RecordIndex by one walk over an LMDB database with the checked
 // page reader (lmdb_pages.h): pages are read with pread(), nothing is mapped,
-// so the walk holds a page window (at most 1 MiB) and the index it builds.
+// so the walk holds a batch of pages a level (about 2 MiB in all) and the index it builds.
 #ifndef LMDBLOADER_SRC_INDEX_BUILDER_H_
 #define LMDBLOADER_SRC_INDEX_BUILDER_H_
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "lmdb/lmdb_pages.h"
 
@@ -26,7 +27,14 @@ constexpr uint16_t kPageBranch = 0x01, kPageLeaf = 0x02, kPageOverflow = 0x04, k
 constexpr uint16_t kNodeBig = 0x01, kNodeSubData = 0x02, kNodeDupData = 0x04;
 constexpr uint64_t kInvalidPage = ~0ull;
 constexpr int kMaxDepth = 32;  // liblmdb's CURSOR_STACK
-constexpr uint64_t kMaxWindowBytes = 1u << 20;
+// What the walk reads at once: the leaves under one branch page, at most
+// 1 MiB of them; a branch's branch children, 256 KiB (one batch a level is
+// held while the levels below are walked); one request, 128 KiB, so that a
+// run of neighbouring pages still goes as several requests in flight (over
+// a network file system each request is a round trip of its own).
+constexpr uint64_t kMaxLeafBatchBytes = 1u << 20;
+constexpr uint64_t kMaxBranchBatchBytes = 256u << 10;
+constexpr uint64_t kMaxReadBytes = 128u << 10;
 constexpr uint64_t kMetaSize = 152;  // header + MDB_meta up to mm_txnid
 
 template <typename T>
@@ -89,7 +97,7 @@ inline uint64_t OverflowPages(uint64_t size, uint32_t page_size) {
 
 // What a walk carries from page to page.
 struct LmdbFile::WalkState {
-  WalkState(const LmdbMeta& m, const Visitor& v) : meta(m), visit(v) {}
+  WalkState(const LmdbMeta& m, const Visitor& v) : meta(m), visit(v), pages(2 * (lmdb_layout::kMaxDepth + 1)) {}
   const LmdbMeta& meta;
   const Visitor& visit;
   uint64_t max_pgno = 0;  // pages above this do not exist: the meta's last page, or the file's end
@@ -110,6 +118,13 @@ struct LmdbFile::WalkState {
   uint64_t items = 0;
   std::string prev;             // previous key (or duplicate) of this tree
   bool have_prev = false;
+  // The pages read for each level (slot 0: the root; slot L + 1: a batch of
+  // the children of a level-L page), kept while the levels below are walked;
+  // a tree of duplicates has slots of its own (from kMaxDepth + 1), so its
+  // walk leaves its outer tree's pages in place. Sized once: a slot never
+  // moves while a page in it is being read.
+  std::vector<std::string> pages;
+  size_t Slot(int level) const { return (dup_tree ? lmdb_layout::kMaxDepth + 1 : 0) + static_cast<size_t>(level); }
 };
 
 }  // namespace lmdbloader

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/checksum.h"
+#include "io/batch_io.h"
 #include "io/open_file.h"
 #include "lmdb/lmdb_page_layout.h"
 
@@ -48,26 +49,24 @@ Status LmdbFile::Damaged(uint64_t pgno, const std::string& what) const {
   return Status::Corruption("walk " + path_ + ": damaged LMDB page " + std::to_string(pgno) + ": " + what);
 }
 
-Status LmdbFile::ReadPages(uint64_t first, uint64_t count, uint32_t page_size) {
-  const uint64_t bytes = count * page_size;
-  window_.resize(bytes);
-  uint64_t done = 0;
-  while (done < bytes) {
-    ssize_t n = ::pread(fd_, window_.data() + done, bytes - done, static_cast<off_t>(first * page_size + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      window_count_ = 0;
-      return Status::FromErrno(errno, "pread", path_);
-    }
-    if (n == 0) {
-      window_count_ = 0;
-      return Status::Corruption("walk " + path_ + ": the file ended at byte " +
-                                std::to_string(first * page_size + done) + " (was it truncated?)");
-    }
-    done += static_cast<uint64_t>(n);
+Status LmdbFile::ReadPages(const uint64_t* pgnos, uint64_t count, uint32_t page_size, std::string* into) {
+  into->resize(count * page_size);
+  // Neighbouring pages go as one request, up to kMaxReadBytes.
+  std::vector<ReadRequest> requests;
+  for (uint64_t i = 0; i < count;) {
+    uint64_t run = 1;
+    while (i + run < count && pgnos[i + run] == pgnos[i] + run && (run + 1) * page_size <= kMaxReadBytes) ++run;
+    ReadRequest r;
+    r.fd = fd_;
+    r.offset = pgnos[i] * page_size;
+    r.size = run * page_size;
+    r.dst = into->data() + i * page_size;
+    r.path = &path_;
+    requests.push_back(r);
+    i += run;
   }
-  window_first_ = first;
-  window_count_ = count;
+  if (io_ && requests.size() > 1) return io_->ReadAll(requests.data(), requests.size());
+  for (const ReadRequest& r : requests) LMDBLOADER_RETURN_IF_ERROR(PreadFully(r));
   return Status::OK();
 }
 

@@ -36,6 +36,8 @@
 
 namespace lmdbloader {
 
+class BatchIo;
+
 // Database flags stored in a tree's header (lmdb.h's mdb_dbi_open flags).
 inline constexpr uint16_t kLmdbReverseKey = 0x02;
 inline constexpr uint16_t kLmdbDupSort = 0x04;
@@ -139,10 +141,17 @@ class LmdbFile {
 
   const std::string& path() const { return path_; }
 
+  // The walk reads a branch page's children together through `io`, many
+  // requests in flight (a cold walk otherwise waits one device or network
+  // round trip per page), instead of one pread() per run of neighbouring
+  // pages. Not owned; nullptr (the default) goes back to pread().
+  void ReadWith(BatchIo* io) { io_ = io; }
+
  private:
   struct WalkState;
-  Status ReadPages(uint64_t first, uint64_t count, uint32_t page_size);
-  Status WalkPage(WalkState& st, uint64_t pgno, int level);
+  Status ReadPages(const uint64_t* pgnos, uint64_t count, uint32_t page_size, std::string* into);
+  Status WalkTree(WalkState& st, uint64_t root);
+  Status WalkPage(WalkState& st, uint64_t pgno, int level, const char* page);
   Status VisitLeaf(WalkState& st, const char* page, uint64_t pgno);
   Status VisitDuplicates(WalkState& st, std::string_view key, const char* node_data, uint64_t data_size,
                          uint64_t data_offset, bool subtree, uint64_t pgno);
@@ -151,11 +160,7 @@ class LmdbFile {
   std::string path_;
   int fd_ = -1;
   uint64_t file_size_ = 0;
-  // A run of consecutive pages read by one pread: a branch's children are
-  // usually neighbours, so one read serves many leaves.
-  std::string window_;
-  uint64_t window_first_ = 0;
-  uint64_t window_count_ = 0;
+  BatchIo* io_ = nullptr;
 };
 
 }  // namespace lmdbloader

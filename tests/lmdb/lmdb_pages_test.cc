@@ -3,6 +3,7 @@
 // edits and random mutations end in a Corruption status, never a crash (this
 // suite runs under ASan + UBSan in CI).
 #include "lmdb/lmdb_pages.h"
+#include "io/batch_io.h"
 #include "lmdbloader/database_info.h"
 #include "lmdbloader/leaf_layout.h"
 
@@ -28,10 +29,11 @@ using testing::TempDir;
 using Pairs = std::vector<std::pair<std::string, std::string>>;
 
 // Every item the checked walk finds, values read back from the file at the
-// offsets it reports.
-Status WalkPairs(const std::string& dir, const std::string& db_name, Pairs* out) {
+// offsets it reports; its pages read through `io` when given.
+Status WalkPairs(const std::string& dir, const std::string& db_name, Pairs* out, BatchIo* io = nullptr) {
   LmdbFile file;
   LMDBLOADER_RETURN_IF_ERROR(file.Open(dir + "/data.mdb"));
+  file.ReadWith(io);
   LmdbMeta meta;
   LMDBLOADER_RETURN_IF_ERROR(file.ReadMeta(0, &meta));
   LmdbTree tree = meta.main_tree;
@@ -96,16 +98,24 @@ std::vector<TreeCase> Cases() {
   return cases;
 }
 
+// One pread() per run of pages, or a branch's children read at once through
+// each engine: the same items.
 TEST(LmdbPagesTest, WalkMatchesLiblmdbCursorOnEveryKindOfTree) {
+  std::unique_ptr<BatchIo> threads, uring;
+  std::string why;
+  ASSERT_OK(BatchIo::Create(IoEngine::kThreads, 8, &threads, &why));
+  ASSERT_OK(BatchIo::Create(IoEngine::kAuto, 8, &uring, &why));
   for (const TreeCase& c : Cases()) {
     SCOPED_TRACE(c.name);
     TempDir dir;
     testing::WriteLmdb(dir.Sub("db"), c.records, c.db_name, false, c.flags);
-    Pairs walked;
-    ASSERT_OK(WalkPairs(dir.Sub("db"), c.db_name, &walked));
     Pairs expected = testing::LiblmdbPairs(dir.Sub("db"), c.db_name);
-    ASSERT_EQ(walked.size(), expected.size());
-    EXPECT_TRUE(walked == expected) << "the walk differs from liblmdb's cursor";
+    for (BatchIo* io : {static_cast<BatchIo*>(nullptr), threads.get(), uring.get()}) {
+      Pairs walked;
+      ASSERT_OK(WalkPairs(dir.Sub("db"), c.db_name, &walked, io));
+      ASSERT_EQ(walked.size(), expected.size());
+      EXPECT_TRUE(walked == expected) << "the walk differs from liblmdb's cursor (io " << (io ? IoEngineName(io->kind()) : "none") << ")";
+    }
   }
 }
 
@@ -298,6 +308,9 @@ TEST(LmdbPagesTest, Lmdb10DataFormatIsUnsupportedNotCorruption) {
 // not. The full-file fuzzer (tools/fuzz_corrupt.py) covers whole processes.
 TEST(LmdbPagesTest, RandomMutationsEndInCorruptionNeverACrash) {
   std::mt19937_64 rng(20261122);
+  std::unique_ptr<BatchIo> io;  // half the walks read their batches through it
+  std::string why;
+  ASSERT_OK(BatchIo::Create(IoEngine::kThreads, 8, &io, &why));
   int corrupted = 0, ok = 0;
   for (const TreeCase& c : Cases()) {
     TempDir dir;
@@ -329,7 +342,7 @@ TEST(LmdbPagesTest, RandomMutationsEndInCorruptionNeverACrash) {
       }
       WriteAll(path, bytes);
       Pairs walked;
-      Status s = WalkPairs(dir.Sub("db"), c.db_name, &walked);
+      Status s = WalkPairs(dir.Sub("db"), c.db_name, &walked, round % 2 ? io.get() : nullptr);
       if (s.ok()) {
         ++ok;
       } else {
