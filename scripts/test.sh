@@ -32,7 +32,7 @@ LMDBLOADER_TEST_CORPUS_MIB=64 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_st
   ctest --test-dir build-sanitize --output-on-failure -j "$JOBS"
 
 echo "== What lmdbloader installs: a C++ consumer of the installed prefix, the wheel in a fresh venv"
-# Alone: it turns io_uring off for the whole system for a while.
+# Alone: under CI=true it turns io_uring off for the whole system for a while.
 LMDBLOADER_BUILD_DIR=build bash scripts/check_install.sh
 
 # The fuzzers keep one core busy for a fixed time; the Python suite leaves
