@@ -74,13 +74,18 @@ class ImageDecode:
     cropped, resized, flipped and normalized in C++.
 
     Training (``train=True``): torchvision's ``RandomResizedCrop(size,
-    scale, ratio)`` (bilinear, antialiased), ``RandomHorizontalFlip(flip)``,
+    scale, ratio, interpolation)``, ``RandomHorizontalFlip(flip)``,
     ``ToTensor`` and ``Normalize(mean, std)``. Evaluation (``train=False``):
     ``Resize(resize)`` of the shorter side (default: the shorter of ``size``
     x 256 / 224, so 256 for 224), ``CenterCrop(size)`` (which pads with
     zeros, as torchvision's does, where ``size`` is larger than the resized
     image), ``ToTensor``, ``Normalize``. ``size`` is an int or (height,
     width).
+
+    ``interpolation``: ``"bilinear"`` (the default) or ``"bicubic"``, PIL's
+    antialiased filters as torchvision applies them to PIL images (CLIP,
+    timm and DINOv2 recipes train and evaluate with bicubic), for training
+    and evaluation alike.
 
     ``dtype``: torch.float32 (normalized) or torch.uint8 (the resized pixels,
     0-255, as PIL's resize gives them; mean and std unused). ``layout``:
@@ -107,8 +112,12 @@ class ImageDecode:
 
     def __init__(self, size, *, train=True, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip=None, resize=None,
                  mean=IMAGENET_MEAN, std=IMAGENET_STD, dtype=torch.float32, layout="CHW", record="msgpack",
-                 field="image", target="label"):
+                 field="image", target="label", interpolation="bilinear"):
         self.size = _pair(size, "size")
+        if interpolation not in _OPTIONS["interpolations"]:
+            raise ValueError(f"interpolation must be {' or '.join(map(repr, _OPTIONS['interpolations']))}; "
+                             f"got {interpolation!r}")
+        self.interpolation = interpolation
         self.train = bool(train)
         self.scale = _range(scale, "scale", 0.0)
         if self.scale[1] > 1.0:
@@ -165,7 +174,8 @@ class ImageDecode:
 
     def __repr__(self):
         kind = (f"train, scale={self.scale}, ratio={self.ratio}" if self.train else f"eval, resize={self.resize}")
-        return (f"lmdbloader.ImageDecode({self.size}, {kind}, flip={self.flip}, dtype={self.dtype}, "
+        return (f"lmdbloader.ImageDecode({self.size}, {kind}, flip={self.flip}, "
+                f"interpolation={self.interpolation!r}, dtype={self.dtype}, "
                 f"layout={self.layout!r}, record={self.record!r}, field={self.field!r}, target={self.target!r})")
 
     # -- one record ----------------------------------------------------------
@@ -370,12 +380,12 @@ class ImageDecode:
             pixels = _pil_rgb(image, where, k)
             self._counts["pil"] += 1
         _core.resample_rgb(pixels, box, flip, target.numpy(), size[0], size[1], self.layout, _DTYPES[self.dtype],
-                           self.mean, self.std)
+                           self.mean, self.std, interpolation=self.interpolation)
 
     def _decode_jpegs(self, jpegs, boxes, flips, target, size, where, samples):
         try:
             _core.decode_images(jpegs, boxes, flips, target.numpy(), size[0], size[1], self.layout,
-                                _DTYPES[self.dtype], self.mean, self.std)
+                                _DTYPES[self.dtype], self.mean, self.std, interpolation=self.interpolation)
         except DecodeError as e:
             k = samples[getattr(e, "batch_index", 0)]
             raise DecodeError(f"{_name(where, k)}: {e}") from None

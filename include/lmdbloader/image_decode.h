@@ -122,14 +122,25 @@ enum class PixelType {
   kUint8,    // v, the resized value rounded and clamped (mean and std ignored)
 };
 
-// The names every front spells layouts and types with ("CHW", "HWC";
-// "float32", "uint8"), from one table each (image_decode.cc), in the table's
-// order. Parse* give InvalidArgument "layout must be one of CHW, HWC; got
-// 'x'" for any other name.
+// The resize's filter, PIL's antialiased ones (Image.resize(size, filter),
+// what torchvision applies to PIL images): the filter widens by the factor
+// an axis shrinks by.
+enum class Interpolation {
+  kBilinear,  // a triangle of support 1 (PIL's BILINEAR)
+  kBicubic,   // Keys' cubic with a = -0.5, support 2 (PIL's BICUBIC); its
+              // negative lobes can overshoot, clamped to 0..255 per pass
+};
+
+// The names every front spells layouts, types and filters with ("CHW",
+// "HWC"; "float32", "uint8"; "bilinear", "bicubic"), from one table each
+// (image_decode.cc), in the table's order. Parse* give InvalidArgument
+// "layout must be one of CHW, HWC; got 'x'" for any other name.
 std::vector<std::string> PixelLayoutNames();
 std::vector<std::string> PixelTypeNames();
+std::vector<std::string> InterpolationNames();
 Status ParsePixelLayout(std::string_view name, PixelLayout* layout);
 Status ParsePixelType(std::string_view name, PixelType* type);
+Status ParseInterpolation(std::string_view name, Interpolation* interpolation);
 
 // ImageNet's per-channel (R, G, B) mean and standard deviation on the 0-1
 // scale, torchvision's Normalize for ImageNet: OutputSpec's defaults.
@@ -148,6 +159,8 @@ struct OutputSpec {
   float std[3] = {float(kImageNetStd[0]), float(kImageNetStd[1]), float(kImageNetStd[2])};
   // Mirror left to right after resizing (RandomHorizontalFlip).
   bool flip = false;
+  // The resize's filter. Default: bilinear.
+  Interpolation interpolation = Interpolation::kBilinear;
   // Let the JPEG decoder shrink by n/8 in the inverse DCT, choosing the
   // smallest n that keeps the box at least as large as the output on both
   // axes, so the resize never enlarges what the IDCT shrank (n is 1, 2 or 4:

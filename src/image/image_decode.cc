@@ -40,6 +40,9 @@ Status CheckSpec(const OutputSpec& spec) {
   } else if (spec.type != PixelType::kUint8) {
     return Status::InvalidArgument("output type is neither float32 nor uint8");
   }
+  if (spec.interpolation != Interpolation::kBilinear && spec.interpolation != Interpolation::kBicubic) {
+    return Status::InvalidArgument("interpolation is neither bilinear nor bicubic");
+  }
   return Status::OK();
 }
 
@@ -171,6 +174,8 @@ namespace {
 
 constexpr EnumName<PixelLayout> kPixelLayouts[] = {{PixelLayout::kCHW, "CHW"}, {PixelLayout::kHWC, "HWC"}};
 constexpr EnumName<PixelType> kPixelTypes[] = {{PixelType::kFloat32, "float32"}, {PixelType::kUint8, "uint8"}};
+constexpr EnumName<Interpolation> kInterpolations[] = {{Interpolation::kBilinear, "bilinear"},
+                                                       {Interpolation::kBicubic, "bicubic"}};
 
 template <typename E, size_t N>
 std::vector<std::string> NamesOf(const EnumName<E> (&table)[N]) {
@@ -183,6 +188,10 @@ std::vector<std::string> NamesOf(const EnumName<E> (&table)[N]) {
 
 std::vector<std::string> PixelLayoutNames() { return NamesOf(kPixelLayouts); }
 std::vector<std::string> PixelTypeNames() { return NamesOf(kPixelTypes); }
+std::vector<std::string> InterpolationNames() { return NamesOf(kInterpolations); }
+Status ParseInterpolation(std::string_view name, Interpolation* interpolation) {
+  return ParseName(kInterpolations, "interpolation", name, interpolation);
+}
 Status ParsePixelLayout(std::string_view name, PixelLayout* layout) {
   return ParseName(kPixelLayouts, "layout", name, layout);
 }

@@ -27,15 +27,17 @@ inline Float4 Splat(float v) { return Float4{v, v, v, v}; }
 // One axis of the resize: output i's window of source pixels and weights.
 class AxisFilter {
  public:
-  // The box [b0, b0 + length) over pixels [0, n), resized to `out`.
-  AxisFilter(double b0, double length, uint32_t n, uint32_t out) : n_(n) {
+  // The box [b0, b0 + length) over pixels [0, n), resized to `out` with
+  // `filter`.
+  AxisFilter(double b0, double length, uint32_t n, uint32_t out, Interpolation filter) : n_(n), filter_(filter) {
     // Relative to a whole-pixel origin so a whole-pixel box computes exactly
     // as PIL does on its crop (where the box starts at 0).
     origin_ = std::floor(b0);
     frac_ = b0 - origin_;
     scale_ = length / out;
     const double filterscale = std::max(scale_, 1.0);
-    support_ = filterscale;  // the triangle's support is 1
+    // PIL's supports: the triangle's is 1, the cubic's 2.
+    support_ = (filter == Interpolation::kBicubic ? 2.0 : 1.0) * filterscale;
     inv_ = 1.0 / filterscale;
   }
 
@@ -48,11 +50,16 @@ class AxisFilter {
     *center = c;
   }
 
-  // The triangle's value at pixel x for a window centered at `center`.
+  // The filter's value at pixel x for a window centered at `center`.
   double Weight(int64_t x, double center) const {
     double a = (static_cast<double>(x - static_cast<int64_t>(origin_)) - center + 0.5) * inv_;
     if (a < 0) a = -a;
-    return a < 1.0 ? 1.0 - a : 0.0;
+    if (filter_ == Interpolation::kBilinear) return a < 1.0 ? 1.0 - a : 0.0;
+    // Keys' cubic convolution with a = -0.5, as PIL's bicubic_filter.
+    constexpr double k = -0.5;
+    if (a < 1.0) return ((k + 2.0) * a - (k + 3.0)) * a * a + 1.0;
+    if (a < 2.0) return (((a - 5.0) * a + 8.0) * a - 4.0) * k;
+    return 0.0;
   }
 
   // Output i's weights for pixels [lo, hi), PIL's fixed point as floats,
@@ -66,25 +73,30 @@ class AxisFilter {
     for (int64_t x = lo; x < hi; ++x) {
       double k = Weight(x, center);
       if (sum != 0.0) k /= sum;
-      w[x - lo] = static_cast<float>(static_cast<int32_t>(0.5 + k * kWeightOne)) * float(1.0 / kWeightOne);
+      // PIL's normalize_coeffs_8bpc rounds half away from zero.
+      const int32_t q = static_cast<int32_t>(k < 0 ? -0.5 + k * kWeightOne : 0.5 + k * kWeightOne);
+      w[x - lo] = static_cast<float>(q) * float(1.0 / kWeightOne);
     }
   }
 
  private:
   int64_t n_;
+  Interpolation filter_;
   double origin_, frac_, scale_, support_, inv_;
 };
 
-// PIL's clip8 of a pass's sum: round half up, clamp to 0..255. Sums are
-// never negative (the weights are not), so truncation after adding a half
-// rounds; clamping first keeps it to a float min.
+// PIL's clip8 of a pass's sum: round half up, clamp to 0..255. The
+// bicubic filter's negative lobes can take a sum below zero, which
+// truncation alone would round toward zero from -1.5 on: clamp both ends
+// first.
 inline Int4 Level(Float4 v) {
 #if defined(__SSE2__)
-  return reinterpret_cast<Int4>(_mm_cvttps_epi32(_mm_min_ps(v + 0.5f, Splat(255.5f))));
+  return reinterpret_cast<Int4>(_mm_cvttps_epi32(_mm_max_ps(_mm_min_ps(v + 0.5f, Splat(255.5f)), Splat(0.0f))));
 #else
-  const Float4 top = Splat(255.5f);
+  const Float4 top = Splat(255.5f), zero = Splat(0.0f);
   v += 0.5f;
-  return __builtin_convertvector(v < top ? v : top, Int4);
+  v = v < top ? v : top;
+  return __builtin_convertvector(v > zero ? v : zero, Int4);
 #endif
 }
 
@@ -176,8 +188,8 @@ Status Resampler::Prepare(const ResampleGeometry& g, const OutputSpec& spec, voi
   rows_in_ = 0;
   next_out_ = 0;
   const uint32_t ow = spec.width, oh = spec.height;
-  const AxisFilter hf(g.box_left, g.box_width, g.src_width, ow);
-  const AxisFilter vf(g.box_top, g.box_height, g.src_rows, oh);
+  const AxisFilter hf(g.box_left, g.box_width, g.src_width, ow, spec.interpolation);
+  const AxisFilter vf(g.box_top, g.box_height, g.src_rows, oh, spec.interpolation);
 
   // Window lengths first: they size everything else.
   int64_t lo, hi;

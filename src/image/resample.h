@@ -1,4 +1,4 @@
-// PIL's antialiased bilinear resize (Image.resize(size, BILINEAR) of a crop),
+// PIL's antialiased resize (Image.resize(size, BILINEAR or BICUBIC) of a crop),
 // streamed: source rows are pushed one at a time and every output row whose
 // window of source rows is complete is finished at once: rounded, flipped,
 // normalized and laid out.
@@ -9,7 +9,9 @@
 // the antialiasing); the window is [floor(center - support + 0.5),
 // floor(center + support + 0.5)) clipped to the crop; weights are the
 // triangle at (x + 0.5 - center) / max(scale, 1), normalized to sum 1 and
-// rounded to 22-bit fixed point. Each pass rounds to whole levels 0..255
+// rounded to 22-bit fixed point. Bicubic: the same with support 2 x
+// max(scale, 1) and PIL's cubic (a = -0.5) for the triangle; its negative
+// weights round half away from zero, as PIL's do. Each pass rounds to whole levels 0..255
 // as PIL's 8-bit passes do, in PIL's order: horizontal then vertical, but
 // vertical first where Pillow 13 does (the height shrinks by more than
 // twice as many pixels as the width).

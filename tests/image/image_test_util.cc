@@ -38,13 +38,24 @@ struct Coefficients {
   std::vector<std::vector<int32_t>> weights;
 };
 
-// PIL's precompute_coeffs for the bilinear (triangle) filter, then its
-// normalize_coeffs_8bpc (22-bit fixed point).
-Coefficients Precompute(int in_size, int out_size) {
+// PIL's filters (Resample.c): the triangle of support 1 and Keys' cubic
+// (a = -0.5) of support 2.
+double Filter(Interpolation f, double x) {
+  x = std::fabs(x);
+  if (f == Interpolation::kBilinear) return x < 1.0 ? 1.0 - x : 0.0;
+  const double a = -0.5;
+  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+  return 0.0;
+}
+
+// PIL's precompute_coeffs, then its normalize_coeffs_8bpc (22-bit fixed
+// point, negative weights rounded away from zero).
+Coefficients Precompute(int in_size, int out_size, Interpolation f) {
   Coefficients c;
   const double scale = double(in_size) / out_size;
   const double filterscale = scale < 1.0 ? 1.0 : scale;
-  const double support = 1.0 * filterscale;
+  const double support = (f == Interpolation::kBicubic ? 2.0 : 1.0) * filterscale;
   for (int xx = 0; xx < out_size; ++xx) {
     const double center = (xx + 0.5) * scale;
     int xmin = int(center - support + 0.5);
@@ -55,14 +66,13 @@ Coefficients Precompute(int in_size, int out_size) {
     std::vector<double> k(xmax);
     double ww = 0;
     for (int x = 0; x < xmax; ++x) {
-      double a = std::fabs((x + xmin - center + 0.5) * (1.0 / filterscale));
-      k[x] = a < 1.0 ? 1.0 - a : 0.0;
+      k[x] = Filter(f, (x + xmin - center + 0.5) * (1.0 / filterscale));
       ww += k[x];
     }
     std::vector<int32_t> q(xmax);
     for (int x = 0; x < xmax; ++x) {
       const double w = ww != 0.0 ? k[x] / ww : k[x];
-      q[x] = int32_t(0.5 + w * (1 << 22));
+      q[x] = int32_t(w < 0 ? -0.5 + w * (1 << 22) : 0.5 + w * (1 << 22));
     }
     c.first.push_back(xmin);
     c.count.push_back(xmax);
@@ -76,8 +86,8 @@ uint8_t Clip8(int64_t ss) {
   return uint8_t(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
-Pixels Horizontal(const Pixels& in, int out_w) {
-  const Coefficients c = Precompute(int(in.width), out_w);
+Pixels Horizontal(const Pixels& in, int out_w, Interpolation f) {
+  const Coefficients c = Precompute(int(in.width), out_w, f);
   Pixels out;
   out.width = uint32_t(out_w);
   out.height = in.height;
@@ -94,8 +104,8 @@ Pixels Horizontal(const Pixels& in, int out_w) {
   return out;
 }
 
-Pixels Vertical(const Pixels& in, int out_h) {
-  const Coefficients c = Precompute(int(in.height), out_h);
+Pixels Vertical(const Pixels& in, int out_h, Interpolation f) {
+  const Coefficients c = Precompute(int(in.height), out_h, f);
   Pixels out;
   out.width = in.width;
   out.height = uint32_t(out_h);
@@ -231,7 +241,7 @@ void CmykToRgb(const uint8_t* raw, uint8_t* rgb) {
 }
 
 Pixels ReferenceResize(const Pixels& rgb, uint32_t left, uint32_t top, uint32_t width, uint32_t height,
-                       uint32_t out_width, uint32_t out_height) {
+                       uint32_t out_width, uint32_t out_height, Interpolation filter) {
   Pixels crop;
   crop.width = width;
   crop.height = height;
@@ -245,11 +255,11 @@ Pixels ReferenceResize(const Pixels& rgb, uint32_t left, uint32_t top, uint32_t 
   const bool horizontal_first = !(dh > 0 && dh > dw * 2);
   Pixels img = crop;
   if (horizontal_first) {
-    if (need_h) img = Horizontal(img, int(out_width));
-    if (need_v) img = Vertical(img, int(out_height));
+    if (need_h) img = Horizontal(img, int(out_width), filter);
+    if (need_v) img = Vertical(img, int(out_height), filter);
   } else {
-    if (need_v) img = Vertical(img, int(out_height));
-    if (need_h) img = Horizontal(img, int(out_width));
+    if (need_v) img = Vertical(img, int(out_height), filter);
+    if (need_h) img = Horizontal(img, int(out_width), filter);
   }
   return img;
 }

@@ -55,7 +55,8 @@ void CmykToRgb(const uint8_t* raw, uint8_t* rgb);
 // order (Pillow 13: the vertical pass first when the height shrinks by more
 // than twice as many pixels as the width).
 Pixels ReferenceResize(const Pixels& rgb, uint32_t left, uint32_t top, uint32_t width, uint32_t height,
-                       uint32_t out_width, uint32_t out_height);
+                       uint32_t out_width, uint32_t out_height,
+                       Interpolation filter = Interpolation::kBilinear);
 
 // The same image mirrored left to right.
 Pixels Mirror(const Pixels& rgb);

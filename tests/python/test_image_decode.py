@@ -7,6 +7,7 @@ Run with -s to see the distribution of per-image differences.
 """
 
 import io
+import itertools
 import threading
 import time
 
@@ -100,20 +101,21 @@ def boxes(img, seed):
     return out
 
 
-def reference(jpeg, box, flip):
+def reference(jpeg, box, flip, interpolation="bilinear"):
     """torchvision's uint8 HWC and float32 CHW results."""
     img = Image.open(io.BytesIO(jpeg)).convert("RGB")
     left, top, w, h = box
-    img = F.resized_crop(img, top, left, h, w, [OUT, OUT], InterpolationMode.BILINEAR)
+    img = F.resized_crop(img, top, left, h, w, [OUT, OUT], InterpolationMode(interpolation))
     if flip:
         img = F.hflip(img)
     return np.asarray(img), F.normalize(F.to_tensor(img), MEAN, STD).numpy()
 
 
-def fused(jpegs, bxs, flips, dtype, layout="CHW", scale_in_idct=True):
+def fused(jpegs, bxs, flips, dtype, layout="CHW", scale_in_idct=True, interpolation="bilinear"):
     shape = (len(jpegs), 3, OUT, OUT) if layout == "CHW" else (len(jpegs), OUT, OUT, 3)
     out = np.full(shape, 7, np.float32 if dtype == "float32" else np.uint8)
-    _core.decode_images(jpegs, bxs, flips, out, OUT, OUT, layout, dtype, MEAN, STD, scale_in_idct)
+    _core.decode_images(jpegs, bxs, flips, out, OUT, OUT, layout, dtype, MEAN, STD, scale_in_idct,
+                        interpolation=interpolation)
     return out
 
 
@@ -170,6 +172,30 @@ def test_uint8_output_is_within_two_levels_of_pil(cases, scale_in_idct):
     summary(f"uint8 HWC, IDCT scaling {scale_in_idct}", per_image)
 
 
+@pytest.mark.parametrize("scale_in_idct", [True, False])
+def test_bicubic_is_within_two_levels_of_torchvision(cases, scale_in_idct):
+    """PIL's BICUBIC as torchvision applies it (resized_crop), every case's
+    box and flip, both output types; full-size decoding differs only where
+    float sums round a near-tie the other way."""
+    per_image = []
+    for name, jpeg, box, flip, _, _ in cases[::2]:
+        want_u8, want_f32 = reference(jpeg, box, flip, "bicubic")
+        got = fused([jpeg], [box], [flip], "uint8", "HWC", scale_in_idct, "bicubic")[0]
+        d = np.abs(got.astype(np.int16) - want_u8.astype(np.int16))
+        per_image.append(d.mean())
+        assert d.mean() <= 2.0, f"{name} box {box}: mean {d.mean():.3f} levels"
+        got = fused([jpeg], [box], [flip], "float32", "CHW", scale_in_idct, "bicubic")[0]
+        assert levels(got - want_f32).mean() <= 2.0
+        if not scale_in_idct:
+            assert d.max() <= 2, f"{name} box {box}: max {d.max()} levels"
+            # Not the bilinear result: the filter was applied.
+            bilinear = fused([jpeg], [box], [flip], "uint8", "HWC", False)[0]
+            assert d.mean() < np.abs(bilinear.astype(np.int16) - want_u8.astype(np.int16)).mean() or d.max() == 0
+    summary(f"bicubic uint8 HWC, IDCT scaling {scale_in_idct}", per_image)
+    if not scale_in_idct:
+        assert max(per_image) < 0.1
+
+
 def test_a_batch_equals_its_images_one_by_one(cases):
     sample = cases[::7]
     jpegs = [c[1] for c in sample]
@@ -196,11 +222,13 @@ def test_resample_rgb_matches_pil_for_pixels_pil_decoded():
     resized(photo("chelsea"), 400).save(png, "PNG")
     img = Image.open(io.BytesIO(png.getvalue())).convert("RGB")
     pixels = np.asarray(img)
-    for box, flip in [((0, 0, img.width, img.height), False), ((30, 20, 150, 200), True), ((5, 5, 8, 8), False)]:
+    for (box, flip), mode in itertools.product(
+            [((0, 0, img.width, img.height), False), ((30, 20, 150, 200), True), ((5, 5, 8, 8), False)],
+            ["bilinear", "bicubic"]):
         out = np.zeros((3, OUT, OUT), np.float32)
-        _core.resample_rgb(pixels, box, flip, out, OUT, OUT)
+        _core.resample_rgb(pixels, box, flip, out, OUT, OUT, interpolation=mode)
         left, top, w, h = box
-        ref = F.resized_crop(img, top, left, h, w, [OUT, OUT], InterpolationMode.BILINEAR)
+        ref = F.resized_crop(img, top, left, h, w, [OUT, OUT], InterpolationMode(mode))
         if flip:
             ref = F.hflip(ref)
         ref = F.normalize(F.to_tensor(ref), MEAN, STD).numpy()

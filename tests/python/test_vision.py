@@ -46,11 +46,12 @@ def corpus(tmp_path_factory):
     return out
 
 
-def torchvision_recipe(train, size=224):
+def torchvision_recipe(train, size=224, interpolation="bilinear"):
+    mode = T.InterpolationMode(interpolation)
     if train:
-        steps = [T.RandomResizedCrop(size, antialias=True), T.RandomHorizontalFlip()]
+        steps = [T.RandomResizedCrop(size, interpolation=mode, antialias=True), T.RandomHorizontalFlip()]
     else:
-        steps = [T.Resize(int(round(size * 256 / 224)), antialias=True), T.CenterCrop(size)]
+        steps = [T.Resize(int(round(size * 256 / 224)), interpolation=mode, antialias=True), T.CenterCrop(size)]
     return T.Compose(steps + [T.ToTensor(), T.Normalize(vision.IMAGENET_MEAN,
                                                          vision.IMAGENET_STD)])
 
@@ -61,13 +62,15 @@ def levels(a, b):
     return float(((a - b).abs() * std).mean() * 255)
 
 
+@pytest.mark.parametrize("interpolation", ["bilinear", "bicubic"])
 @pytest.mark.parametrize("train", [True, False])
-def test_samples_match_torchvision_seeded_alike(corpus, train):
+def test_samples_match_torchvision_seeded_alike(corpus, train, interpolation):
     """With the same seed, the fused samples are torchvision's recipe over PIL
     (the same boxes and flips drawn, the pixels within 2 levels of 255 on
-    average) and the labels are the records'."""
-    ds = lmdbloader.LmdbDataset(corpus, decode=lmdbloader.ImageDecode(224, train=train))
-    recipe = torchvision_recipe(train)
+    average) and the labels are the records'; bilinear and bicubic alike."""
+    ds = lmdbloader.LmdbDataset(corpus, decode=lmdbloader.ImageDecode(224, train=train,
+                                                                       interpolation=interpolation))
+    recipe = torchvision_recipe(train, interpolation=interpolation)
     reader = lmdbloader.Reader(corpus)
     for i in range(0, 64, 3):
         torch.manual_seed(1000 + i)
@@ -228,7 +231,8 @@ def test_bad_options_are_refused():
     for kwargs, message in [({"size": 0}, "size"), ({"size": 224, "scale": (0.5, 0.1)}, "scale"),
                             ({"size": 224, "flip": 2}, "flip"), ({"size": 224, "dtype": torch.float64}, "dtype"),
                             ({"size": 224, "layout": "NCHW"}, "layout"), ({"size": 224, "resize": 0}, "resize"),
-                            ({"size": 224, "std": (0, 1, 1)}, "std")]:
+                            ({"size": 224, "std": (0, 1, 1)}, "std"),
+                            ({"size": 224, "interpolation": "lanczos"}, "interpolation")]:
         with pytest.raises(ValueError, match=message):
             lmdbloader.ImageDecode(**kwargs)
     with pytest.raises(TypeError):
