@@ -3,6 +3,7 @@ Resize + CenterCrop's box (with its padding), as boxes of the source that
 the fused decoder resamples to the output."""
 
 import math
+import numbers
 
 import torch
 
@@ -33,6 +34,30 @@ def random_resized_crop_box(width, height, scale, ratio):
     return (height - h) // 2, (width - w) // 2, h, w
 
 
+def eval_resize(size, resize, crop_pct, max_side):
+    """What evaluation's ``Resize`` gets: an int, the shorter side (default:
+    the shorter of ``size`` x 256 / 224; with ``crop_pct``, timm's
+    ``floor(shorter of size / crop_pct)``), or (height, width), the image
+    squashed to that size whatever its aspect (torchvision's Resize of a
+    pair: the OCR recipes' ``Resize((32, 128))``)."""
+    def side(v, what):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 < v <= max_side:
+            raise ValueError(f"{what} must be an integer from 1 to {max_side}, or (height, width) of them; "
+                             f"got {resize!r}")
+        return int(v)
+    if crop_pct is not None:
+        if resize is not None:
+            raise ValueError("give resize or crop_pct, not both")
+        if isinstance(crop_pct, bool) or not isinstance(crop_pct, numbers.Real) or not 0 < crop_pct <= 1:
+            raise ValueError(f"crop_pct must lie in (0, 1]; got {crop_pct!r}")
+        resize = math.floor(min(size) / crop_pct)
+    if resize is None:
+        resize = int(round(min(size) * 256 / 224))
+    if isinstance(resize, (tuple, list)) and len(resize) == 2:
+        return (side(resize[0], "resize"), side(resize[1], "resize"))
+    return side(resize, "resize (the shorter side before the center crop)")
+
+
 def resize_center_crop_plan(width, height, resize, size):
     """torchvision's ``Resize(resize)`` then ``CenterCrop(size)`` as a box of
     the source (left, top, width, height, in source pixels), the size
@@ -42,10 +67,13 @@ def resize_center_crop_plan(width, height, resize, size):
     then spans the whole source along that axis, is resampled to the resized
     image's length, and lands at torchvision's padding offset (the left or
     top pad, ``(out - new) // 2``); elsewhere the box is the crop and fills
-    the output."""
-    short, long = (width, height) if width <= height else (height, width)
-    new_short, new_long = resize, int(resize * long / short)
-    new_w, new_h = (new_short, new_long) if width <= height else (new_long, new_short)
+    the output. ``resize`` (height, width) squashes the image to that size."""
+    if isinstance(resize, tuple):
+        new_h, new_w = resize
+    else:
+        short, long = (width, height) if width <= height else (height, width)
+        new_short, new_long = resize, int(resize * long / short)
+        new_w, new_h = (new_short, new_long) if width <= height else (new_long, new_short)
     out_h, out_w = size
     sx, sy = width / new_w, height / new_h
 

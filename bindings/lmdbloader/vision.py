@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from . import _core
-from ._crop_boxes import random_resized_crop_box, resize_center_crop_plan  # noqa: F401 (public here)
+from ._crop_boxes import eval_resize, random_resized_crop_box, resize_center_crop_plan  # noqa: F401 (public here)
 from ._image_records import (_NO_TARGET, _fn_name, _name, _pil_rgb, _pil_size, _split_datum,
                              _targets, converted_pixels)
 from .errors import DecodeError
@@ -77,7 +77,9 @@ class ImageDecode:
     scale, ratio, interpolation)``, ``RandomHorizontalFlip(flip)``,
     ``ToTensor`` and ``Normalize(mean, std)``. Evaluation (``train=False``):
     ``Resize(resize)`` of the shorter side (default: the shorter of ``size``
-    x 256 / 224, so 256 for 224), ``CenterCrop(size)`` (which pads with
+    x 256 / 224, so 256 for 224; ``crop_pct``: timm's ``size / crop_pct``;
+    ``resize=(h, w)``: the image squashed to that size, as OCR recipes'
+    ``Resize((32, 128))``), ``CenterCrop(size)`` (which pads with
     zeros, as torchvision's does, where ``size`` is larger than the resized
     image), ``ToTensor``, ``Normalize``. ``size`` is an int or (height,
     width).
@@ -111,8 +113,8 @@ class ImageDecode:
     """
 
     def __init__(self, size, *, train=True, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip=None, resize=None,
-                 mean=IMAGENET_MEAN, std=IMAGENET_STD, dtype=torch.float32, layout="CHW", record="msgpack",
-                 field="image", target="label", interpolation="bilinear"):
+                 crop_pct=None, mean=IMAGENET_MEAN, std=IMAGENET_STD, dtype=torch.float32, layout="CHW",
+                 record="msgpack", field="image", target="label", interpolation="bilinear"):
         self.size = _pair(size, "size")
         if interpolation not in _OPTIONS["interpolations"]:
             raise ValueError(f"interpolation must be {' or '.join(map(repr, _OPTIONS['interpolations']))}; "
@@ -128,12 +130,7 @@ class ImageDecode:
         if isinstance(flip, bool) or not isinstance(flip, numbers.Real) or not 0.0 <= flip <= 1.0:
             raise ValueError(f"flip must be a probability from 0 to 1; got {flip!r}")
         self.flip = float(flip)
-        if resize is None:
-            resize = int(round(min(self.size) * 256 / 224))
-        if isinstance(resize, bool) or not isinstance(resize, numbers.Integral) or not 0 < resize <= _MAX_SIDE:
-            raise ValueError(f"resize (the shorter side before the center crop) must be an integer from 1 to "
-                             f"{_MAX_SIDE}; got {resize!r}")
-        self.resize = int(resize)
+        self.resize = eval_resize(self.size, resize, crop_pct, _MAX_SIDE)
         self.mean = _three(mean, "mean")
         self.std = _three(std, "std", positive=True)
         if dtype not in _DTYPES:

@@ -83,6 +83,34 @@ def test_samples_match_torchvision_seeded_alike(corpus, train, interpolation):
         assert levels(image, expected) <= 2.0, f"record {i}: {levels(image, expected):.2f} levels"
 
 
+@pytest.mark.parametrize("recipe", ["ocr squash", "timm crop_pct"])
+def test_evaluation_resizes_match_torchvision(corpus, recipe):
+    """The OCR recipe (Resize((32, 128)) squashing the image, bicubic,
+    Normalize(0.5, 0.5)) and timm's evaluation (Resize(floor(224 / 0.9)),
+    CenterCrop(224), bicubic) against torchvision's, within 2 levels."""
+    bicubic = T.InterpolationMode.BICUBIC
+    if recipe == "ocr squash":
+        half = (0.5, 0.5, 0.5)
+        decode = lmdbloader.ImageDecode((32, 128), train=False, resize=(32, 128), interpolation="bicubic",
+                                        mean=half, std=half)
+        steps = [T.Resize((32, 128), interpolation=bicubic), T.ToTensor(), T.Normalize(half, half)]
+        shape, std = (3, 32, 128), half
+    else:
+        decode = lmdbloader.ImageDecode(224, train=False, crop_pct=0.9, interpolation="bicubic")
+        assert decode.resize == 248
+        steps = [T.Resize(248, interpolation=bicubic), T.CenterCrop(224), T.ToTensor(),
+                 T.Normalize(vision.IMAGENET_MEAN, vision.IMAGENET_STD)]
+        shape, std = (3, 224, 224), vision.IMAGENET_STD
+    ds = lmdbloader.LmdbDataset(corpus, decode=decode)
+    reader = lmdbloader.Reader(corpus)
+    for i in range(0, 64, 5):
+        image, _ = ds[i]
+        want = T.Compose(steps)(Image.open(io.BytesIO(msgpack.unpackb(reader[i])["image"])).convert("RGB"))
+        assert image.shape == shape
+        d = float(((image - want).abs() * torch.tensor(std).view(3, 1, 1)).mean() * 255)
+        assert d <= 2.0, f"record {i}: {d:.2f} levels"
+
+
 def test_crop_boxes_are_torchvisions_draws_and_distribution(corpus):
     """The same draws as RandomResizedCrop.get_params under one seed (so the
     same distribution), and, under different seeds, area and aspect-ratio
@@ -232,7 +260,10 @@ def test_bad_options_are_refused():
                             ({"size": 224, "flip": 2}, "flip"), ({"size": 224, "dtype": torch.float64}, "dtype"),
                             ({"size": 224, "layout": "NCHW"}, "layout"), ({"size": 224, "resize": 0}, "resize"),
                             ({"size": 224, "std": (0, 1, 1)}, "std"),
-                            ({"size": 224, "interpolation": "lanczos"}, "interpolation")]:
+                            ({"size": 224, "interpolation": "lanczos"}, "interpolation"),
+                            ({"size": 224, "crop_pct": 0}, "crop_pct"),
+                            ({"size": 224, "crop_pct": 0.9, "resize": 256}, "crop_pct"),
+                            ({"size": 224, "resize": (32, 0)}, "resize")]:
         with pytest.raises(ValueError, match=message):
             lmdbloader.ImageDecode(**kwargs)
     with pytest.raises(TypeError):
