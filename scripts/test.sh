@@ -12,12 +12,15 @@ JOBS=$(nproc)
 LMDBLOADER_INDEX_DIR=$(mktemp -d)
 export LMDBLOADER_INDEX_DIR
 trap 'rm -rf "$LMDBLOADER_INDEX_DIR"' EXIT
-echo "== Release build (gcc, -Wall -Wextra -Werror): library, command, benchmarks, budget test"
+echo "== Release build (gcc, -Wall -Wextra -Werror): library, command, extension, benchmarks, budget test"
 # The whole C++ suite runs under the sanitizers below; here, without them,
 # only what needs the Release build: the memory budget against the kernel's
 # count on a 512 MiB corpus (the sanitizers' shadow memory would blur it).
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMDBLOADER_WERROR=ON -DLMDBLOADER_BUILD_BENCHMARKS=ON
-cmake --build build -j "$JOBS" --target lmdbloader_cli reader_bench image_bench residency_test
+# The Python suite imports the package from this tree with the _core built
+# here (tests/python/tree_package.py); the wheel is checked further down.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMDBLOADER_WERROR=ON -DLMDBLOADER_BUILD_BENCHMARKS=ON \
+  -DLMDBLOADER_BUILD_PYTHON=ON -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" -DPython_EXECUTABLE="$(command -v python3)"
+cmake --build build -j "$JOBS" --target lmdbloader_cli reader_bench image_bench residency_test _core
 ctest --test-dir build --output-on-failure -j "$JOBS" -R '^ValueSizes/ResidencyTest\.'
 
 echo "== C++ tests under ASan + UBSan"

@@ -1,9 +1,14 @@
-"""Fixtures shared by the Python tests: generated corpora and memory probes."""
+"""Fixtures shared by the Python tests: generated corpora and memory probes.
+The tests import this tree's package (tree_package.py says how)."""
 
 import os
 import zlib
 
 import pytest
+
+from tree_package import use_tree
+
+TREE_PACKAGE = use_tree()
 
 MiB = 1 << 20
 
