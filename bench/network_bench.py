@@ -20,7 +20,9 @@ over all (an epoch), 2 and 8 workers, each variant one cold job:
 - pylmdb-nora: py-lmdb, readahead=False (MDB_NORDAHEAD), lock=False;
 - pylmdb-ra: py-lmdb, readahead=True, lock=False;
 - raw-files: open, read, close per record;
-- lmdbloader: LmdbDataset(decode="raw"), default options (its saved index in
+- lmdbloader: LmdbDataset(decode="raw"), default options, through
+  lmdbloader.DataLoader (which tells the reader the sampler's share: a
+  whole epoch fills chunks, a third reads exactly) (its saved index in
   a local --dir/index folder, written by the open measurement);
 - lmdbloader-exact: the same with cache="exact";
 - lmdbloader-fill (only when named in --variants): cache="fill", 2 MiB
@@ -248,7 +250,12 @@ def run_job(mount, corpus, variant, order, workers, cap_s):
     the database (py-lmdb's environment, lmdbloader's reopen) is timed."""
     import multiprocessing
 
+    import lmdbloader
     from torch.utils.data import DataLoader
+    # lmdbloader's variants through its DataLoader, as its README says to
+    # read: it tells the reader the share of the records the sampler reads.
+    if variant.startswith("lmdbloader"):
+        DataLoader = lmdbloader.DataLoader  # noqa: N806
     dataset = corpus.dataset(variant)  # lmdbloader opens here (its saved index), before the eviction
     evict_s, stubborn = make_cold(corpus, variant)
     barrier = multiprocessing.get_context("fork").Barrier(workers + 1)

@@ -132,6 +132,8 @@ void RegisterReader(py::module_& m) {
         return py::bytes(reinterpret_cast<const char*>(positions.data()), positions.size() * 8);
       })
       .def("remap", [](Reader& r) { ThrowIfError(r.Remap()); })
+      .def("expect_share", [](Reader& r, double share, bool in_chunks) { ThrowIfError(r.ExpectShare(share, in_chunks)); },
+           py::arg("share"), py::arg("in_chunks") = false)
       .def("stats", [](Reader& r) { return ReportDict(r.stats()); });
 }
 

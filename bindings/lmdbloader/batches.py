@@ -33,6 +33,7 @@ and values. Outside a worker (``num_workers=0``) this is ``default_collate``.
 
 import collections.abc
 import inspect
+import os
 import secrets
 
 import torch
@@ -304,8 +305,32 @@ class DataLoader(torch.utils.data.DataLoader):
             if deferred is not None:
                 given["dataset"] = deferred
         super().__init__(*bound.args[1:], **bound.kwargs)
+        _tell_share(self.dataset, given.get("batch_sampler"), self.sampler)
 
     def ring_stats(self):
         """The collate's ring statistics in this process (Collate.stats); {} for another collate_fn."""
         return self.collate_fn.stats() if isinstance(self.collate_fn, Collate) else {}
 
+
+def _tell_share(dataset, batch_sampler, sampler):
+    """Tells the dataset's reader what share of its records an epoch reads
+    (Reader.expect_share: on a network file system, half or more, or reads
+    in chunks, fill whole chunks): the sampler's length over the dataset's,
+    times the ranks on this node (LOCAL_WORLD_SIZE, as torchrun sets it) for
+    a DistributedSampler, whose ranks share the node's page cache."""
+    expect = getattr(dataset, "expect_share", None)
+    if not callable(expect):
+        return
+    from .sampler import LocalitySampler
+    if batch_sampler is not None:
+        sampler = getattr(batch_sampler, "sampler", None)
+    if isinstance(sampler, LocalitySampler):
+        expect(1.0, in_chunks=True)
+        return
+    try:
+        share = len(sampler) / len(dataset)
+    except (TypeError, ZeroDivisionError):
+        return  # no length to go by: the reader keeps what it chose
+    if isinstance(sampler, torch.utils.data.DistributedSampler):
+        share *= max(1, int(os.environ.get("LOCAL_WORLD_SIZE") or 1))
+    expect(min(1.0, share))

@@ -134,6 +134,12 @@ class LmdbDataset(torch.utils.data.Dataset):
             return self._keyed.count
         return len(self.reader) if self._positions is None else len(self._positions)
 
+    def expect_share(self, share, in_chunks=False):
+        """:meth:`Reader.expect_share` for ``share`` of this dataset's samples
+        (those given by ``keys=`` a part of the file's records)."""
+        part = 1.0 if self._positions is None else len(self._positions) / max(len(self.reader), 1)
+        self.reader.expect_share(min(1.0, share * part), in_chunks)
+
     def _decoded(self, positions, targets):
         """A fused decoder's samples of these records: (image, target) or
         the image, decoded in one call; with ``targets``, the transform sees

@@ -273,6 +273,17 @@ class Reader:
     def remap(self):
         self._c.remap()
 
+    def expect_share(self, share, in_chunks=False):
+        """What this machine reads of the records in an epoch: ``share`` of
+        them (0 to 1: this process and those sharing its page cache), or whole
+        2 MiB chunks of them (``in_chunks``, as :class:`LocalitySampler`
+        reads). With ``cache="auto"`` on a network file system, a share of at
+        least 1/2 or reads in chunks read each 2 MiB chunk whole ("fill"),
+        else exactly the records; elsewhere nothing changes.
+        :class:`lmdbloader.DataLoader` calls it from its sampler. Call it
+        between batches, before workers start."""
+        self._c.expect_share(float(share), bool(in_chunks))
+
     def stats(self):
         """Budget, what the kernel counts for this process, drops, remaps, bytes read."""
         return self._c.stats()

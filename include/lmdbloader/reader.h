@@ -126,8 +126,19 @@ class Reader {
   // What the budget lets each part of this reader hold (its index paid first).
   const MemoryBudget& budget() const;
   AccessMode mode() const;  // kPread or kMmap, never kAuto
-  // The cache policy in effect (kAuto resolved at open).
+  // The cache policy in effect (kAuto resolved at open, and again by
+  // ExpectShare).
   CachePolicy cache_policy() const;
+
+  // What this machine will read of the records in an epoch: `share` of them
+  // (0 to 1, this process and those that share its page cache: the workers
+  // of one loader, the ranks on one node), or, with `in_chunks`, the records
+  // of whole 2 MiB chunks (LocalitySampler's blocks). With cache="auto" on a
+  // network file system, a share of at least 1/2 or reads in chunks choose
+  // kFill, else kExact (options.h, CachePolicy::kAuto); elsewhere, and with
+  // any other cache option, nothing changes. Call it between batches, before
+  // forking workers. InvalidArgument for a share outside [0, 1].
+  Status ExpectShare(double share, bool in_chunks);
 
   // LMDB's flags of the database read (lmdb.h's MDB_DUPSORT, MDB_INTEGERKEY,
   // MDB_REVERSEKEY, MDB_DUPFIXED, MDB_INTEGERDUP, MDB_REVERSEDUP). With

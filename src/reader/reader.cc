@@ -439,6 +439,11 @@ const ReaderOptions& Reader::options() const { return rep_->options_; }
 const MemoryBudget& Reader::budget() const { return rep_->budget_; }
 AccessMode Reader::mode() const { return rep_->mode_; }
 CachePolicy Reader::cache_policy() const { return rep_->cache_policy_; }
+Status Reader::ExpectShare(double share, bool in_chunks) {
+  if (!(share >= 0.0 && share <= 1.0))
+    return Status::InvalidArgument("the expected share of the records must lie in [0, 1]; got " + std::to_string(share));
+  return rep_->ExpectShare(share, in_chunks);
+}
 bool Reader::is_corpus() const { return !rep_->manifest_.empty(); }
 const std::string& Reader::manifest() const { return rep_->manifest_; }
 unsigned Reader::db_flags() const { return rep_->db_flags(); }

@@ -322,15 +322,15 @@ Status Reader::Rep::ChooseReadPath(const std::string& data_path, uint64_t data_b
     LMDBLOADER_RETURN_IF_ERROR(BatchIo::Create(io_engine_, options_.queue_depth, &io_, &io_fallback_));
     if (!why_threads.empty()) io_fallback_ = why_threads;
   }
+  remote_ = fs.remote;
+  fill_room_ = budget_.RoomForChunkFills() && data_bytes <= PageCacheRoom() / 2;
   cache_policy_ = options_.cache_policy;
   if (cache_policy_ == CachePolicy::kAuto) {
     // Fill only what the page cache can keep (a corpus bigger than RAM would
     // evict each chunk before its other records are read), and never where
     // bytes cross a link: a rank that reads a part of the records would move
     // nearly the whole file.
-    cache_policy_ = !fs.remote && budget_.RoomForChunkFills() && data_bytes <= PageCacheRoom() / 2
-                        ? CachePolicy::kFill
-                        : CachePolicy::kExact;
+    cache_policy_ = !fs.remote && fill_room_ ? CachePolicy::kFill : CachePolicy::kExact;
   }
   // Exact reads over a link: no readahead around them either (the kernel
   // read 1.20x the bytes of 200 random 60-160 KB records over FUSE, 0.875x
@@ -342,6 +342,28 @@ Status Reader::Rep::ChooseReadPath(const std::string& data_path, uint64_t data_b
 
 void Reader::Rep::AdviseReads(int fd) const {
   if (read_random_ && fd >= 0) (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+}
+
+Status Reader::Rep::ExpectShare(double share, bool in_chunks) {
+  if (options_.cache_policy != CachePolicy::kAuto || !remote_ || mode_ != AccessMode::kPread) return Status::OK();
+  // Where the chunk's other records will be read too, reading them with it
+  // moves no byte that nobody asked for, and saves a round trip each.
+  const bool fill = fill_room_ && (in_chunks || share >= 0.5);
+  const CachePolicy want = fill ? CachePolicy::kFill : CachePolicy::kExact;
+  if (want == cache_policy_) return Status::OK();
+  for (auto& p : parts_) {
+    if (p->fd < 0) continue;  // a file of a set not open yet: its open follows the policy
+    if (fill) {
+      LMDBLOADER_RETURN_IF_ERROR(ChunkFiller::Create(p->fd, p->index.identity.size, p->location.data_path, &p->filler));
+      (void)::posix_fadvise(p->fd, 0, 0, POSIX_FADV_NORMAL);
+    } else {
+      p->filler.reset();
+    }
+  }
+  cache_policy_ = want;
+  read_random_ = !fill;
+  for (auto& p : parts_) AdviseReads(p->fd);
+  return Status::OK();
 }
 
 Status Reader::Rep::EnsureProcess() {

@@ -173,6 +173,8 @@ struct Reader::Rep {
   Status ChooseReadPath(const std::string& data_path, uint64_t data_bytes);
   // POSIX_FADV_RANDOM on a data descriptor where reads are exact over a link.
   void AdviseReads(int fd) const;
+  // Reader::ExpectShare: cache="auto" on a remote file system, resolved again.
+  Status ExpectShare(double share, bool in_chunks);
   Status ShrankUnderMapping(const Part& part) const;
   // IOError naming the file when a writer committed to a plain LMDB opened
   // without the lock file since it was opened: its pages are the snapshot's
@@ -247,6 +249,8 @@ struct Reader::Rep {
   IoEngine io_engine_ = IoEngine::kAuto;  // options_.io_engine, kAuto resolved for the file system
   std::string file_system_;               // "local", "nfs", "fuse", ... (io/file_system.h)
   bool read_random_ = false;              // exact reads on a remote file system: no readahead
+  bool remote_ = false;                   // the data lie on a network or FUSE file system
+  bool fill_room_ = false;                // the page cache and the budget leave room for chunk fills
   uint64_t resident_index_cap_ = 0;  // a part's index is held while it needs at most this
   uint64_t index_cache_bytes_ = 0;   // a paged part's page cache
   uint64_t generation_ = 0;  // fork generation the handles belong to

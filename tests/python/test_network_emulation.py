@@ -9,6 +9,7 @@ slow or loaded machine cannot fail them; how fast anything reads belongs to
 the bench."""
 
 import os
+import random
 import signal
 import sys
 import threading
@@ -173,3 +174,24 @@ def test_close_unmounts_even_after_the_daemon_was_killed(backing, binary):
     with open("/proc/self/mounts") as f:
         assert root not in [line.split()[1] for line in f], f"{root} still mounted"
     assert not os.path.exists(root)
+
+
+def test_a_loader_over_the_whole_epoch_fills_chunks_a_part_reads_exactly(fs, backing, tmp_path):
+    """On a network file system cache="auto" reads exactly the records, until
+    lmdbloader.DataLoader says from its sampler that the epoch reads half of
+    them or more (or LocalitySampler's whole chunks): then it fills chunks.
+    The records read equal py-lmdb's either way."""
+    with lmdb.open(os.path.join(backing, "wide"), readonly=True, lock=False) as env, env.begin() as txn:
+        oracle = [v for _, v in txn.cursor()]
+    ds = lmdbloader.LmdbDataset(fs.path("wide"), decode="raw", index_dir=str(tmp_path))
+    assert ds.reader.stats()["cache_policy"] == "exact"
+    rng = random.Random(5)
+    for order, policy in [(rng.sample(range(15000), 15000), "fill"), (rng.sample(range(15000), 5000), "exact"),
+                          (lmdbloader.LocalitySampler(ds), "fill"), (rng.sample(range(15000), 9000), "fill")]:
+        loader = lmdbloader.DataLoader(ds, batch_size=500, sampler=order, collate_fn=lambda batch: batch)
+        assert ds.reader.stats()["cache_policy"] == policy, (type(order), ds.reader.stats()["cache_policy"])
+        got = [record for batch in loader for record in batch]
+        assert got == [oracle[i] for i in order], "a record differs from py-lmdb's"
+    assert ds.reader.stats()["chunks_filled"] > 0
+    with pytest.raises(ValueError, match="share"):
+        ds.reader.expect_share(1.5)

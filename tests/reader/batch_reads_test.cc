@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <cstdlib>
@@ -440,6 +441,22 @@ TEST(PageCachePolicy, AutoFillsAFileThatFitsInMemory) {
   tight.rss_budget = 1 << 20;
   ASSERT_OK(Reader::Open(dir.Sub("db"), tight, &r));
   EXPECT_EQ(r->stats().cache_policy, "exact");
+}
+
+// ExpectShare resolves auto again only where bytes cross a link (the FUSE
+// emulation in tests/python/test_network_emulation.py shows it switching);
+// on a local disk it changes nothing, and a share outside [0, 1] is refused.
+TEST(PageCachePolicy, ExpectShareLeavesALocalFileAsItWas) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 10, 100);
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("db"), Options(IoEngine::kAuto, CachePolicy::kAuto), &r));
+  ASSERT_OK(r->ExpectShare(0.1, false));
+  EXPECT_EQ(r->stats().cache_policy, "fill");
+  ASSERT_OK(Reader::Open(dir.Sub("db"), Options(IoEngine::kAuto, CachePolicy::kExact), &r));
+  ASSERT_OK(r->ExpectShare(1.0, true));
+  EXPECT_EQ(r->stats().cache_policy, "exact");
+  for (double bad : {-0.1, 1.5, std::nan("")}) EXPECT_EQ(r->ExpectShare(bad, false).code(), Status::Code::kInvalidArgument);
 }
 
 // Peak growth of this process's RSS (statm) over reading every record of
