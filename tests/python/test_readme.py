@@ -1,5 +1,6 @@
 """The README's quick start runs as shown: every command of its first shell
-block (but the one-time setup, which the test run itself has done), in order."""
+block (but the one-time setup, which the test run itself has done), in order;
+its list of C++ headers is the installed one."""
 
 import os
 import re
@@ -32,3 +33,14 @@ def test_the_quick_start_is_near_the_top_and_runs_as_shown():
                              shell=True, cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert res.returncode == 0, f"{command}\n{res.stdout}\n{res.stderr}"
     assert "epoch 1: 512 images" in res.stdout
+
+
+def test_the_header_list_names_every_installed_header():
+    """The C++ guide's list of headers is include/lmdbloader/, no more, no less."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    start = text.index("Headers in `include/lmdbloader/`:")
+    listed = set(re.findall(r"`([a-z_0-9]+\.h)`", text[start:text.index("`Reader::Open(path", start)]))
+    installed = {n for n in os.listdir(os.path.join(ROOT, "include", "lmdbloader")) if n.endswith(".h")}
+    assert listed == installed, f"missing from the README: {sorted(installed - listed)}; not installed: " \
+                                f"{sorted(listed - installed)}"
