@@ -55,13 +55,14 @@ class Buffer {
 
 OutputSpec MakeSpec(uint32_t width, uint32_t height, const std::string& layout, const std::string& dtype,
                     const std::array<float, 3>& mean, const std::array<float, 3>& std, bool scale_in_idct,
-                    const std::string& interpolation) {
+                    const std::string& interpolation, bool grayscale) {
   OutputSpec spec;
   spec.width = width;
   spec.height = height;
   ThrowIfError(ParsePixelLayout(layout, &spec.layout));
   ThrowIfError(ParsePixelType(dtype, &spec.type));
   ThrowIfError(ParseInterpolation(interpolation, &spec.interpolation));
+  spec.grayscale = grayscale;
   for (int c = 0; c < 3; ++c) {
     spec.mean[c] = mean[c];
     spec.std[c] = std[c];
@@ -107,8 +108,9 @@ py::tuple ImageInfoOf(const py::object& data) {
 void DecodeImages(const py::sequence& images, const py::sequence& boxes, const py::object& flips,
                   const py::object& out, uint32_t out_width, uint32_t out_height, const std::string& layout,
                   const std::string& dtype, const std::array<float, 3>& mean, const std::array<float, 3>& std,
-                  bool scale_in_idct, const std::string& interpolation) {
-  const OutputSpec spec = MakeSpec(out_width, out_height, layout, dtype, mean, std, scale_in_idct, interpolation);
+                  bool scale_in_idct, const std::string& interpolation, bool grayscale) {
+  const OutputSpec spec =
+      MakeSpec(out_width, out_height, layout, dtype, mean, std, scale_in_idct, interpolation, grayscale);
   const size_t n = images.size();
   if (boxes.size() != n) {
     ThrowInvalid(std::to_string(n) + " images but " + std::to_string(boxes.size()) + " boxes");
@@ -144,8 +146,9 @@ void DecodeImages(const py::sequence& images, const py::sequence& boxes, const p
 
 void ResampleRgb(const py::object& pixels, const py::handle& box_obj, bool flip, const py::object& out,
                  uint32_t out_width, uint32_t out_height, const std::string& layout, const std::string& dtype,
-                 const std::array<float, 3>& mean, const std::array<float, 3>& std, const std::string& interpolation) {
-  OutputSpec spec = MakeSpec(out_width, out_height, layout, dtype, mean, std, false, interpolation);
+                 const std::array<float, 3>& mean, const std::array<float, 3>& std, const std::string& interpolation,
+                 bool grayscale) {
+  OutputSpec spec = MakeSpec(out_width, out_height, layout, dtype, mean, std, false, interpolation, grayscale);
   spec.flip = flip;
   const CropBox box = MakeBox(box_obj, 0);
   Buffer src(pixels, PyBUF_STRIDES | PyBUF_FORMAT, "pixels");
@@ -204,17 +207,18 @@ void RegisterImage(py::module_& m) {
   m.def("decode_images", &DecodeImages, py::arg("images"), py::arg("boxes"), py::arg("flips"), py::arg("out"),
         py::arg("out_width"), py::arg("out_height"), py::arg("layout") = "CHW", py::arg("dtype") = "float32",
         py::arg("mean") = ImageNet(kImageNetMean), py::arg("std") = ImageNet(kImageNetStd), py::arg("scale_in_idct") = true,
-        py::arg("interpolation") = "bilinear",
+        py::arg("interpolation") = "bilinear", py::arg("grayscale") = false,
         "Decodes JPEGs (bytes-like) cropped to boxes ((left, top, width, height) in source pixels), "
         "resized like PIL's BILINEAR or BICUBIC (interpolation), mirrored where flips[i] (or None), normalized for float32, into "
-        "out (a writable C-contiguous buffer: image i at byte i * out_height * out_width * 3 * itemsize). "
+        "out (a writable C-contiguous buffer: image i at byte i * out_height * out_width * channels * itemsize; "
+        "one channel, PIL's convert('L') before the resize, with grayscale). "
         "DecodeError (attribute batch_index) for an image that does not decode, or that PIL's "
         "convert('RGB') would refuse (damage or a cut anywhere, below the box too); ValueError for "
         "bad arguments.");
   m.def("resample_rgb", &ResampleRgb, py::arg("pixels"), py::arg("box"), py::arg("flip"), py::arg("out"),
         py::arg("out_width"), py::arg("out_height"), py::arg("layout") = "CHW", py::arg("dtype") = "float32",
         py::arg("mean") = ImageNet(kImageNetMean), py::arg("std") = ImageNet(kImageNetStd),
-        py::arg("interpolation") = "bilinear",
+        py::arg("interpolation") = "bilinear", py::arg("grayscale") = false,
         "decode_images's crop, resize, flip and normalization for RGB pixels decoded elsewhere "
         "(numpy.asarray of a PIL image in mode RGB).");
   m.def("scratch_bytes", [] { return ThreadScratch().bytes(); },

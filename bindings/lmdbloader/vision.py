@@ -61,11 +61,14 @@ def _range(value, what, low):
     return float(value[0]), float(value[1])
 
 
-def _three(value, what, positive=False):
-    if (not isinstance(value, (tuple, list)) or len(value) != 3 or
+def _three(value, what, positive=False, count=3):
+    if count == 1 and isinstance(value, numbers.Real):
+        value = (value,)
+    if (not isinstance(value, (tuple, list)) or len(value) != count or
             not all(isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and
                     (v > 0 or not positive) for v in value)):
-        raise ValueError(f"{what} must be three finite numbers{' above 0' if positive else ''}; got {value!r}")
+        raise ValueError(f"{what} must be {'three finite numbers' if count == 3 else 'one finite number'}"
+                         f"{' above 0' if positive else ''}; got {value!r}")
     return tuple(float(v) for v in value)
 
 
@@ -83,6 +86,10 @@ class ImageDecode:
     zeros, as torchvision's does, where ``size`` is larger than the resized
     image), ``ToTensor``, ``Normalize``. ``size`` is an int or (height,
     width).
+
+    ``grayscale=True``: one channel, PIL's ``convert("L")`` before the resize
+    (torchvision's ``Grayscale()`` first, as OCR recipes read text lines);
+    ``mean`` and ``std`` then one number each (default 0.5 and 0.5).
 
     ``interpolation``: ``"bilinear"`` (the default) or ``"bicubic"``, PIL's
     antialiased filters as torchvision applies them to PIL images (CLIP,
@@ -113,8 +120,8 @@ class ImageDecode:
     """
 
     def __init__(self, size, *, train=True, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip=None, resize=None,
-                 crop_pct=None, mean=IMAGENET_MEAN, std=IMAGENET_STD, dtype=torch.float32, layout="CHW",
-                 record="msgpack", field="image", target="label", interpolation="bilinear"):
+                 crop_pct=None, mean=None, std=None, dtype=torch.float32, layout="CHW",
+                 record="msgpack", field="image", target="label", interpolation="bilinear", grayscale=False):
         self.size = _pair(size, "size")
         if interpolation not in _OPTIONS["interpolations"]:
             raise ValueError(f"interpolation must be {' or '.join(map(repr, _OPTIONS['interpolations']))}; "
@@ -131,8 +138,10 @@ class ImageDecode:
             raise ValueError(f"flip must be a probability from 0 to 1; got {flip!r}")
         self.flip = float(flip)
         self.resize = eval_resize(self.size, resize, crop_pct, _MAX_SIDE)
-        self.mean = _three(mean, "mean")
-        self.std = _three(std, "std", positive=True)
+        self.grayscale = bool(grayscale)
+        c = self.channels = 1 if self.grayscale else 3
+        self.mean = _three(mean if mean is not None else (0.5,) if c == 1 else IMAGENET_MEAN, "mean", count=c)
+        self.std = _three(std if std is not None else (0.5,) if c == 1 else IMAGENET_STD, "std", True, count=c)
         if dtype not in _DTYPES:
             raise ValueError(f"dtype must be {' or '.join(f'torch.{n}' for n in _DTYPES.values())}; got {dtype!r}")
         self.dtype = dtype
@@ -156,7 +165,7 @@ class ImageDecode:
     @property
     def frame_shape(self):
         h, w = self.size
-        return (3, h, w) if self.layout == "CHW" else (h, w, 3)
+        return self._frame_shape_of(w, h)
 
     @property
     def sample_shape(self):
@@ -359,7 +368,12 @@ class ImageDecode:
         return out
 
     def _frame_shape_of(self, w, h):
-        return (3, h, w) if self.layout == "CHW" else (h, w, 3)
+        return (self.channels, h, w) if self.layout == "CHW" else (h, w, self.channels)
+
+    def _core_options(self):
+        """decode_images' and resample_rgb's normalization and filter."""
+        return dict(mean=self.mean * (3 // len(self.mean)), std=self.std * (3 // len(self.std)),
+                    interpolation=self.interpolation, grayscale=self.grayscale)
 
     def _pad(self, frame):
         """What CenterCrop's zero padding becomes after ToTensor and Normalize."""
@@ -367,7 +381,7 @@ class ImageDecode:
             frame.zero_()
             return
         fill = torch.tensor([-m / s for m, s in zip(self.mean, self.std)], dtype=self.dtype)
-        frame.copy_(fill.view(3, 1, 1).expand_as(frame) if self.layout == "CHW" else fill.expand_as(frame))
+        frame.copy_(fill.view(-1, 1, 1).expand_as(frame) if self.layout == "CHW" else fill.expand_as(frame))
 
     def _resample(self, image, box, flip, target, size, where, k):
         if isinstance(image, np.ndarray):
@@ -377,12 +391,12 @@ class ImageDecode:
             pixels = _pil_rgb(image, where, k)
             self._counts["pil"] += 1
         _core.resample_rgb(pixels, box, flip, target.numpy(), size[0], size[1], self.layout, _DTYPES[self.dtype],
-                           self.mean, self.std, interpolation=self.interpolation)
+                           **self._core_options())
 
     def _decode_jpegs(self, jpegs, boxes, flips, target, size, where, samples):
         try:
             _core.decode_images(jpegs, boxes, flips, target.numpy(), size[0], size[1], self.layout,
-                                _DTYPES[self.dtype], self.mean, self.std, interpolation=self.interpolation)
+                                _DTYPES[self.dtype], **self._core_options())
         except DecodeError as e:
             k = samples[getattr(e, "batch_index", 0)]
             raise DecodeError(f"{_name(where, k)}: {e}") from None

@@ -161,6 +161,13 @@ struct OutputSpec {
   bool flip = false;
   // The resize's filter. Default: bilinear.
   Interpolation interpolation = Interpolation::kBilinear;
+  // One channel: each pixel's luma as PIL's convert("L") takes it from RGB
+  // ((19595 R + 38470 G + 7471 B + 2^15) >> 16), before the resize, as
+  // torchvision's Grayscale on a PIL image; normalized with mean[0] and
+  // std[0]. Default: false (R, G, B).
+  bool grayscale = false;
+
+  uint32_t channels() const { return grayscale ? 1 : 3; }
   // Let the JPEG decoder shrink by n/8 in the inverse DCT, choosing the
   // smallest n that keeps the box at least as large as the output on both
   // axes, so the resize never enlarges what the IDCT shrank (n is 1, 2 or 4:
@@ -168,9 +175,9 @@ struct OutputSpec {
   // Default: true. False decodes at full size, torchvision's pixels.
   bool scale_in_idct = true;
 
-  // Bytes one image takes in the output: width * height * 3 * (4 or 1).
+  // Bytes one image takes in the output: width * height * channels * (4 or 1).
   size_t bytes() const {
-    return size_t{width} * height * 3 * (type == PixelType::kFloat32 ? 4 : 1);
+    return size_t{width} * height * channels() * (type == PixelType::kFloat32 ? 4 : 1);
   }
 };
 

@@ -328,6 +328,16 @@ void Resampler::ConvertRow(const uint8_t* p, SourcePixels format, Float4* dst) n
       break;
     }
   }
+  if (spec_.grayscale) {
+    // PIL's L24 in integers (each level is exact in a float), in every lane:
+    // the passes then resize one channel three times over.
+    for (uint32_t x = 0; x < n; ++x) {
+      const Float4 v = dst[x];
+      const int l = (static_cast<int>(v[0]) * 19595 + static_cast<int>(v[1]) * 38470 +
+                     static_cast<int>(v[2]) * 7471 + 0x8000) >> 16;
+      dst[x] = Float4{float(l), float(l), float(l), 0.0f};
+    }
+  }
 }
 
 void Resampler::HorizontalRow(const Float4* row, Float4* dst) noexcept {
@@ -423,6 +433,19 @@ void Resampler::WriteRow(uint32_t y, const Float4* const* rows, const float* w, 
   const ptrdiff_t step = flip ? -1 : 1;
   const size_t x0 = flip ? ow - 1 : 0;
   const size_t plane = size_t{ow} * oh;
+  if (spec_.grayscale) {  // one channel: CHW and HWC are the same bytes
+    if (spec_.type == PixelType::kUint8) {
+      uint8_t* d = out_ + size_t{y} * ow + x0;
+      for (uint32_t x = 0; x < ow; ++x, d += step) *d = static_cast<uint8_t>(Level(SumAt(rows, w, count, x))[0]);
+    } else {
+      uint8_t* d = out_ + (size_t{y} * ow + x0) * 4;
+      for (uint32_t x = 0; x < ow; ++x, d += 4 * step) {
+        const float v = LevelFloat(SumAt(rows, w, count, x))[0] * scale_[0] + offset_[0];
+        std::memcpy(d, &v, 4);
+      }
+    }
+    return;
+  }
   if (spec_.type == PixelType::kUint8) {
     if (spec_.layout == PixelLayout::kHWC) {
       uint8_t* d = out_ + (size_t{y} * ow + x0) * 3;

@@ -112,6 +112,34 @@ TEST(ResampleTest, BicubicMatchesPilOnRandomBoxes) {
   }
 }
 
+// grayscale: PIL's convert("L") (its L24 integer luma), then the resize of
+// that one channel; both filters.
+TEST(ResampleTest, GrayscaleIsPilsLumaThenItsResize) {
+  std::mt19937 rng(7);
+  const Pixels src = SyntheticPhoto(203, 149, 5);
+  Pixels luma = src;  // L in all three channels: the oracle resizes it as RGB
+  for (size_t i = 0; i < luma.data.size(); i += 3) {
+    const int l = (src.data[i] * 19595 + src.data[i + 1] * 38470 + src.data[i + 2] * 7471 + 0x8000) >> 16;
+    luma.data[i] = luma.data[i + 1] = luma.data[i + 2] = static_cast<uint8_t>(l);
+  }
+  DecodeScratch scratch;
+  for (int trial = 0; trial < 40; ++trial) {
+    const uint32_t w = 1 + rng() % src.width, h = 1 + rng() % src.height;
+    const uint32_t left = rng() % (src.width - w + 1), top = rng() % (src.height - h + 1);
+    const uint32_t ow = 1 + rng() % 200, oh = 1 + rng() % 200;
+    OutputSpec spec = Uint8Hwc(ow, oh);
+    spec.grayscale = true;
+    spec.interpolation = trial % 2 ? Interpolation::kBicubic : Interpolation::kBilinear;
+    ASSERT_EQ(spec.bytes(), size_t{ow} * oh);
+    std::vector<uint8_t> out;
+    ASSERT_OK(Resample(src, CropBox{double(left), double(top), double(w), double(h)}, spec, &scratch, &out));
+    std::vector<uint8_t> spread(size_t{ow} * oh * 3);
+    for (size_t i = 0; i < size_t{ow} * oh; ++i) spread[3 * i] = spread[3 * i + 1] = spread[3 * i + 2] = out[i];
+    ExpectMatchesPil(Compare(FromHwc(spread, ow, oh), ReferenceResize(luma, left, top, w, h, ow, oh, spec.interpolation)),
+                     "trial " + std::to_string(trial));
+  }
+}
+
 TEST(ResampleTest, TheWholeImageAtItsOwnSizeIsACopy) {
   const Pixels src = SyntheticPhoto(61, 47, 3);
   DecodeScratch scratch;

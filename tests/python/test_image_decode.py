@@ -196,6 +196,29 @@ def test_bicubic_is_within_two_levels_of_torchvision(cases, scale_in_idct):
         assert max(per_image) < 0.1
 
 
+@pytest.mark.parametrize("interpolation", ["bilinear", "bicubic"])
+def test_grayscale_is_pils_luma_then_the_resize(cases, interpolation):
+    """grayscale=True: PIL's convert("L") of the RGB pixels, then the crop and
+    resize (torchvision's Grayscale first), one channel; decoded at full size
+    it differs from PIL only where float sums round a near-tie the other way
+    (the bounds of the RGB tests above)."""
+    for name, jpeg, box, flip, _, _ in cases[::3]:
+        img = Image.open(io.BytesIO(jpeg)).convert("RGB").convert("L")
+        left, top, w, h = box
+        want = F.resized_crop(img, top, left, h, w, [OUT, OUT], InterpolationMode(interpolation))
+        want = np.asarray(F.hflip(want) if flip else want).astype(np.int16)
+        out = np.zeros((1, OUT, OUT), np.uint8)
+        _core.decode_images([jpeg], [box], [flip], out, OUT, OUT, "CHW", "uint8", scale_in_idct=False,
+                            interpolation=interpolation, grayscale=True)
+        d = np.abs(out[0].astype(np.int16) - want)
+        assert d.max() <= 2 and d.mean() < 0.1, f"{name} box {box}: max {d.max()}, mean {d.mean():.4f}"
+        rgb = np.asarray(Image.open(io.BytesIO(jpeg)).convert("RGB"))
+        again = np.zeros((OUT, OUT, 1), np.float32)
+        _core.resample_rgb(rgb, box, flip, again, OUT, OUT, "HWC", "float32", (0.5,) * 3, (0.5,) * 3,
+                           interpolation=interpolation, grayscale=True)
+        assert np.abs((again[..., 0] * 0.5 + 0.5) * 255 - want).max() <= 2.01
+
+
 def test_a_batch_equals_its_images_one_by_one(cases):
     sample = cases[::7]
     jpegs = [c[1] for c in sample]

@@ -83,6 +83,37 @@ def test_samples_match_torchvision_seeded_alike(corpus, train, interpolation):
         assert levels(image, expected) <= 2.0, f"record {i}: {levels(image, expected):.2f} levels"
 
 
+@pytest.mark.parametrize("layout", ["CHW", "HWC"])
+def test_grayscale_is_torchvisions_grayscale_then_the_recipe(corpus, layout):
+    """grayscale=True: PIL's convert("L") before the resize (T.Grayscale()
+    first, as OCR recipes), one channel, through every way of loading the
+    ring takes; within 2 levels on average (the JPEG shrunk in its IDCT, as by
+    default; tests/python/test_image_decode.py compares full-size decoding)."""
+    for dtype in (torch.float32, torch.uint8):
+        decode = lmdbloader.ImageDecode((32, 128), train=False, resize=(32, 128), interpolation="bicubic",
+                                        grayscale=True, dtype=dtype, layout=layout)
+        assert decode.sample_shape == ((1, 32, 128) if layout == "CHW" else (32, 128, 1))
+        ds = lmdbloader.LmdbDataset(corpus, decode=decode)
+        reader = lmdbloader.Reader(corpus)
+        for i in range(0, 64, 9):
+            image, _ = ds[i]
+            gray = Image.open(io.BytesIO(msgpack.unpackb(reader[i])["image"])).convert("RGB").convert("L")
+            want = T.Resize((32, 128), interpolation=T.InterpolationMode.BICUBIC)(gray)
+            if dtype == torch.uint8:
+                got = image.reshape(32, 128).to(torch.int16)
+                d = (got - torch.from_numpy(np.asarray(want)).to(torch.int16)).abs().float()
+                assert d.mean() <= 2.0, f"record {i}: {float(d.mean()):.2f} levels"
+            else:
+                want = T.Normalize((0.5,), (0.5,))(T.ToTensor()(want)).reshape(32, 128)
+                assert float(((image.reshape(32, 128) - want).abs() * 0.5).mean() * 255) <= 2.0
+    # The ring path (lmdbloader.DataLoader): the same samples, batched.
+    decode = lmdbloader.ImageDecode((32, 128), train=False, resize=(32, 128), grayscale=True, layout=layout)
+    ds = lmdbloader.LmdbDataset(corpus, decode=decode)
+    images, _ = next(iter(lmdbloader.DataLoader(ds, batch_size=8)))
+    assert images.shape == (8, *decode.sample_shape)
+    assert torch.equal(images[3], ds[3][0])
+
+
 @pytest.mark.parametrize("recipe", ["ocr squash", "timm crop_pct"])
 def test_evaluation_resizes_match_torchvision(corpus, recipe):
     """The OCR recipe (Resize((32, 128)) squashing the image, bicubic,
@@ -263,7 +294,8 @@ def test_bad_options_are_refused():
                             ({"size": 224, "interpolation": "lanczos"}, "interpolation"),
                             ({"size": 224, "crop_pct": 0}, "crop_pct"),
                             ({"size": 224, "crop_pct": 0.9, "resize": 256}, "crop_pct"),
-                            ({"size": 224, "resize": (32, 0)}, "resize")]:
+                            ({"size": 224, "resize": (32, 0)}, "resize"),
+                            ({"size": 224, "grayscale": True, "mean": (0.5, 0.5, 0.5)}, "mean")]:
         with pytest.raises(ValueError, match=message):
             lmdbloader.ImageDecode(**kwargs)
     with pytest.raises(TypeError):
