@@ -7,6 +7,7 @@
 # environment and run where Debian's liblmdb, liburing and libjpeg are hidden,
 # once with the io engine this system allows and once with the kernel
 # refusing io_uring (tests/install/wheel_check.py).
+# Usage: check_install.sh [--wheel] (--wheel: the wheel only).
 # LMDBLOADER_BUILD_DIR: a build folder of this tree (test.sh's build/) to
 # install from, instead of building the library once more.
 set -euo pipefail
@@ -16,38 +17,42 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 JOBS=$(nproc)
 
-echo "== install to a prefix, build a consumer with find_package"
-if [ -n "${LMDBLOADER_BUILD_DIR:-}" ]; then
-  # What is installed only: the folder's tests need not all be built.
-  cmake --build "$LMDBLOADER_BUILD_DIR" -j "$JOBS" --target lmdbloader lmdbloader_cli >/dev/null
-  cmake --install "$LMDBLOADER_BUILD_DIR" --prefix "$work/prefix" >/dev/null
-else
-  cmake -S . -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMDBLOADER_BUILD_TESTS=OFF \
-    -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
-  cmake --build "$work/build" -j "$JOBS" >/dev/null
-  cmake --install "$work/build" >/dev/null
-fi
-cmake -S tests/consumer -B "$work/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
-cmake --build "$work/consumer" >/dev/null
-# The consumer compiled each installed header alone: as many as the source has.
-units=$(ls "$work/consumer/headers" | wc -l)
-headers=$(ls include/lmdbloader/*.h | wc -l)
-[ "$units" = "$headers" ] || { echo "consumer compiled $units headers alone, the package has $headers"; exit 1; }
-echo "consumer: each of the $headers installed headers compiles on its own"
-python3 - "$work/db" <<'PY'
+# The C++ library installed to a prefix, as a CMake project consumes it.
+check_prefix() {
+  echo "== install to a prefix, build a consumer with find_package"
+  if [ -n "${LMDBLOADER_BUILD_DIR:-}" ]; then
+    # What is installed only: the folder's tests need not all be built.
+    cmake --build "$LMDBLOADER_BUILD_DIR" -j "$JOBS" --target lmdbloader lmdbloader_cli >/dev/null
+    cmake --install "$LMDBLOADER_BUILD_DIR" --prefix "$work/prefix" >/dev/null
+  else
+    cmake -S . -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMDBLOADER_BUILD_TESTS=OFF \
+      -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
+    cmake --build "$work/build" -j "$JOBS" >/dev/null
+    cmake --install "$work/build" >/dev/null
+  fi
+  cmake -S tests/consumer -B "$work/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+  cmake --build "$work/consumer" >/dev/null
+  # The consumer compiled each installed header alone: as many as the source has.
+  units=$(ls "$work/consumer/headers" | wc -l)
+  headers=$(ls include/lmdbloader/*.h | wc -l)
+  [ "$units" = "$headers" ] || { echo "consumer compiled $units headers alone, the package has $headers"; exit 1; }
+  echo "consumer: each of the $headers installed headers compiles on its own"
+  python3 -c '
 import sys, lmdb
 with lmdb.open(sys.argv[1], map_size=1 << 20) as env, env.begin(write=True) as txn:
     for i in range(10):
-        txn.put(b"k%d" % i, b"v" * i)
-PY
-out=$("$work/consumer/consumer" "$work/db")
-[ "$out" = "10 records, 45 bytes" ] || { echo "consumer printed: $out"; exit 1; }
-echo "consumer: $out"
+        txn.put(b"k%d" % i, b"v" * i)' "$work/db"
+  out=$("$work/consumer/consumer" "$work/db")
+  [ "$out" = "10 records, 45 bytes" ] || { echo "consumer printed: $out"; exit 1; }
+  echo "consumer: $out"
+}
+[ "${1:-}" = "--wheel" ] || check_prefix
 
 echo "== the manylinux wheel, in a fresh virtual environment, Debian's libraries hidden"
 # Up to date after scripts/setup.sh (nothing to rebuild); else builds what changed.
 bash scripts/wheel.sh --no-sdist >"$work/wheel.log" 2>&1 || { cat "$work/wheel.log"; exit 1; }
-whl=$(ls dist/lmdbloader-*-manylinux_2_28_x86_64.whl)
+tag=$(python3 -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+whl=$(ls dist/lmdbloader-*-"$tag-$tag"-manylinux_2_28_x86_64.whl)
 shown=$(python3 -m auditwheel show "$whl" | tr '\n' ' ')
 [[ $shown == *'platform tag: "manylinux_2_28_x86_64"'* ]] || { echo "auditwheel show: $shown"; exit 1; }
 # The system's site-packages give numpy, torch, PIL and py-lmdb; lmdbloader
@@ -61,24 +66,10 @@ for elf in "$work"/venv/lib/python*/site-packages/lmdbloader/_core*.so "$work/ve
     echo "$elf needs a library outside the manylinux policy"; exit 1
   fi
 done
-# In a private mount namespace Debian's copies of what the wheel carries
-# are /dev/null: a build that still loaded one would fail to import.
-hide='for f in $(ls /usr/lib/x86_64-linux-gnu/{liblmdb,liburing,libjpeg,libturbojpeg}*.so* 2>/dev/null | xargs realpath | sort -u); do
-        mount --bind /dev/null "$f"
-      done
-      if python3 -c "import ctypes; ctypes.CDLL(\"liblmdb.so.0\")" 2>/dev/null; then
-        echo "liblmdb.so.0 still loads"; exit 1
-      fi
-      exec "$@"'
-# mount --bind needs CAP_SYS_ADMIN in the namespace: root has it; anyone
-# else gets it as root of a new user namespace (-r) owning the mounts.
-userns=()
-[ "$(id -u)" = 0 ] || userns=(-r)
 run_hidden() {  # $1: the engine io_engine="auto" must pick
   rm -rf "$work/run" && mkdir "$work/run"
   (cd "$work/run" && PATH="$work/venv/bin:$PATH" LMDBLOADER_INDEX_DIR="$work/run" \
-     unshare "${userns[@]}" -m --propagation private bash -ec "$hide" hide \
-     "$work/venv/bin/python" "$ROOT/tests/install/wheel_check.py" "$work/run" "$1")
+     bash "$ROOT/scripts/without_debian_libs.sh" "$work/venv/bin/python" "$ROOT/tests/install/wheel_check.py" "$work/run" "$1")
 }
 # What "auto" must pick is what this system allows, found by asking it: the
 # sysctl alone does not say (a container's seccomp profile refuses

@@ -32,4 +32,5 @@ $PY -m pip install -q -c constraints.txt -r requirements-dev.txt
 # tests run what ships, and scripts/check_install.sh reuses the same build.
 echo "setup: building the lmdbloader wheel (scripts/wheel.sh) and installing it"
 PYTHON=$PY bash scripts/wheel.sh --no-sdist
-$PY -m pip install -q --no-deps --force-reinstall dist/lmdbloader-*-manylinux_2_28_x86_64.whl
+tag=$($PY -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+$PY -m pip install -q --no-deps --force-reinstall dist/lmdbloader-*-"$tag-$tag"-manylinux_2_28_x86_64.whl
