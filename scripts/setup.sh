@@ -11,7 +11,7 @@ SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo"
 DEBS=(build-essential cmake ninja-build pkg-config liblmdb-dev lmdb-utils libmsgpack-cxx-dev
       libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-      libxxhash-dev liburing-dev libjpeg62-turbo-dev clang fio nasm dpkg-dev libfuse3-dev fuse3)
+      libxxhash-dev liburing-dev libjpeg62-turbo-dev clang llvm fio nasm dpkg-dev libfuse3-dev fuse3)
 missing=()
 for p in "${DEBS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

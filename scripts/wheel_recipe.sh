@@ -272,7 +272,7 @@ wheel_python() {
   # A build folder per version and architecture, so a later `pip install .`
   # (Debian's gcc) never reuses objects compiled for this toolchain.
   SETUPTOOLS_EXT_SUFFIX=".cpython-${version/./}-$ARCH-linux-gnu.so" _PYTHON_HOST_PLATFORM="linux-$ARCH" \
-  $PY -m pip wheel -q --no-build-isolation --no-deps -w "$raw" \
+  CMAKE_BUILD_PARALLEL_LEVEL=$JOBS $PY -m pip wheel -q --no-build-isolation --no-deps -w "$raw" \
     -C build-dir="$DEPS/build/$tag" \
     -C cmake.args="--toolchain=$DEPS/toolchain.cmake" \
     -C cmake.python-hints=false \
