@@ -14,6 +14,7 @@
 - :func:`convert`: writes corpora (the same C++ code as ``lmdbloader convert``).
 """
 
+from . import _dependencies  # noqa: F401  (first: names a missing numpy or msgpack)
 from . import _core
 from .errors import (ConvertError, CorruptedError, DecodeError, Error, ReadonlyError,
                      UnsupportedError)
