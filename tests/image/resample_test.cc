@@ -72,18 +72,31 @@ TEST(ResampleTest, MatchesPilsResizeForShrinkingGrowingAndMixedBoxes) {
   }
 }
 
+// A whole-pixel box inside `src` and an output size of 1 to max_out a side.
+struct RandomCase {
+  uint32_t left, top, w, h, ow, oh;
+  CropBox box() const { return CropBox{double(left), double(top), double(w), double(h)}; }
+};
+RandomCase DrawCase(std::mt19937& rng, const Pixels& src, uint32_t max_out) {
+  RandomCase c;
+  c.w = 1 + rng() % src.width;
+  c.h = 1 + rng() % src.height;
+  c.left = rng() % (src.width - c.w + 1);
+  c.top = rng() % (src.height - c.h + 1);
+  c.ow = 1 + rng() % max_out;
+  c.oh = 1 + rng() % max_out;
+  return c;
+}
+
 TEST(ResampleTest, MatchesPilOnRandomBoxes) {
   std::mt19937 rng(5);
   const Pixels src = SyntheticPhoto(257, 191, 2);
   DecodeScratch scratch;  // one scratch for all: reuse must not leak state
   for (int trial = 0; trial < 60; ++trial) {
-    const uint32_t w = 1 + rng() % src.width, h = 1 + rng() % src.height;
-    const uint32_t left = rng() % (src.width - w + 1), top = rng() % (src.height - h + 1);
-    const uint32_t ow = 1 + rng() % 300, oh = 1 + rng() % 300;
+    const RandomCase c = DrawCase(rng, src, 300);
     std::vector<uint8_t> out;
-    ASSERT_OK(Resample(src, CropBox{double(left), double(top), double(w), double(h)}, Uint8Hwc(ow, oh), &scratch,
-                       &out));
-    ExpectMatchesPil(Compare(FromHwc(out, ow, oh), ReferenceResize(src, left, top, w, h, ow, oh)),
+    ASSERT_OK(Resample(src, c.box(), Uint8Hwc(c.ow, c.oh), &scratch, &out));
+    ExpectMatchesPil(Compare(FromHwc(out, c.ow, c.oh), ReferenceResize(src, c.left, c.top, c.w, c.h, c.ow, c.oh)),
                      "trial " + std::to_string(trial));
   }
 }
@@ -99,15 +112,13 @@ TEST(ResampleTest, BicubicMatchesPilOnRandomBoxes) {
       for (uint32_t c = 0; c < 3; ++c) src.data[(size_t{y} * src.width + x) * 3 + c] = ((x / 3 + y / 3) % 2) ? 255 : 0;
   DecodeScratch scratch;
   for (int trial = 0; trial < 60; ++trial) {
-    const uint32_t w = 1 + rng() % src.width, h = 1 + rng() % src.height;
-    const uint32_t left = rng() % (src.width - w + 1), top = rng() % (src.height - h + 1);
-    const uint32_t ow = 1 + rng() % 300, oh = 1 + rng() % 300;
-    OutputSpec spec = Uint8Hwc(ow, oh);
+    const RandomCase c = DrawCase(rng, src, 300);
+    OutputSpec spec = Uint8Hwc(c.ow, c.oh);
     spec.interpolation = Interpolation::kBicubic;
     std::vector<uint8_t> out;
-    ASSERT_OK(Resample(src, CropBox{double(left), double(top), double(w), double(h)}, spec, &scratch, &out));
-    ExpectMatchesPil(Compare(FromHwc(out, ow, oh),
-                             ReferenceResize(src, left, top, w, h, ow, oh, Interpolation::kBicubic)),
+    ASSERT_OK(Resample(src, c.box(), spec, &scratch, &out));
+    ExpectMatchesPil(Compare(FromHwc(out, c.ow, c.oh),
+                             ReferenceResize(src, c.left, c.top, c.w, c.h, c.ow, c.oh, Interpolation::kBicubic)),
                      "trial " + std::to_string(trial));
   }
 }
@@ -124,18 +135,17 @@ TEST(ResampleTest, GrayscaleIsPilsLumaThenItsResize) {
   }
   DecodeScratch scratch;
   for (int trial = 0; trial < 40; ++trial) {
-    const uint32_t w = 1 + rng() % src.width, h = 1 + rng() % src.height;
-    const uint32_t left = rng() % (src.width - w + 1), top = rng() % (src.height - h + 1);
-    const uint32_t ow = 1 + rng() % 200, oh = 1 + rng() % 200;
-    OutputSpec spec = Uint8Hwc(ow, oh);
+    const RandomCase c = DrawCase(rng, src, 200);
+    OutputSpec spec = Uint8Hwc(c.ow, c.oh);
     spec.grayscale = true;
     spec.interpolation = trial % 2 ? Interpolation::kBicubic : Interpolation::kBilinear;
-    ASSERT_EQ(spec.bytes(), size_t{ow} * oh);
+    ASSERT_EQ(spec.bytes(), size_t{c.ow} * c.oh);
     std::vector<uint8_t> out;
-    ASSERT_OK(Resample(src, CropBox{double(left), double(top), double(w), double(h)}, spec, &scratch, &out));
-    std::vector<uint8_t> spread(size_t{ow} * oh * 3);
-    for (size_t i = 0; i < size_t{ow} * oh; ++i) spread[3 * i] = spread[3 * i + 1] = spread[3 * i + 2] = out[i];
-    ExpectMatchesPil(Compare(FromHwc(spread, ow, oh), ReferenceResize(luma, left, top, w, h, ow, oh, spec.interpolation)),
+    ASSERT_OK(Resample(src, c.box(), spec, &scratch, &out));
+    std::vector<uint8_t> spread(size_t{c.ow} * c.oh * 3);
+    for (size_t i = 0; i < out.size(); ++i) spread[3 * i] = spread[3 * i + 1] = spread[3 * i + 2] = out[i];
+    ExpectMatchesPil(Compare(FromHwc(spread, c.ow, c.oh),
+                             ReferenceResize(luma, c.left, c.top, c.w, c.h, c.ow, c.oh, spec.interpolation)),
                      "trial " + std::to_string(trial));
   }
 }
