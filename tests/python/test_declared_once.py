@@ -199,10 +199,16 @@ def test_the_image_paths_options_are_the_cores_table():
     assert list(vision.RECORD_LAYOUTS) == table["records"]
     record_row = next(row for row in CONVERT_OPTIONS if row[0] == "record")
     assert all(name in record_row[2] for name in table["records"])  # the converter's names
+    # mean and std default to the table's (None in the signature: one channel
+    # takes 0.5 instead), and so do the filters.
     defaults = inspect.signature(lmdbloader.ImageDecode).parameters
-    assert defaults["mean"].default == table["mean"] and defaults["std"].default == table["std"]
+    assert defaults["mean"].default is None and defaults["std"].default is None
+    rgb = lmdbloader.ImageDecode(8)
+    assert rgb.mean == tuple(table["mean"]) and rgb.std == tuple(table["std"])
+    assert table["interpolations"] == ["bilinear", "bicubic"]
+    assert defaults["interpolation"].default == table["interpolations"][0]
     doc = lmdbloader.ImageDecode.__doc__
-    for name in table["layouts"] + table["dtypes"] + table["records"]:
+    for name in table["layouts"] + table["dtypes"] + table["records"] + table["interpolations"]:
         assert name in doc, f"{name!r} is not in ImageDecode's docstring"
     for layout in table["layouts"]:
         for dtype in table["dtypes"]:
