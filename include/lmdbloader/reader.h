@@ -80,6 +80,12 @@ struct ReaderStats {
   uint32_t queue_depth = 0;       // reads in flight at most per batch
   std::string cache_policy;       // "fill", "exact" or "drop" (ReaderOptions::cache_policy resolved)
   std::string file_system;        // what holds the data: "local", or "nfs", "lustre", "fuse", ...
+  // cache="auto" reading exactly over a link: bytes read around each small
+  // record (0: exactly the record), from the link measured at open: its
+  // round trip and bandwidth (0: not measured, or faster than the probe tells).
+  uint64_t read_around = 0;
+  uint64_t link_requests_us = 0;
+  uint64_t link_bytes_per_s = 0;
   uint64_t chunks_filled = 0;     // 2 MiB chunks this process read whole into the page cache
 };
 

@@ -93,6 +93,9 @@ struct ReportFieldsOf<ReaderStats> {
       Field("queue_depth", &ReaderStats::queue_depth, InCommand()),
       Field("cache_policy", &ReaderStats::cache_policy, InCommand()),
       Field("file_system", &ReaderStats::file_system, InCommand()),
+      Field("read_around", &ReaderStats::read_around, InCommand()),
+      Field("link_requests_us", &ReaderStats::link_requests_us),
+      Field("link_bytes_per_s", &ReaderStats::link_bytes_per_s),
       Field("chunks_filled", &ReaderStats::chunks_filled, InCommand()));
 };
 

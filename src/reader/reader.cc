@@ -168,6 +168,15 @@ Status Reader::Rep::ReadRequests(const ReadRequest* requests, Part* const* parts
         ranges.push_back({filler, requests[k].offset, requests[k].size});
     }
     if (!ranges.empty()) ChunkFiller::FillTogether(ranges, FillParallel());
+  } else if (read_around_) {
+    // Asks the kernel for each small record's window without waiting: the
+    // record's own read below then waits for the one request that brings it.
+    for (size_t k = 0; k < count; ++k) {
+      if (!ReadsAround(requests[k].size)) continue;
+      const uint64_t start = requests[k].offset & ~(kReadAroundWindow - 1);
+      (void)::posix_fadvise(requests[k].fd, static_cast<off_t>(start), static_cast<off_t>(kReadAroundWindow),
+                            POSIX_FADV_WILLNEED);
+    }
   }
   Status s = count == 1 ? PreadFully(requests[0]) : io_->ReadAll(requests, count);
   if (cache_policy_ == CachePolicy::kDrop)
@@ -426,6 +435,9 @@ ReaderStats Reader::Rep::stats() {
   }
   s.cache_policy = CachePolicyName(cache_policy_);
   s.file_system = file_system_;
+  s.read_around = read_around_ ? kReadAroundWindow : 0;
+  s.link_requests_us = static_cast<uint64_t>(link_.requests_s * 1e6);
+  s.link_bytes_per_s = static_cast<uint64_t>(link_.bytes_per_s);
   for (const auto& p : parts_)
     if (p->filler) s.chunks_filled += p->filler->chunks_filled();
   return s;

@@ -323,7 +323,9 @@ Status Reader::Rep::ChooseReadPath(const std::string& data_path, uint64_t data_b
     if (!why_threads.empty()) io_fallback_ = why_threads;
   }
   remote_ = fs.remote;
-  fill_room_ = budget_.RoomForChunkFills() && data_bytes <= PageCacheRoom() / 2;
+  data_bytes_ = data_bytes;
+  cache_room_ = data_bytes <= PageCacheRoom() / 2;
+  fill_room_ = budget_.RoomForChunkFills() && cache_room_;
   cache_policy_ = options_.cache_policy;
   if (cache_policy_ == CachePolicy::kAuto) {
     // Fill only what the page cache can keep (a corpus bigger than RAM would
@@ -350,19 +352,32 @@ Status Reader::Rep::ExpectShare(double share, bool in_chunks) {
   // moves no byte that nobody asked for, and saves a round trip each.
   const bool fill = fill_room_ && (in_chunks || share >= 0.5);
   const CachePolicy want = fill ? CachePolicy::kFill : CachePolicy::kExact;
-  if (want == cache_policy_) return Status::OK();
-  for (auto& p : parts_) {
-    if (p->fd < 0) continue;  // a file of a set not open yet: its open follows the policy
-    if (fill) {
-      LMDBLOADER_RETURN_IF_ERROR(ChunkFiller::Create(p->fd, p->index.identity.size, p->location.data_path, &p->filler));
-      (void)::posix_fadvise(p->fd, 0, 0, POSIX_FADV_NORMAL);
-    } else {
-      p->filler.reset();
+  if (want != cache_policy_) {
+    for (auto& p : parts_) {
+      if (p->fd < 0) continue;  // a file of a set not open yet: its open follows the policy
+      if (fill) {
+        LMDBLOADER_RETURN_IF_ERROR(
+            ChunkFiller::Create(p->fd, p->index.identity.size, p->location.data_path, &p->filler));
+        (void)::posix_fadvise(p->fd, 0, 0, POSIX_FADV_NORMAL);
+      } else {
+        p->filler.reset();
+      }
     }
+    cache_policy_ = want;
+    read_random_ = !fill;
+    for (auto& p : parts_) AdviseReads(p->fd);
   }
-  cache_policy_ = want;
-  read_random_ = !fill;
-  for (auto& p : parts_) AdviseReads(p->fd);
+  // A part of the records, read exactly, is capped by the requests in
+  // flight; where the link moves the whole file faster than that (measured:
+  // io/link_probe.h), each small record's read brings its window into the
+  // page cache (not this process's memory), where the part's other records
+  // in it wait. Bytes nobody asks for cross the link only where they cost
+  // less than the round trips they save.
+  read_around_ = false;
+  if (!fill && cache_room_ && share > 0 && !parts_.empty()) {
+    if (!link_.measured) link_ = MeasureLink(parts_.front()->location.data_path, io_.get());
+    read_around_ = ReadAroundPays(link_, data_bytes_, share * static_cast<double>(size_));
+  }
   return Status::OK();
 }
 

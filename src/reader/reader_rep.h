@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "io/chunk_filler.h"
+#include "io/link_probe.h"
 #include "lmdb/index_file.h"
 #include "lmdb/lmdb_env.h"
 #include "lmdbloader/reader.h"
@@ -251,6 +252,10 @@ struct Reader::Rep {
   bool read_random_ = false;              // exact reads on a remote file system: no readahead
   bool remote_ = false;                   // the data lie on a network or FUSE file system
   bool fill_room_ = false;                // the page cache and the budget leave room for chunk fills
+  bool cache_room_ = false;               // every data file fits in half of the page cache's room
+  uint64_t data_bytes_ = 0;               // the data files' bytes together
+  LinkEstimate link_;                     // measured once an epoch's share is known (remote, auto)
+  bool read_around_ = false;              // small records' exact reads advise their window first
   uint64_t resident_index_cap_ = 0;  // a part's index is held while it needs at most this
   uint64_t index_cache_bytes_ = 0;   // a paged part's page cache
   uint64_t generation_ = 0;  // fork generation the handles belong to

@@ -194,3 +194,45 @@ def test_a_loader_over_the_whole_epoch_fills_chunks_a_part_reads_exactly(fs, bac
     assert ds.reader.stats()["chunks_filled"] > 0
     with pytest.raises(ValueError, match="share"):
         ds.reader.expect_share(1.5)
+
+
+@pytest.fixture(scope="module")
+def small_records(backing):
+    """6,000 records of 3 KiB (a page each), 24 MiB: enough for the link probe."""
+    path = os.path.join(backing, "small")
+    with lmdb.open(path, map_size=64 << 20) as env, env.begin(write=True) as txn:
+        for i in range(6000):
+            txn.put(b"s%06d" % i, value(i)[:8] * 384)
+    return "small"
+
+
+def test_a_part_of_small_records_reads_around_them_only_where_the_link_is_not_the_limit(
+        fs, backing, binary, small_records, tmp_path):
+    """A third of 3 KiB records in random order: where the link's bandwidth
+    is no limit (20 ms round trips, 4 in flight: the probe's large reads cost
+    no more than its small ones) each record's read brings its 128 KiB window
+    into the page cache and the third costs a request a window, not a record;
+    behind a 20 MB/s link the windows would cost more than the records, so
+    the reads stay exact. The records equal py-lmdb's either way."""
+    with lmdb.open(os.path.join(backing, small_records), readonly=True, lock=False) as env, env.begin() as txn:
+        oracle = [v for _, v in txn.cursor()]
+    order = random.Random(7).sample(range(6000), 2000)
+    slow_link = mount(backing, binary, latency_ms=1, in_flight=32, bandwidth=20e6)
+    try:
+        for m, around in [(fs, True), (slow_link, False)]:
+            cold(m, backing, f"{small_records}/data.mdb")
+            ds = lmdbloader.LmdbDataset(m.path(small_records), decode="raw", index_dir=str(tmp_path / str(around)))
+            loader = lmdbloader.DataLoader(ds, batch_size=250, sampler=order, collate_fn=lambda batch: batch)
+            stats = ds.reader.stats()
+            assert (stats["cache_policy"], stats["read_around"] > 0) == ("exact", around), stats
+            before = m.stats()
+            got = [record for batch in loader for record in batch]
+            moved = m.delta(before, m.stats())
+            assert got == [oracle[i] for i in order], "a record differs from py-lmdb's"
+            if around:  # 24 MiB in 128 KiB windows: at most 192 requests, and some more for the index
+                assert moved["reads"] < 400, f"{moved['reads']} requests for {len(order)} records read around"
+            else:
+                assert moved["reads"] >= 0.9 * len(order), f"{moved['reads']} requests for {len(order)} exact records"
+                assert moved["read_bytes"] < 2 * len(order) * 4096, f"{moved['read_bytes']} bytes moved"
+    finally:
+        slow_link.close()
