@@ -134,7 +134,7 @@ def test_every_test_file_is_built():
     assert not unbuilt, f"test files no CMakeLists.txt builds: {unbuilt}"
 
 
-@pytest.mark.parametrize("folder", ["src", "bindings"])
+@pytest.mark.parametrize("folder", ["src", "bindings", "python"])
 def test_no_source_file_over_500_lines(folder):
     long = []
     for path in (ROOT / folder).rglob("*"):
@@ -145,7 +145,7 @@ def test_no_source_file_over_500_lines(folder):
     assert not long, f"files over {MAX_LINES} lines:\n" + "\n".join(long)
 
 
-PACKAGE = ROOT / "bindings" / "lmdbloader"
+PACKAGE = ROOT / "python" / "lmdbloader"
 
 
 def _private(name):

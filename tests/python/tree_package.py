@@ -4,7 +4,7 @@ conftest.py calls use_tree() before any test module imports lmdbloader. It
 builds the extension (_core) and the command from this tree into the
 Release build folder (build/, the one scripts/test.sh makes; configured
 here when missing), incrementally, then lays out build/tree-package/
-lmdbloader: a link to each file of bindings/lmdbloader and one to the built
+lmdbloader: a link to each file of python/lmdbloader and one to the built
 _core, so an edited .py is what the next test run imports, and an edited
 .cc is rebuilt first. The folder goes first on sys.path and on PYTHONPATH
 (for the workers that spawn and forkserver start), the build folder first
@@ -21,7 +21,7 @@ import subprocess
 import sys
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SOURCE = os.path.join(ROOT, "bindings", "lmdbloader")
+SOURCE = os.path.join(ROOT, "python", "lmdbloader")
 
 
 def _run(cmd):
