@@ -1,12 +1,12 @@
 #include "io/link_probe.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <memory>
 
 #include "io/batch_io.h"
@@ -21,8 +21,11 @@ constexpr size_t kTogether = 16;        // large reads in flight at once: the li
 constexpr double kRequestsInFlight = 32;
 constexpr int kRounds = 2;               // the fastest of each: a busy link only slows reads
 
-struct FreeAligned {
-  void operator()(char* p) const { std::free(p); }
+// Mapped, not malloc'ed: freeing 2 MiB would raise glibc's mmap threshold
+// in the caller's process, and its later large allocations would stay in
+// the heap.
+struct Unmap {
+  void operator()(char* p) const { ::munmap(p, kTogether * kLarge); }
 };
 
 double Seconds(std::chrono::steady_clock::time_point since) {
@@ -52,12 +55,12 @@ LinkEstimate Probe(const std::string& path, uint64_t size, BatchIo* io) {
     fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   }
   if (fd < 0) return link;
-  void* raw = nullptr;
-  if (::posix_memalign(&raw, 4096, kTogether * kLarge) != 0) {
+  void* raw = ::mmap(nullptr, kTogether * kLarge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) {
     ::close(fd);
     return link;
   }
-  std::unique_ptr<char, FreeAligned> buf(static_cast<char*>(raw));
+  std::unique_ptr<char, Unmap> buf(static_cast<char*>(raw));
   ReadRequest reads[kTogether];
   double small = 1e9, large = 1e9;
   bool ok = true;
