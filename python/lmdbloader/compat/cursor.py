@@ -4,7 +4,7 @@ the positions LMDB's cursor keeps after a failed move."""
 import bisect
 
 from ..errors import Error
-from .arguments import _buffer, _db_arg, _optional_buffer
+from ._arguments import _buffer, _db_arg, _optional_buffer
 from .errors import (
     _BAD_VALSIZE,
     _CLOSED,
@@ -15,8 +15,8 @@ from .errors import (
     InvalidParameterError,
     NotFoundError,
 )
-from .cursor_ops import _CursorOps, _group_starts, _leaf_layout, _order
-from .handles import (
+from ._cursor_ops import _CursorOps, _group_starts, _leaf_layout, _order
+from ._handles import (
     _DUPSORT,
     _INTEGERDUP,
     _INTEGERKEY,

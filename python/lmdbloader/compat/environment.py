@@ -8,7 +8,7 @@ from .._options import KINDS as OPTION_KINDS
 from .._options import option_texts
 from ..errors import CorruptedError, Error, UnsupportedError
 from ..reader import Reader
-from .arguments import (
+from ._arguments import (
     _INT_MAX,
     _MAPPABLE,
     _SIZE_MAX,
@@ -32,7 +32,7 @@ from .errors import (
     MemoryError,
     NotFoundError,
 )
-from .handles import _Database, _db_stat, _EnvironmentBase
+from ._handles import _Database, _db_stat, _EnvironmentBase
 from .transaction import Transaction, _ReaderTable
 
 # Reader options whose names py-lmdb's open() already gives another meaning.

@@ -4,10 +4,10 @@ import os
 import threading
 
 from ..errors import ReadonlyError
-from .arguments import _db_arg, _key, _optional_buffer, _readonly
+from ._arguments import _db_arg, _key, _optional_buffer, _readonly
 from .cursor import Cursor
 from .errors import _MAX_KEY, InvalidParameterError
-from .handles import TransactionState, _db_stat, _EnvironmentBase, _TransactionBase, state_of
+from ._handles import TransactionState, _db_stat, _EnvironmentBase, _TransactionBase, state_of
 
 
 class _ReaderTable:

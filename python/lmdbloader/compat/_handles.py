@@ -25,7 +25,7 @@ class _Database(_Unpicklable):
         self.reader = reader
         self.name = name
         self.db_flags = reader.db_flags
-        # What cursors work out once per database (cursor_ops.py): where each
+        # What cursors work out once per database (_cursor_ops.py): where each
         # key's duplicates start, and where the leaf pages begin.
         self.group_starts = None
         self.leaf_layout = None

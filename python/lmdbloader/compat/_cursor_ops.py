@@ -5,9 +5,9 @@ import sys
 
 from .. import _core
 from ..errors import UnsupportedError
-from .arguments import _SIZE_MAX, _buffer, _flag, _optional_buffer, _readonly, _uint
+from ._arguments import _SIZE_MAX, _buffer, _flag, _optional_buffer, _readonly, _uint
 from .errors import _INCOMPATIBLE, IncompatibleError
-from .handles import _DUPFIXED, state_of
+from ._handles import _DUPFIXED, state_of
 
 
 class _CursorOps:

@@ -6,7 +6,7 @@ import operator
 from .. import _core
 from ..errors import Error, ReadonlyError
 from .errors import _BAD_VALSIZE, BadValsizeError
-from .handles import _Database, state_of
+from ._handles import _Database, state_of
 
 _INT_MAX = (1 << 31) - 1
 
