@@ -7,17 +7,17 @@ from ..errors import Error
 from .errors import _CLOSED
 
 # lmdb.h's database flags.
-_REVERSEKEY, _DUPSORT, _INTEGERKEY, _DUPFIXED, _INTEGERDUP, _REVERSEDUP = 0x02, 0x04, 0x08, 0x10, 0x20, 0x40
+REVERSEKEY, DUPSORT, INTEGERKEY, DUPFIXED, INTEGERDUP, REVERSEDUP = 0x02, 0x04, 0x08, 0x10, 0x20, 0x40
 
 
-class _Unpicklable:
+class Unpicklable:
     """py-lmdb's handles cannot be pickled (they hold a live environment)."""
 
     def __reduce_ex__(self, protocol):
         raise TypeError(f"cannot pickle {type(self).__name__!r} object")
 
 
-class _Database(_Unpicklable):
+class Database(Unpicklable):
     """A database handle, as returned by Environment.open_db()."""
 
     def __init__(self, env, reader, name):
@@ -33,12 +33,17 @@ class _Database(_Unpicklable):
     def flags(self, *args):
         """py-lmdb's ``_Database.flags()``: the flags the database was created with."""
         f = self.db_flags
-        return {"reverse_key": bool(f & _REVERSEKEY), "dupsort": bool(f & _DUPSORT),
-                "integerkey": bool(f & _INTEGERKEY), "integerdup": bool(f & _INTEGERDUP),
-                "dupfixed": bool(f & _DUPFIXED)}
+        return {"reverse_key": bool(f & REVERSEKEY), "dupsort": bool(f & DUPSORT),
+                "integerkey": bool(f & INTEGERKEY), "integerdup": bool(f & INTEGERDUP),
+                "dupfixed": bool(f & DUPFIXED)}
 
 
-def _db_stat(s):
+# Its type's name is py-lmdb's, which type(db).__name__ and the pickling
+# error show.
+Database.__name__ = Database.__qualname__ = "_Database"
+
+
+def db_stat(s):
     return {"psize": s["page_size"], "depth": s["depth"], "branch_pages": s["branch_pages"],
             "leaf_pages": s["leaf_pages"], "overflow_pages": s["overflow_pages"],
             "entries": s["entries"]}
@@ -51,7 +56,7 @@ class EnvironmentState:
 
     def __init__(self):
         self.path = None
-        self.main = None     # the main database's _Database
+        self.main = None     # the main database's Database
         self.readers = None  # transaction.py's _ReaderTable
         self.closed = True   # until opened
         self.counts = {}     # database name -> _core.inspect()
@@ -87,14 +92,14 @@ class TransactionState:
         return memoryview(v) if self.buffers and v is not None else v
 
 
-class _EnvironmentBase:
+class EnvironmentBase:
     """What Environment is, for the argument checks of modules it imports."""
 
     def __init__(self):
         self._state = EnvironmentState()
 
 
-class _TransactionBase(_Unpicklable):
+class TransactionBase(Unpicklable):
     """What Transaction is, for the argument checks of modules it imports."""
 
     def __init__(self, state):
