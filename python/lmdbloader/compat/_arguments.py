@@ -6,7 +6,8 @@ import operator
 from .. import _core
 from ..errors import Error, ReadonlyError
 from ._handles import Database, state_of
-from .errors import _BAD_VALSIZE, BadValsizeError
+from ._messages import BAD_VALSIZE
+from .errors import BadValsizeError
 
 INT_MAX = (1 << 31) - 1
 
@@ -100,7 +101,7 @@ def as_key(key, call, allow_empty=False):
     """py-lmdb's checks of a key argument."""
     key = as_bytes(key)
     if not key and not allow_empty:
-        raise BadValsizeError(f"{call}: {_BAD_VALSIZE}")
+        raise BadValsizeError(f"{call}: {BAD_VALSIZE}")
     return key
 
 

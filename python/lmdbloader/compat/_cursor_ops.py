@@ -7,7 +7,8 @@ from .. import _core
 from ..errors import UnsupportedError
 from ._arguments import SIZE_MAX, as_bytes, as_optional_bytes, flag_arg, refuse_write, uint_arg
 from ._handles import DUPFIXED, state_of
-from .errors import _INCOMPATIBLE, IncompatibleError
+from ._messages import INCOMPATIBLE
+from .errors import IncompatibleError
 
 
 class CursorOps:
@@ -67,7 +68,7 @@ class CursorOps:
         MDB_DUPFIXED database has them: any other gives MDB_INCOMPATIBLE."""
         if not (self._dupsort and self.db.db_flags & DUPFIXED):  # DUPFIXED means nothing without DUPSORT
             self._valid = False  # py-lmdb: a failed get leaves the cursor unpositioned
-            raise IncompatibleError(f"mdb_cursor_get: {_INCOMPATIBLE}")
+            raise IncompatibleError(f"mdb_cursor_get: {INCOMPATIBLE}")
         g, first = self._g, self._starts[self._g]
         n = self._ndups(g)
         bounds = sorted({0, n} | set(leaf_layout(self.db)[1].get(g, ())))

@@ -1,10 +1,14 @@
 """The handle types every compat module checks arguments against: databases, and what an
-environment and a transaction are, with the state each shares with the rest of the package;
-LMDB's database flags; stat() as py-lmdb shapes it."""
+environment and a transaction are, with the state each shares with the rest of the package
+(an environment's reader slots among it: what Environment.readers() lists); LMDB's database
+flags; stat() as py-lmdb shapes it."""
+
+import os
+import threading
 
 from .. import _core
 from ..errors import Error
-from .errors import _CLOSED
+from ._messages import CLOSED
 
 # lmdb.h's database flags.
 REVERSEKEY, DUPSORT, INTEGERKEY, DUPFIXED, INTEGERDUP, REVERSEDUP = 0x02, 0x04, 0x08, 0x10, 0x20, 0x40
@@ -56,20 +60,65 @@ class EnvironmentState:
 
     def __init__(self):
         self.path = None
-        self.main = None     # the main database's Database
-        self.readers = None  # transaction.py's _ReaderTable
+        self.main = None     # the main database (a Database)
+        self.readers = None  # a ReaderTable
         self.closed = True   # until opened
         self.counts = {}     # database name -> _core.inspect()
 
     def check(self):
         if self.closed:
-            raise Error(_CLOSED)
+            raise Error(CLOSED)
 
     def inspect(self, db=None):
         name = (db or self.main).name or b""
         if name not in self.counts:
             self.counts[name] = _core.inspect(self.path, name)
         return self.counts[name]
+
+
+class ReaderTable:
+    """The reader slots liblmdb's lock file would hold for one environment
+    opened with lock=True, so ``Environment.readers()`` lists what py-lmdb
+    lists: a slot per read transaction object (its thread, and its snapshot
+    until it ends, "-" after: py-lmdb resets an ended transaction and keeps
+    its slot while the object lives); when the object dies, up to
+    ``max_spare_txns`` slots stay as spares for later transactions and the
+    rest are freed (mdb_txn_reset, then mdb_txn_abort)."""
+
+    def __init__(self, max_spare):
+        self._max_spare = max_spare
+        self._slots = []   # per slot: [thread id, live] or None when free
+        self._spares = []  # slots kept by ended transactions, reused last-in first
+
+    def begin(self):
+        if self._spares:
+            slot = self._spares.pop()
+            self._slots[slot][1] = True
+            return slot
+        entry = [threading.get_ident(), True]
+        for slot, held in enumerate(self._slots):
+            if held is None:
+                self._slots[slot] = entry
+                return slot
+        self._slots.append(entry)
+        return len(self._slots) - 1
+
+    def end(self, slot):
+        self._slots[slot][1] = False
+
+    def release(self, slot):
+        if len(self._spares) < self._max_spare:
+            self._spares.append(slot)
+        else:
+            self._slots[slot] = None
+
+    def listing(self, txnid):
+        held = [s for s in self._slots if s is not None]
+        if not held:
+            return "(no active readers)\n"
+        pid = os.getpid()
+        return "    pid     thread     txnid\n" + "".join(
+            f"{pid:10d} {tid:x} {txnid if live else '-'}\n" for tid, live in held)
 
 
 class TransactionState:
@@ -86,7 +135,7 @@ class TransactionState:
 
     def check(self):
         if self.done or self.env.closed:
-            raise Error(_CLOSED)
+            raise Error(CLOSED)
 
     def value(self, v):
         return memoryview(v) if self.buffers and v is not None else v

@@ -17,16 +17,8 @@ from ._handles import (
     Unpicklable,
     state_of,
 )
-from .errors import (
-    _BAD_VALSIZE,
-    _CLOSED,
-    _INCOMPATIBLE,
-    _NOTFOUND,
-    BadValsizeError,
-    IncompatibleError,
-    InvalidParameterError,
-    NotFoundError,
-)
+from ._messages import BAD_VALSIZE, CLOSED, INCOMPATIBLE, NOTFOUND
+from .errors import BadValsizeError, IncompatibleError, InvalidParameterError, NotFoundError
 
 
 class Cursor(CursorOps, Unpicklable):
@@ -74,7 +66,7 @@ class Cursor(CursorOps, Unpicklable):
     # -- helpers ---------------------------------------------------------------
     def _check(self):
         if self._closed:
-            raise Error(_CLOSED)
+            raise Error(CLOSED)
         self._txn_state.check()
 
     def _ndups(self, g):
@@ -154,7 +146,7 @@ class Cursor(CursorOps, Unpicklable):
     def count(self):
         self._check()
         if not self._dupsort:
-            raise IncompatibleError(f"mdb_cursor_count: {_INCOMPATIBLE}")
+            raise IncompatibleError(f"mdb_cursor_count: {INCOMPATIBLE}")
         if not self._init:
             raise InvalidParameterError("mdb_cursor_count: Invalid argument")
         if self._g >= self._groups or self._page_end:
@@ -162,7 +154,7 @@ class Cursor(CursorOps, Unpicklable):
             # the end of the file, and otherwise reads the slot after the last
             # node, which carries no duplicates.
             if self._eof:
-                raise NotFoundError(f"mdb_cursor_count: {_NOTFOUND}")
+                raise NotFoundError(f"mdb_cursor_count: {NOTFOUND}")
             return 1
         self._eof = False
         n = self._ndups(self._g)
@@ -270,7 +262,7 @@ class Cursor(CursorOps, Unpicklable):
             self._miss()  # py-lmdb: any failed mdb_cursor_get unpositions
             if not self._init:
                 raise InvalidParameterError("mdb_cursor_get: Invalid argument")
-            raise IncompatibleError(f"mdb_cursor_get: {_INCOMPATIBLE}")
+            raise IncompatibleError(f"mdb_cursor_get: {INCOMPATIBLE}")
         if self._g >= self._groups or self._page_end:
             return self._miss()
         n = self._ndups(self._g)
@@ -315,7 +307,7 @@ class Cursor(CursorOps, Unpicklable):
         key = as_bytes(key)
         if not key:
             self._miss()
-            raise BadValsizeError(f"mdb_cursor_get: {_BAD_VALSIZE}")
+            raise BadValsizeError(f"mdb_cursor_get: {BAD_VALSIZE}")
         g = self._set(key, exact=True)
         return self._hit(g, 0) if g is not None else self._miss()
 
@@ -332,10 +324,10 @@ class Cursor(CursorOps, Unpicklable):
         key, value = as_optional_bytes(key), as_optional_bytes(value)
         if not self._dupsort:
             self._miss()  # py-lmdb: any failed mdb_cursor_get unpositions
-            raise IncompatibleError(f"mdb_cursor_get: {_INCOMPATIBLE}")
+            raise IncompatibleError(f"mdb_cursor_get: {INCOMPATIBLE}")
         if not key:
             self._miss()
-            raise BadValsizeError(f"mdb_cursor_get: {_BAD_VALSIZE}")
+            raise BadValsizeError(f"mdb_cursor_get: {BAD_VALSIZE}")
         g = self._set(key, exact=True)
         if g is None:
             return self._miss()

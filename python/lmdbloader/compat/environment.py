@@ -19,12 +19,9 @@ from ._arguments import (
     uint_arg,
     write_call,
 )
-from ._handles import Database, EnvironmentBase, db_stat
+from ._handles import Database, EnvironmentBase, ReaderTable, db_stat
+from ._messages import BAD_VALSIZE, INCOMPATIBLE, MAX_KEY, NOTFOUND
 from .errors import (
-    _BAD_VALSIZE,
-    _INCOMPATIBLE,
-    _MAX_KEY,
-    _NOTFOUND,
     BadValsizeError,
     DbsFullError,
     IncompatibleError,
@@ -33,7 +30,7 @@ from .errors import (
     MemoryError,
     NotFoundError,
 )
-from .transaction import Transaction, _ReaderTable
+from .transaction import Transaction
 
 # Reader options whose names py-lmdb's open() already gives another meaning.
 _PYLMDB_NAMED = ("mode", "lock", "db")
@@ -128,7 +125,7 @@ class Environment(EnvironmentBase):
         if map_size >= MAPPABLE:
             raise MemoryError(f"{path}: Cannot allocate memory")
         self._named = {}
-        state.readers = _ReaderTable(max_spare_txns)
+        state.readers = ReaderTable(max_spare_txns)
         state.closed = False
 
     def _open_reader(self, name):
@@ -173,13 +170,13 @@ class Environment(EnvironmentBase):
             raise DbsFullError("mdb_dbi_open: MDB_DBS_FULL: Environment maxdbs limit reached "
                                "(Please use a larger Environment(max_dbs=) parameter)")
         if not key:
-            raise BadValsizeError(f"mdb_dbi_open: {_BAD_VALSIZE}")
+            raise BadValsizeError(f"mdb_dbi_open: {BAD_VALSIZE}")
         if key not in self._named_databases():
             if self._state.main.reader.get(key) is not None:
-                raise IncompatibleError(f"mdb_dbi_open: {_INCOMPATIBLE}")
+                raise IncompatibleError(f"mdb_dbi_open: {INCOMPATIBLE}")
             if flag_arg(create, True):
                 refuse_write("mdb_dbi_open")
-            raise NotFoundError(f"mdb_dbi_open: {_NOTFOUND}")
+            raise NotFoundError(f"mdb_dbi_open: {NOTFOUND}")
         db = Database(self, self._open_reader(os.fsdecode(key)), key)
         self._named[key] = db
         return db
@@ -214,7 +211,7 @@ class Environment(EnvironmentBase):
 
     def max_key_size(self):
         self._state.check()
-        return _MAX_KEY
+        return MAX_KEY
 
     def max_readers(self):
         self._state.check()

@@ -1,58 +1,11 @@
-"""py-lmdb's read Transaction, and the reader slots Environment.readers() lists."""
-
-import os
-import threading
+"""py-lmdb's read Transaction."""
 
 from ..errors import ReadonlyError
 from ._arguments import as_key, as_optional_bytes, db_arg, refuse_write
 from ._handles import EnvironmentBase, TransactionBase, TransactionState, db_stat, state_of
+from ._messages import MAX_KEY
 from .cursor import Cursor
-from .errors import _MAX_KEY, InvalidParameterError
-
-
-class _ReaderTable:
-    """The reader slots liblmdb's lock file would hold for one environment
-    opened with lock=True, so ``Environment.readers()`` lists what py-lmdb
-    lists: a slot per read transaction object (its thread, and its snapshot
-    until it ends, "-" after: py-lmdb resets an ended transaction and keeps
-    its slot while the object lives); when the object dies, up to
-    ``max_spare_txns`` slots stay as spares for later transactions and the
-    rest are freed (mdb_txn_reset, then mdb_txn_abort)."""
-
-    def __init__(self, max_spare):
-        self._max_spare = max_spare
-        self._slots = []   # per slot: [thread id, live] or None when free
-        self._spares = []  # slots kept by ended transactions, reused last-in first
-
-    def begin(self):
-        if self._spares:
-            slot = self._spares.pop()
-            self._slots[slot][1] = True
-            return slot
-        entry = [threading.get_ident(), True]
-        for slot, held in enumerate(self._slots):
-            if held is None:
-                self._slots[slot] = entry
-                return slot
-        self._slots.append(entry)
-        return len(self._slots) - 1
-
-    def end(self, slot):
-        self._slots[slot][1] = False
-
-    def release(self, slot):
-        if len(self._spares) < self._max_spare:
-            self._spares.append(slot)
-        else:
-            self._slots[slot] = None
-
-    def listing(self, txnid):
-        held = [s for s in self._slots if s is not None]
-        if not held:
-            return "(no active readers)\n"
-        pid = os.getpid()
-        return "    pid     thread     txnid\n" + "".join(
-            f"{pid:10d} {tid:x} {txnid if live else '-'}\n" for tid, live in held)
+from .errors import InvalidParameterError
 
 
 class Transaction(TransactionBase):
@@ -88,7 +41,7 @@ class Transaction(TransactionBase):
             raise TypeError("key must be given.")
         key = as_key(key, "mdb_get")
         db = db_arg(self.env, db, self._db)
-        if len(key) > _MAX_KEY:
+        if len(key) > MAX_KEY:
             return default
         v = db.reader.get(key)
         return default if v is None else self._state.value(v)
