@@ -16,31 +16,31 @@ class _NoTarget:
         return "<no target>"
 
 
-_NO_TARGET = _NoTarget()
+NO_TARGET = _NoTarget()
 
 
-def _targets(targets, where):
+def batch_targets(targets, where):
     """The batch's targets, or None when its records hold none; records of
     one batch must agree."""
-    missing = [t is _NO_TARGET for t in targets]
+    missing = [t is NO_TARGET for t in targets]
     if all(missing):
         return None
     if any(missing):
         k = missing.index(True)
-        raise TypeError(f"{_name(where, k)}: no target, where other records of the batch have one")
+        raise TypeError(f"{image_name(where, k)}: no target, where other records of the batch have one")
     return targets
 
 
-def _fn_name(fn):
+def fn_name(fn):
     return getattr(fn, "__qualname__", None) or repr(fn)
 
 
-def _split_datum(record, k, where):
+def split_datum(record, k, where):
     """A Caffe Datum: (the encoded image, or its raw pixels as RGB; the label)."""
     try:
         channels, height, width, data, label, encoded = _core.caffe_datum(record)
     except DecodeError as e:
-        raise DecodeError(f"{_name(where, k)}: {e}") from None
+        raise DecodeError(f"{image_name(where, k)}: {e}") from None
     target = 0 if label is None else label  # protobuf: an absent int32 is 0
     if encoded:
         return data, target
@@ -51,9 +51,10 @@ def bgr_planes(data, channels, height, width, k, where):
     """Caffe's raw pixels (channels x height x width bytes, BGR planes as
     OpenCV's) -> RGB pixels (height, width, 3)."""
     if channels not in (1, 3):
-        raise DecodeError(f"{_name(where, k)}: raw pixels of {channels} channels; 1 (gray) and 3 (BGR) decode")
+        raise DecodeError(f"{image_name(where, k)}: raw pixels of {channels} channels; 1 (gray) and 3 (BGR) decode")
     if height <= 0 or width <= 0 or len(data) != channels * height * width:
-        raise DecodeError(f"{_name(where, k)}: {len(data)} bytes of raw pixels for {channels} x {height} x {width}")
+        raise DecodeError(f"{image_name(where, k)}: {len(data)} bytes of raw pixels for "
+                          f"{channels} x {height} x {width}")
     planes = np.frombuffer(data, dtype=np.uint8).reshape(channels, height, width)
     if channels == 1:
         return np.repeat(planes[0][:, :, None], 3, axis=2)
@@ -65,15 +66,15 @@ def converted_pixels(fields, k, where):
     ({"pixels", "channels", "height", "width", "label"})."""
     dims = [fields.get(name) for name in ("channels", "height", "width")]
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in dims):
-        raise DecodeError(f"{_name(where, k)}: a 'pixels' record needs integer channels, height and width")
+        raise DecodeError(f"{image_name(where, k)}: a 'pixels' record needs integer channels, height and width")
     return bgr_planes(fields["pixels"], *dims, k, where)
 
 
-def _name(where, k):
+def image_name(where, k):
     return where(k) if where is not None else f"image {k} of the batch"
 
 
-def _pil_size(data, where, k):
+def pil_size(data, where, k):
     image = _pil_open(data, where, k)
     return image.size
 
@@ -83,12 +84,12 @@ def _pil_open(data, where, k):
     try:
         return Image.open(io.BytesIO(data))
     except Exception as e:  # PIL's UnidentifiedImageError, DecompressionBombError, OSError
-        raise DecodeError(f"{_name(where, k)}: not a decodable image ({type(e).__name__}: {e})") from None
+        raise DecodeError(f"{image_name(where, k)}: not a decodable image ({type(e).__name__}: {e})") from None
 
 
-def _pil_rgb(data, where, k):
+def pil_rgb(data, where, k):
     image = _pil_open(data, where, k)
     try:
         return np.asarray(image.convert("RGB"))
     except Exception as e:  # truncated or corrupt pixel data
-        raise DecodeError(f"{_name(where, k)}: the image does not decode ({type(e).__name__}: {e})") from None
+        raise DecodeError(f"{image_name(where, k)}: the image does not decode ({type(e).__name__}: {e})") from None

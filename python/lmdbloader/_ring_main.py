@@ -1,5 +1,5 @@
 """The main process's side of the batch rings (batches.py): a worker's
-batch arrives as a ``_Batch``, whose unpickling attaches the worker's ring
+batch arrives as a ``Batch``, whose unpickling attaches the worker's ring
 once, builds the batch's tensors over their slot under a lease, and counts
 what came through the rings."""
 
@@ -14,7 +14,7 @@ import torch
 from . import _core
 
 
-class _Batch:
+class Batch:
     """What a worker's collate returns: unpickled in the main process into
     the collated structure itself, its ring tensors built over their slot."""
 
@@ -69,7 +69,7 @@ def _drop_rings_of_exited_workers():
         ring.retire()
 
 
-def _rebuild_tensor(key, carrier, pid, slot, generation, offset, dtype, shape):
+def rebuild_tensor(key, carrier, pid, slot, generation, offset, dtype, shape):
     with _lock:
         entry = _attached.get(key)
         if entry is None:
@@ -96,7 +96,7 @@ def _delivered(token, pid, counts, data):
     return data
 
 
-def _received_stats(token):
+def received_stats(token):
     with _lock:
         tokens = [token] if token is not None else list(_received)
         workers = {}

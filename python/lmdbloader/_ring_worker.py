@@ -12,7 +12,7 @@ from torch.utils.data._utils.collate import collate_tensor_fn, default_collate_f
 
 from . import _core
 
-from ._ring_main import _Batch, _rebuild_tensor
+from ._ring_main import Batch, rebuild_tensor
 
 
 class DeferredBatch:
@@ -151,14 +151,14 @@ class _WorkerRings:
         elif builder.fell_back == "oversize":
             self.counts["fallback_oversize"] += 1
         self.counts["ring_bytes"] = sum(seg.ring.reserved_bytes for seg in self.segments)
-        return _Batch(self.config.token, self.pid, dict(self.counts), data)
+        return Batch(self.config.token, self.pid, dict(self.counts), data)
 
 
 _rings_of_this_process = {}
 _retiring_in = None  # the process whose exit retires its rings
 
 
-def _worker_rings(config, info):
+def worker_rings(config, info):
     rings = _rings_of_this_process.get(config.token)
     if rings is None or rings.pid != os.getpid():
         rings = _rings_of_this_process[config.token] = _WorkerRings(config, info)
@@ -229,7 +229,7 @@ class _RingTensor:
     def __reduce__(self):
         if self.segment is None:  # never placed: torch's own path
             return (_same, (self.pending,))
-        return (_rebuild_tensor, (self.segment.key, self.segment.carrier(), os.getpid(), self.slot,
+        return (rebuild_tensor, (self.segment.key, self.segment.carrier(), os.getpid(), self.slot,
                                   self.generation, self.offset, self.dtype, self.shape))
 
 

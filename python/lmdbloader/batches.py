@@ -43,8 +43,8 @@ from torch.utils.data._utils.collate import default_collate
 
 from . import _core
 from ._options import byte_size
-from ._ring_main import _received_stats
-from ._ring_worker import DeferredBatch, _worker_rings
+from ._ring_main import received_stats
+from ._ring_worker import DeferredBatch, worker_rings
 
 
 class Collate:
@@ -92,7 +92,7 @@ class Collate:
             if isinstance(batch, (RecordBatch, DecodedBatch)):
                 return batch.collated()
             return default_collate(batch)
-        return _worker_rings(self, info).collate(batch)
+        return worker_rings(self, info).collate(batch)
 
     def __repr__(self):
         return (f"lmdbloader.Collate(slots={self.slots}, slot_bytes={self.slot_bytes}, "
@@ -109,7 +109,7 @@ class Collate:
         those whose tensors all came through a ring, fallbacks (ring full, or
         a batch larger than its slot), and each worker's own counts and ring
         bytes (the shared memory it holds, counted once in PSS)."""
-        return _received_stats(self.token)
+        return received_stats(self.token)
 
 
 #: The default instance: ``DataLoader(..., collate_fn=lmdbloader.collate)``.
@@ -118,7 +118,7 @@ collate = Collate()
 
 def ring_stats():
     """Every collate's ring statistics in this process, summed (see Collate.stats)."""
-    return _received_stats(None)
+    return received_stats(None)
 
 
 # ------------------------------------------------------------ records, loader

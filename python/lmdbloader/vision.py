@@ -28,8 +28,8 @@ import torch
 
 from . import _core
 from ._crop_boxes import eval_resize, random_resized_crop_box, resize_center_crop_plan  # noqa: F401 (public here)
-from ._image_records import (_NO_TARGET, _fn_name, _name, _pil_rgb, _pil_size, _split_datum,
-                             _targets, converted_pixels)
+from ._image_records import (NO_TARGET, batch_targets, converted_pixels, fn_name, image_name, pil_rgb,
+                             pil_size, split_datum)
 from .errors import DecodeError
 
 # The image path's option table, written once in C++ (image_decode.h, and the
@@ -203,7 +203,7 @@ class ImageDecode:
             groups.append([image])
             found.append(t)
         out = self._output(len(records), out)
-        return self._decode_into(groups, out, where), (_targets(found, where) if targets else None)
+        return self._decode_into(groups, out, where), (batch_targets(found, where) if targets else None)
 
     # -- the work ----------------------------------------------------------
 
@@ -218,40 +218,41 @@ class ImageDecode:
 
     def _split(self, record, k, where, want_target=True):
         """(the image: bytes-like, a list of frames, or RGB pixels as a
-        (height, width, 3) uint8 array; the target or _NO_TARGET)."""
+        (height, width, 3) uint8 array; the target or NO_TARGET)."""
         layout = self.record
         target_field = self.target if want_target else None
         if callable(layout):
             return self._split_by(layout, record, k, where)
         if layout == "caffe":
-            return _split_datum(record, k, where)
+            return split_datum(record, k, where)
         if layout == "raw" or (self.field is None and target_field is None):
-            return record, _NO_TARGET
+            return record, NO_TARGET
         try:
             fields = _unpack(record)
         except Exception as e:
             hint = ("a clip's frames are a msgpack list or map, or what record=<callable> returns"
                     if self._list_is_frames else "for records that are the image itself pass record='raw'")
-            raise DecodeError(f"{_name(where, k)}: not a msgpack record ({e}); {hint}") from None
+            raise DecodeError(f"{image_name(where, k)}: not a msgpack record ({e}); {hint}") from None
         if isinstance(fields, list) and self._list_is_frames:
-            return fields, _NO_TARGET
+            return fields, NO_TARGET
         if not isinstance(fields, dict):
-            raise DecodeError(f"{_name(where, k)}: the record is not a msgpack map")
+            raise DecodeError(f"{image_name(where, k)}: the record is not a msgpack map")
         if self.field is None:
             image = record
         elif self.field not in fields and isinstance(fields.get("pixels"), bytes) and not self._list_is_frames:
             image = converted_pixels(fields, k, where)  # a raw-pixel Datum, converted
         else:
             if self.field not in fields:
-                raise DecodeError(f"{_name(where, k)}: no field {self.field!r} (fields: {sorted(map(str, fields))})")
+                raise DecodeError(f"{image_name(where, k)}: no field {self.field!r} "
+                                  f"(fields: {sorted(map(str, fields))})")
             image = fields[self.field]
             if not isinstance(image, self._field_type):
-                raise DecodeError(f"{_name(where, k)}: field {self.field!r} holds {type(image).__name__}, "
+                raise DecodeError(f"{image_name(where, k)}: field {self.field!r} holds {type(image).__name__}, "
                                   f"not {self._field_kind}")
         if target_field is None:
-            return image, _NO_TARGET
+            return image, NO_TARGET
         if target_field not in fields:
-            raise DecodeError(f"{_name(where, k)}: no field {target_field!r} (fields: {sorted(map(str, fields))})")
+            raise DecodeError(f"{image_name(where, k)}: no field {target_field!r} (fields: {sorted(map(str, fields))})")
         return image, fields[target_field]
 
     def _split_by(self, fn, record, k, where):
@@ -260,18 +261,18 @@ class ImageDecode:
             got = fn(record)
         except Exception as e:
             if hasattr(e, "add_note"):
-                e.add_note(f"lmdbloader: record={_fn_name(fn)} raised on {_name(where, k)}")
+                e.add_note(f"lmdbloader: record={fn_name(fn)} raised on {image_name(where, k)}")
             raise
-        image, target = got, _NO_TARGET
+        image, target = got, NO_TARGET
         if self._is_pair(got):
             image, target = got
         elif isinstance(got, tuple) and not self._list_is_frames:
-            raise TypeError(f"{_name(where, k)}: record={_fn_name(fn)} returned a tuple of {len(got)}; "
+            raise TypeError(f"{image_name(where, k)}: record={fn_name(fn)} returned a tuple of {len(got)}; "
                             f"expected {self._field_kind} or ({self._field_kind}, target)")
         if self._list_is_frames and isinstance(image, tuple):
             image = list(image)
         if not isinstance(image, self._returned_type):
-            raise TypeError(f"{_name(where, k)}: record={_fn_name(fn)} returned {type(image).__name__}; "
+            raise TypeError(f"{image_name(where, k)}: record={fn_name(fn)} returned {type(image).__name__}; "
                             f"expected {self._field_kind} or ({self._field_kind}, target)")
         if isinstance(image, memoryview) and not image.contiguous:
             image = image.tobytes()
@@ -317,14 +318,14 @@ class ImageDecode:
                     try:
                         width, height, _, is_jpeg = _core.image_info(image)
                     except DecodeError as e:
-                        raise DecodeError(f"{_name(where, k)}: {e}") from None
+                        raise DecodeError(f"{image_name(where, k)}: {e}") from None
                     if not is_jpeg:
-                        width, height = _pil_size(image, where, k)
+                        width, height = pil_size(image, where, k)
                 if plan is None:
                     plan = self._plan(width, height)
                     size = (width, height)
                 elif (width, height) != size:
-                    raise DecodeError(f"{_name(where, k)}: frame {f} is {width}x{height}, frame 0 "
+                    raise DecodeError(f"{image_name(where, k)}: frame {f} is {width}x{height}, frame 0 "
                                       f"{size[0]}x{size[1]}: a clip's frames share one crop box")
                 box, inner, _, flip = plan
                 slot = k * frames + f
@@ -388,7 +389,7 @@ class ImageDecode:
             pixels = image
             self._counts["pixels"] += 1
         else:
-            pixels = _pil_rgb(image, where, k)
+            pixels = pil_rgb(image, where, k)
             self._counts["pil"] += 1
         _core.resample_rgb(pixels, box, flip, target.numpy(), size[0], size[1], self.layout, _DTYPES[self.dtype],
                            **self._core_options())
@@ -399,7 +400,7 @@ class ImageDecode:
                                 _DTYPES[self.dtype], **self._core_options())
         except DecodeError as e:
             k = samples[getattr(e, "batch_index", 0)]
-            raise DecodeError(f"{_name(where, k)}: {e}") from None
+            raise DecodeError(f"{image_name(where, k)}: {e}") from None
 
 
 class ClipDecode(ImageDecode):
@@ -453,14 +454,14 @@ class ClipDecode(ImageDecode):
         for k, record in enumerate(records):
             frames, t = self._split(record, k, where, targets)
             if not frames or not all(isinstance(f, (bytes, bytearray, memoryview)) for f in frames):
-                raise DecodeError(f"{_name(where, k)}: {self._frames_source()} holds no list of encoded frames")
+                raise DecodeError(f"{image_name(where, k)}: {self._frames_source()} holds no list of encoded frames")
             for _ in range(self.clips):
                 groups.append([frames[i] for i in self._chosen(len(frames))])
             found.append(t)
         out = self._output(len(records), out)
         clips = self.clips
-        self._decode_into(groups, out, lambda g: _name(where, g // clips))
-        return out, (_targets(found, where) if targets else None)
+        self._decode_into(groups, out, lambda g: image_name(where, g // clips))
+        return out, (batch_targets(found, where) if targets else None)
 
     @staticmethod
     def _is_pair(got):
@@ -469,7 +470,7 @@ class ClipDecode(ImageDecode):
 
     def _frames_source(self):
         if callable(self.record):
-            return f"record={_fn_name(self.record)}"
+            return f"record={fn_name(self.record)}"
         return f"field {self.field!r}"
 
     def _chosen(self, available):

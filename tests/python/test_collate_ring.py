@@ -833,7 +833,7 @@ def test_a_batch_received_after_its_ring_was_retired_is_an_error_not_zeros():
         ring.retire()  # what the worker does as it exits
         assert ring.generation(slot) == 0 and ring.reserved_bytes == 4096
         with pytest.raises(RuntimeError, match="arrived after the worker gave up its ring"):
-            ring_main._rebuild_tensor("retired-test", None, os.getpid(), slot, generation, 0, torch.uint8, (4,))
+            ring_main.rebuild_tensor("retired-test", None, os.getpid(), slot, generation, 0, torch.uint8, (4,))
     finally:
         del ring_main._attached["retired-test"]
 

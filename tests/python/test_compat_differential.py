@@ -311,7 +311,7 @@ def page_boundary_operations(path, kind):
     read the unused slot after the page's last node (whatever bytes the page
     holds there): those are not probed."""
     from lmdbloader import _core
-    from lmdbloader.compat import _order
+    from lmdbloader.compat._cursor_ops import lmdb_order
     named = kind != "main"
     flags = KINDS[kind]
     dupsort = flags.get("dupsort", False)
@@ -324,7 +324,7 @@ def page_boundary_operations(path, kind):
         return b"\x00" + k if reverse else k + b"\x00"
 
     def before(a, b, integer, reverse):
-        return a is not None and len(a) <= 511 and _order(a, integer, reverse) < _order(b, integer, reverse)
+        return a is not None and len(a) <= 511 and lmdb_order(a, integer, reverse) < lmdb_order(b, integer, reverse)
 
     keys_on_pages, dups_on_pages = _core.leaf_layout(path, "db" if named else "")
     env = lmdb.open(path, readonly=True, lock=False, max_dbs=2)

@@ -1,6 +1,8 @@
 """The source tree's shape, checked: folders of src/ are layers, tests/ mirrors
-src/, no source file grows past what one reader holds in mind, and no Python
-module reads another object's private members.
+src/, no source file grows past what one reader holds in mind, no Python
+module reads another object's private members, and none takes another
+module's private names (the package's naming rule: see
+test_no_python_module_takes_another_modules_private_names).
 
 Layers, bottom first: base/ (Status, options, checksums) < io/ (files,
 mappings, memory probes, batched reads, rings) < lmdb/ (LMDB's page format, the
@@ -207,3 +209,116 @@ def test_no_python_module_reaches_into_another_objects_privates(path):
     # LmdbDataset.with_deferred_batches, compat's state_of()).
     found = private_reaches(path.read_text())
     assert not found, f"{path.relative_to(ROOT)} reaches into private members: {found}"
+
+
+
+# The package's modules by dotted name (lmdbloader, lmdbloader.compat,
+# lmdbloader.compat._handles, ...); _core is the C++ extension.
+MODULES = {".".join(("lmdbloader",) + p.relative_to(PACKAGE).with_suffix("").parts).removesuffix(".__init__"): p
+           for p in PACKAGE.rglob("*.py")}
+MODULES["lmdbloader._core"] = None
+
+
+def _imported_from(module, is_package, node):
+    """The dotted name of the module an ImportFrom in `module` reads from."""
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    base = base[: len(base) - (node.level - 1) - (0 if is_package else 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def private_imports(source, module, is_package=False):
+    """Where `source`, the package's module `module`, takes an underscore name
+    that another module of the package defines: `from .x import _name` (under
+    any alias), or `x._name` / getattr(x, "_name") where x is a package module
+    it imported. Importing a private module itself (`from . import _core`) is
+    no such take, nor is a name from outside the package, nor a dunder."""
+    tree = ast.parse(source)
+    bound = {}  # local name -> the package module it stands for
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            origin = _imported_from(module, is_package, node)
+            if origin.split(".")[0] != "lmdbloader":
+                continue
+            for alias in node.names:
+                if f"{origin}.{alias.name}" in MODULES:
+                    bound[alias.asname or alias.name] = f"{origin}.{alias.name}"
+                elif _private(alias.name):
+                    found.append(f"{node.lineno}: from {origin} import {alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "lmdbloader":
+                    local = alias.asname or "lmdbloader"
+                    bound[local] = alias.name if alias.asname else "lmdbloader"
+
+    def module_of(node):
+        if isinstance(node, ast.Name):
+            return bound.get(node.id)
+        if isinstance(node, ast.Attribute):
+            outer = module_of(node.value)
+            if outer and f"{outer}.{node.attr}" in MODULES:
+                return f"{outer}.{node.attr}"
+        return None
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            target, name = node.value, node.attr
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) > 1
+              and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+              and _private(node.args[1].value)):
+            target, name = node.args[0], node.args[1].value
+        else:
+            continue
+        origin = module_of(target)
+        if origin and f"{origin}.{name}" not in MODULES:
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_the_private_import_check_sees_a_take():
+    # The check itself, on what compat's modules, vision.py and batches.py once did.
+    assert private_imports("from .handles import _Database, state_of\n", "lmdbloader.compat.cursor") == [
+        "1: from lmdbloader.compat.handles import _Database"]
+    assert private_imports("from .errors import _MAX_KEY\n", "lmdbloader.compat.transaction")
+    assert private_imports("from .cursor import Cursor, _order\n", "lmdbloader.compat", is_package=True)
+    assert private_imports("from ._image_records import _fn_name as fn_name\n", "lmdbloader.vision")
+    assert private_imports("def f():\n    from ._ring_main import _received_stats\n", "lmdbloader.batches")
+    assert private_imports("from lmdbloader._options import _UNITS\n", "lmdbloader.reader")
+    assert private_imports("from . import _options\nx = _options._UNITS\n", "lmdbloader.reader")
+    assert private_imports("from .compat import _handles\nx = _handles._x\n", "lmdbloader.reader")
+    assert private_imports("import lmdbloader._options as o\nx = o._UNITS\n", "lmdbloader.reader")
+    assert private_imports("import lmdbloader.compat\nx = lmdbloader.compat._handles._x\n", "lmdbloader.reader")
+    assert private_imports("from .. import _core\nx = getattr(_core, '_hidden')\n", "lmdbloader.compat.cursor")
+    # No takes: private modules themselves, plain names (also under a private
+    # alias), dunders, names from outside the package, a module's own names.
+    assert not private_imports(
+        "from . import _core, _dependencies\nfrom ._ring_main import Batch\nfrom .errors import Error as _Error\n"
+        "from . import __version__\nimport lmdbloader._core\nx = lmdbloader._core.BatchRing\n"
+        "from torch.utils.data._utils.collate import collate as _collate\n"
+        "_y = 1\nz = _collate(_y)\nw = torch._C\n", "lmdbloader.batches")
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_python_module_takes_another_modules_private_names(path):
+    """The package's one naming rule, for modules and the names they define:
+
+    - A module whose name starts with an underscore (_ring_main.py,
+      compat/_handles.py, the _core extension) is private to the package:
+      users never import it. The names it defines for other modules of the
+      package are plain, without a leading underscore.
+    - A name with a leading underscore is used only in the module that
+      defines it: no other module imports it (`from .x import _name`) or
+      reaches it (`x._name`). Private members of objects: the check above.
+    - A public module (no underscore) defines what users may use; helpers
+      that several modules share live in a private module, under plain names.
+
+    Checked here: the first two, as no `from <package module> import _name`
+    and no `<package module>._name` in any module of python/lmdbloader.
+    Dunder names (__version__, __all__) and names from outside the package
+    (torch.utils.data._utils) are not covered."""
+    module = next(name for name, p in MODULES.items() if p == path)
+    found = private_imports(path.read_text(), module, is_package=path.name == "__init__.py")
+    assert not found, f"{path.relative_to(ROOT)} takes other modules' private names: {found}"

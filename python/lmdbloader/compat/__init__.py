@@ -28,7 +28,7 @@ import os  # noqa: F401
 import sys  # noqa: F401
 
 from ..errors import CorruptedError, Error, ReadonlyError
-from .cursor import Cursor, _order  # noqa: F401
+from .cursor import Cursor  # noqa: F401
 from .environment import Environment, enable_drop_gil, open, version  # noqa: F401
 from .errors import (
     BadChecksumError,

@@ -4,32 +4,24 @@ the positions LMDB's cursor keeps after a failed move."""
 import bisect
 
 from ..errors import Error
-from .arguments import _buffer, _db_arg, _optional_buffer
-from .errors import (
-    _BAD_VALSIZE,
-    _CLOSED,
-    _INCOMPATIBLE,
-    _NOTFOUND,
-    BadValsizeError,
-    IncompatibleError,
-    InvalidParameterError,
-    NotFoundError,
-)
-from .cursor_ops import _CursorOps, _group_starts, _leaf_layout, _order
-from .handles import (
-    _DUPSORT,
-    _INTEGERDUP,
-    _INTEGERKEY,
-    _REVERSEDUP,
-    _REVERSEKEY,
-    _Database,
-    _TransactionBase,
-    _Unpicklable,
+from ._arguments import as_bytes, as_optional_bytes, db_arg
+from ._cursor_ops import CursorOps, group_starts, leaf_layout, lmdb_order
+from ._handles import (
+    DUPSORT,
+    INTEGERDUP,
+    INTEGERKEY,
+    REVERSEDUP,
+    REVERSEKEY,
+    Database,
+    TransactionBase,
+    Unpicklable,
     state_of,
 )
+from ._messages import BAD_VALSIZE, CLOSED, INCOMPATIBLE, NOTFOUND
+from .errors import BadValsizeError, IncompatibleError, InvalidParameterError, NotFoundError
 
 
-class Cursor(_CursorOps, _Unpicklable):
+class Cursor(CursorOps, Unpicklable):
     """A cursor over one database (py-lmdb's ``lmdb.Cursor``) over the
     reader's positions: moves cost nothing, values are read on demand.
 
@@ -43,18 +35,18 @@ class Cursor(_CursorOps, _Unpicklable):
     _NEXT, _NEXT_DUP, _NEXT_NODUP, _PREV, _PREV_DUP, _PREV_NODUP = range(6)
 
     def __init__(self, db=None, txn=None):
-        if (db is not None and not isinstance(db, _Database)) or (
-                txn is not None and not isinstance(txn, _TransactionBase)):
+        if (db is not None and not isinstance(db, Database)) or (
+                txn is not None and not isinstance(txn, TransactionBase)):
             raise TypeError("invalid type")
         if db is None or txn is None:
             raise TypeError("db and transaction parameters required.")
-        _db_arg(txn.env, db, None)
+        db_arg(txn.env, db, None)
         self.db = db
         self.txn = txn
         self._txn_state = state_of(txn)
         self._r = db.reader
-        self._dupsort = bool(db.db_flags & _DUPSORT)
-        self._starts = _group_starts(db) if self._dupsort else None
+        self._dupsort = bool(db.db_flags & DUPSORT)
+        self._starts = group_starts(db) if self._dupsort else None
         self._groups = len(self._starts) - 1 if self._dupsort else len(self._r)
         self._init = False   # LMDB's C_INITIALIZED
         self._eof = False    # LMDB's C_EOF
@@ -74,7 +66,7 @@ class Cursor(_CursorOps, _Unpicklable):
     # -- helpers ---------------------------------------------------------------
     def _check(self):
         if self._closed:
-            raise Error(_CLOSED)
+            raise Error(CLOSED)
         self._txn_state.check()
 
     def _ndups(self, g):
@@ -111,15 +103,15 @@ class Cursor(_CursorOps, _Unpicklable):
     def _lower_group(self, key):
         """First key node whose key is >= `key` in the database's order."""
         f = self.db.db_flags
-        if not f & (_INTEGERKEY | _REVERSEKEY):
+        if not f & (INTEGERKEY | REVERSEKEY):
             # Bytewise order: the reader's own index answers (one C++ binary search).
             pos = self._r.lower_bound(key)
             return bisect.bisect_left(self._starts, pos) if self._dupsort else pos
-        probe = _order(key, f & _INTEGERKEY, f & _REVERSEKEY)
+        probe = lmdb_order(key, f & INTEGERKEY, f & REVERSEKEY)
         lo, hi = 0, self._groups
         while lo < hi:
             mid = (lo + hi) // 2
-            if _order(self._group_key(mid), f & _INTEGERKEY, f & _REVERSEKEY) < probe:
+            if lmdb_order(self._group_key(mid), f & INTEGERKEY, f & REVERSEKEY) < probe:
                 lo = mid + 1
             else:
                 hi = mid
@@ -127,11 +119,11 @@ class Cursor(_CursorOps, _Unpicklable):
 
     def _lower_dup(self, g, value):
         f = self.db.db_flags
-        probe = _order(value, f & _INTEGERDUP, f & _REVERSEDUP)
+        probe = lmdb_order(value, f & INTEGERDUP, f & REVERSEDUP)
         lo, hi = 0, self._ndups(g)
         while lo < hi:
             mid = (lo + hi) // 2
-            if _order(self._r[self._starts[g] + mid], f & _INTEGERDUP, f & _REVERSEDUP) < probe:
+            if lmdb_order(self._r[self._starts[g] + mid], f & INTEGERDUP, f & REVERSEDUP) < probe:
                 lo = mid + 1
             else:
                 hi = mid
@@ -154,7 +146,7 @@ class Cursor(_CursorOps, _Unpicklable):
     def count(self):
         self._check()
         if not self._dupsort:
-            raise IncompatibleError(f"mdb_cursor_count: {_INCOMPATIBLE}")
+            raise IncompatibleError(f"mdb_cursor_count: {INCOMPATIBLE}")
         if not self._init:
             raise InvalidParameterError("mdb_cursor_count: Invalid argument")
         if self._g >= self._groups or self._page_end:
@@ -162,7 +154,7 @@ class Cursor(_CursorOps, _Unpicklable):
             # the end of the file, and otherwise reads the slot after the last
             # node, which carries no duplicates.
             if self._eof:
-                raise NotFoundError(f"mdb_cursor_count: {_NOTFOUND}")
+                raise NotFoundError(f"mdb_cursor_count: {NOTFOUND}")
             return 1
         self._eof = False
         n = self._ndups(self._g)
@@ -270,7 +262,7 @@ class Cursor(_CursorOps, _Unpicklable):
             self._miss()  # py-lmdb: any failed mdb_cursor_get unpositions
             if not self._init:
                 raise InvalidParameterError("mdb_cursor_get: Invalid argument")
-            raise IncompatibleError(f"mdb_cursor_get: {_INCOMPATIBLE}")
+            raise IncompatibleError(f"mdb_cursor_get: {INCOMPATIBLE}")
         if self._g >= self._groups or self._page_end:
             return self._miss()
         n = self._ndups(self._g)
@@ -301,7 +293,7 @@ class Cursor(_CursorOps, _Unpicklable):
         g = self._lower_group(key)
         if g < self._groups and (not exact or self._group_key(g) == key):
             return g
-        if exact and 0 < g < self._groups and g in _leaf_layout(self.db)[0]:
+        if exact and 0 < g < self._groups and g in leaf_layout(self.db)[0]:
             self._page_end = True
         # Past the last key an initialized cursor keeps its end flag (liblmdb
         # answers from the page it is on); otherwise the search clears it.
@@ -312,16 +304,16 @@ class Cursor(_CursorOps, _Unpicklable):
 
     def set_key(self, key):
         self._check()
-        key = _buffer(key)
+        key = as_bytes(key)
         if not key:
             self._miss()
-            raise BadValsizeError(f"mdb_cursor_get: {_BAD_VALSIZE}")
+            raise BadValsizeError(f"mdb_cursor_get: {BAD_VALSIZE}")
         g = self._set(key, exact=True)
         return self._hit(g, 0) if g is not None else self._miss()
 
     def set_range(self, key):
         self._check()
-        key = _buffer(key)
+        key = as_bytes(key)
         if not key:
             return self.first()  # py-lmdb's own rule
         g = self._set(key, exact=False)
@@ -329,13 +321,13 @@ class Cursor(_CursorOps, _Unpicklable):
 
     def _set_dup(self, key, value, exact):
         self._check()
-        key, value = _optional_buffer(key), _optional_buffer(value)
+        key, value = as_optional_bytes(key), as_optional_bytes(value)
         if not self._dupsort:
             self._miss()  # py-lmdb: any failed mdb_cursor_get unpositions
-            raise IncompatibleError(f"mdb_cursor_get: {_INCOMPATIBLE}")
+            raise IncompatibleError(f"mdb_cursor_get: {INCOMPATIBLE}")
         if not key:
             self._miss()
-            raise BadValsizeError(f"mdb_cursor_get: {_BAD_VALSIZE}")
+            raise BadValsizeError(f"mdb_cursor_get: {BAD_VALSIZE}")
         g = self._set(key, exact=True)
         if g is None:
             return self._miss()
@@ -349,7 +341,7 @@ class Cursor(_CursorOps, _Unpicklable):
             # first_dup/last_dup/count answer and next_dup/prev_dup move from
             # there.
             self._d = d
-            self._dup_page_end = 0 < d < self._ndups(g) and d in _leaf_layout(self.db)[1].get(g, ())
+            self._dup_page_end = 0 < d < self._ndups(g) and d in leaf_layout(self.db)[1].get(g, ())
         return self._miss()
 
     def set_key_dup(self, key, value):

@@ -8,22 +8,20 @@ from .._options import KINDS as OPTION_KINDS
 from .._options import option_texts
 from ..errors import CorruptedError, Error, UnsupportedError
 from ..reader import Reader
-from .arguments import (
-    _INT_MAX,
-    _MAPPABLE,
-    _SIZE_MAX,
-    _engine,
-    _flag,
-    _key,
-    _readonly,
-    _uint,
-    _write_call,
+from ._arguments import (
+    INT_MAX,
+    MAPPABLE,
+    SIZE_MAX,
+    as_key,
+    check_engine,
+    flag_arg,
+    refuse_write,
+    uint_arg,
+    write_call,
 )
+from ._handles import Database, EnvironmentBase, ReaderTable, db_stat
+from ._messages import BAD_VALSIZE, INCOMPATIBLE, MAX_KEY, NOTFOUND
 from .errors import (
-    _BAD_VALSIZE,
-    _INCOMPATIBLE,
-    _MAX_KEY,
-    _NOTFOUND,
     BadValsizeError,
     DbsFullError,
     IncompatibleError,
@@ -32,8 +30,7 @@ from .errors import (
     MemoryError,
     NotFoundError,
 )
-from .handles import _Database, _db_stat, _EnvironmentBase
-from .transaction import Transaction, _ReaderTable
+from .transaction import Transaction
 
 # Reader options whose names py-lmdb's open() already gives another meaning.
 _PYLMDB_NAMED = ("mode", "lock", "db")
@@ -44,7 +41,7 @@ def version(subpatch=False, lib_version=None):
     """liblmdb's version, ``(major, minor, patch)``, as py-lmdb's ``lmdb.version()``.
     lmdbloader reads one engine's files, LMDB 0.9's: ``lib_version`` may name
     it (0) and nothing else, as in a py-lmdb build with a single engine."""
-    _engine(lib_version)
+    check_engine(lib_version)
     v = tuple(_core.lmdb_version())
     return v + (0,) if subpatch else v
 
@@ -76,7 +73,7 @@ def open(path, map_size=10485760, subdir=True, readonly=False, metasync=True, sy
                        access_mode=access_mode, index_dir=index_dir, **reader_options)
 
 
-class Environment(_EnvironmentBase):
+class Environment(EnvironmentBase):
     """A read-only LMDB environment (py-lmdb's ``lmdb.Environment``)."""
 
     def __init__(self, path, map_size=10485760, subdir=True, readonly=False, metasync=True, sync=True,
@@ -89,21 +86,21 @@ class Environment(_EnvironmentBase):
         # names its own arguments (mode, lock, db): an unknown keyword is a
         # TypeError naming it, as from Reader.
         option_texts(reader_options, _OPEN_OPTION_KINDS, "open")
-        map_size = _uint(map_size, _SIZE_MAX, 10485760)
+        map_size = uint_arg(map_size, SIZE_MAX, 10485760)
         subdir, readonly, metasync, sync, map_async, create, readahead, writemap, lock = (
-            _flag(v, d) for v, d in ((subdir, True), (readonly, False), (metasync, True), (sync, True),
+            flag_arg(v, d) for v, d in ((subdir, True), (readonly, False), (metasync, True), (sync, True),
                                      (map_async, False), (create, True), (readahead, True),
                                      (writemap, False), (lock, True)))
-        _uint(mode, _INT_MAX, 0o755)
-        meminit = _uint(meminit, _INT_MAX, 1)
-        max_readers = _uint(max_readers, _INT_MAX, 126)
-        max_dbs = _uint(max_dbs, _INT_MAX, 0)
-        max_spare_txns = _uint(max_spare_txns, _INT_MAX, 1)
+        uint_arg(mode, INT_MAX, 0o755)
+        meminit = uint_arg(meminit, INT_MAX, 1)
+        max_readers = uint_arg(max_readers, INT_MAX, 126)
+        max_dbs = uint_arg(max_dbs, INT_MAX, 0)
+        max_spare_txns = uint_arg(max_spare_txns, INT_MAX, 1)
         if path is None:
             raise TypeError("'path' argument required")
         if max_readers == 0:
             raise InvalidParameterError("mdb_env_set_maxreaders: Invalid argument")
-        _engine(lib_version)
+        check_engine(lib_version)
         self._lib_version = lib_version
         path = os.fspath(path)
         if isinstance(path, bytes):
@@ -124,11 +121,11 @@ class Environment(_EnvironmentBase):
         self._options = dict(reader_options, rss_budget=rss_budget, mode=access_mode, lock=bool(lock),
                              index_dir=index_dir)
         self._names = None
-        state.main = _Database(self, self._open_reader(None), None)
-        if map_size >= _MAPPABLE:
+        state.main = Database(self, self._open_reader(None), None)
+        if map_size >= MAPPABLE:
             raise MemoryError(f"{path}: Cannot allocate memory")
         self._named = {}
-        state.readers = _ReaderTable(max_spare_txns)
+        state.readers = ReaderTable(max_spare_txns)
         state.closed = False
 
     def _open_reader(self, name):
@@ -166,21 +163,21 @@ class Environment(_EnvironmentBase):
         if key is None:
             return self._state.main
         # liblmdb takes the name as a C string: it ends at the first NUL.
-        key = _key(key, "mdb_dbi_open", allow_empty=True).split(b"\0", 1)[0]
+        key = as_key(key, "mdb_dbi_open", allow_empty=True).split(b"\0", 1)[0]
         if key in self._named:
             return self._named[key]
         if self._max_dbs < 1 + len(self._named):
             raise DbsFullError("mdb_dbi_open: MDB_DBS_FULL: Environment maxdbs limit reached "
                                "(Please use a larger Environment(max_dbs=) parameter)")
         if not key:
-            raise BadValsizeError(f"mdb_dbi_open: {_BAD_VALSIZE}")
+            raise BadValsizeError(f"mdb_dbi_open: {BAD_VALSIZE}")
         if key not in self._named_databases():
             if self._state.main.reader.get(key) is not None:
-                raise IncompatibleError(f"mdb_dbi_open: {_INCOMPATIBLE}")
-            if _flag(create, True):
-                _readonly("mdb_dbi_open")
-            raise NotFoundError(f"mdb_dbi_open: {_NOTFOUND}")
-        db = _Database(self, self._open_reader(os.fsdecode(key)), key)
+                raise IncompatibleError(f"mdb_dbi_open: {INCOMPATIBLE}")
+            if flag_arg(create, True):
+                refuse_write("mdb_dbi_open")
+            raise NotFoundError(f"mdb_dbi_open: {NOTFOUND}")
+        db = Database(self, self._open_reader(os.fsdecode(key)), key)
         self._named[key] = db
         return db
 
@@ -198,7 +195,7 @@ class Environment(_EnvironmentBase):
 
     def stat(self):
         self._state.check()
-        return _db_stat(self._state.inspect())
+        return db_stat(self._state.inspect())
 
     def info(self):
         self._state.check()
@@ -214,7 +211,7 @@ class Environment(_EnvironmentBase):
 
     def max_key_size(self):
         self._state.check()
-        return _MAX_KEY
+        return MAX_KEY
 
     def max_readers(self):
         self._state.check()
@@ -237,7 +234,7 @@ class Environment(_EnvironmentBase):
         self._state.check()
         return 0
 
-    sync = _write_call("mdb_env_sync")
+    sync = write_call("mdb_env_sync")
     def copy(self, path=None, compact=False, txn=None):
         """py-lmdb's ``copy``: a copy of the environment written to
         ``path``/data.mdb (an existing directory without one), as liblmdb
@@ -256,7 +253,7 @@ class Environment(_EnvironmentBase):
         self._state.check()
         if fd is None:
             raise TypeError("fd argument required")
-        fd = _uint(fd, _INT_MAX, None)
+        fd = uint_arg(fd, INT_MAX, None)
         if txn is not None and not compact:
             raise TypeError("txn argument only compatible with compact=True")
         self._copy("mdb_env_copyfd3", _core.copy_environment_fd, fd, bool(compact))
@@ -275,8 +272,8 @@ class Environment(_EnvironmentBase):
         """py-lmdb's ``set_mapsize``: allowed on a read-only environment, where
         it changes only the map size info() reports (0: the meta page's)."""
         self._state.check()
-        map_size = _uint(map_size, _SIZE_MAX, 0)
-        if map_size >= _MAPPABLE:
+        map_size = uint_arg(map_size, SIZE_MAX, 0)
+        if map_size >= MAPPABLE:
             self.close()  # as py-lmdb, whose environment is unusable after the failed remap
             raise MemoryError("mdb_env_set_mapsize: Cannot allocate memory")
         self._map_size = map_size

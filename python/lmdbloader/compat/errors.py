@@ -1,4 +1,4 @@
-"""py-lmdb's exception classes (every one an lmdbloader.compat.Error) and the message texts py-lmdb gives."""
+"""py-lmdb's exception classes, every one an lmdbloader.compat.Error."""
 
 from ..errors import Error
 
@@ -111,18 +111,3 @@ class CryptoFailError(Error):
 
 class EnvEncryptionError(Error):
     """Environment encryption mismatch."""
-
-
-_CLOSED = "Attempt to operate on closed/deleted/dropped object."
-
-
-_BAD_VALSIZE = "MDB_BAD_VALSIZE: Unsupported size of key/DB name/data, or wrong DUPFIXED size"
-
-
-_NOTFOUND = "MDB_NOTFOUND: No matching key/data pair found"
-
-
-_INCOMPATIBLE = "MDB_INCOMPATIBLE: Operation and DB incompatible, or DB flags changed"
-
-
-_MAX_KEY = 511

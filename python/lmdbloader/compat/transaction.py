@@ -1,61 +1,14 @@
-"""py-lmdb's read Transaction, and the reader slots Environment.readers() lists."""
-
-import os
-import threading
+"""py-lmdb's read Transaction."""
 
 from ..errors import ReadonlyError
-from .arguments import _db_arg, _key, _optional_buffer, _readonly
+from ._arguments import as_key, as_optional_bytes, db_arg, refuse_write
+from ._handles import EnvironmentBase, TransactionBase, TransactionState, db_stat, state_of
+from ._messages import MAX_KEY
 from .cursor import Cursor
-from .errors import _MAX_KEY, InvalidParameterError
-from .handles import TransactionState, _db_stat, _EnvironmentBase, _TransactionBase, state_of
+from .errors import InvalidParameterError
 
 
-class _ReaderTable:
-    """The reader slots liblmdb's lock file would hold for one environment
-    opened with lock=True, so ``Environment.readers()`` lists what py-lmdb
-    lists: a slot per read transaction object (its thread, and its snapshot
-    until it ends, "-" after: py-lmdb resets an ended transaction and keeps
-    its slot while the object lives); when the object dies, up to
-    ``max_spare_txns`` slots stay as spares for later transactions and the
-    rest are freed (mdb_txn_reset, then mdb_txn_abort)."""
-
-    def __init__(self, max_spare):
-        self._max_spare = max_spare
-        self._slots = []   # per slot: [thread id, live] or None when free
-        self._spares = []  # slots kept by ended transactions, reused last-in first
-
-    def begin(self):
-        if self._spares:
-            slot = self._spares.pop()
-            self._slots[slot][1] = True
-            return slot
-        entry = [threading.get_ident(), True]
-        for slot, held in enumerate(self._slots):
-            if held is None:
-                self._slots[slot] = entry
-                return slot
-        self._slots.append(entry)
-        return len(self._slots) - 1
-
-    def end(self, slot):
-        self._slots[slot][1] = False
-
-    def release(self, slot):
-        if len(self._spares) < self._max_spare:
-            self._spares.append(slot)
-        else:
-            self._slots[slot] = None
-
-    def listing(self, txnid):
-        held = [s for s in self._slots if s is not None]
-        if not held:
-            return "(no active readers)\n"
-        pid = os.getpid()
-        return "    pid     thread     txnid\n" + "".join(
-            f"{pid:10d} {tid:x} {txnid if live else '-'}\n" for tid, live in held)
-
-
-class Transaction(_TransactionBase):
+class Transaction(TransactionBase):
     """A read transaction (py-lmdb's ``lmdb.Transaction``). Reads see the
     database as it was when the environment was opened. With ``buffers=True``
     values come back as read-only ``memoryview`` objects, as in py-lmdb (here
@@ -64,9 +17,9 @@ class Transaction(_TransactionBase):
     def __init__(self, env=None, db=None, parent=None, write=False, buffers=False):
         if env is None:
             raise TypeError("'env' argument required")
-        if not isinstance(env, _EnvironmentBase):
+        if not isinstance(env, EnvironmentBase):
             raise TypeError("invalid type")
-        db = _db_arg(env, db, None)
+        db = db_arg(env, db, None)
         env_state = state_of(env)
         env_state.check()
         if parent is not None:
@@ -86,20 +39,20 @@ class Transaction(_TransactionBase):
         self._state.check()
         if key is None:
             raise TypeError("key must be given.")
-        key = _key(key, "mdb_get")
-        db = _db_arg(self.env, db, self._db)
-        if len(key) > _MAX_KEY:
+        key = as_key(key, "mdb_get")
+        db = db_arg(self.env, db, self._db)
+        if len(key) > MAX_KEY:
             return default
         v = db.reader.get(key)
         return default if v is None else self._state.value(v)
 
     def cursor(self, db=None):
         self._state.check()
-        return Cursor(_db_arg(self.env, db, self._db), self)
+        return Cursor(db_arg(self.env, db, self._db), self)
 
     def stat(self, db=None):
         self._state.check()
-        return _db_stat(self._state.env.inspect(_db_arg(self.env, db, self._db)))
+        return db_stat(self._state.env.inspect(db_arg(self.env, db, self._db)))
 
     def id(self):
         self._state.check()
@@ -128,36 +81,36 @@ class Transaction(_TransactionBase):
     # first and return None where it is missing.
     def put(self, key, value, dupdata=True, overwrite=True, append=False, db=None):
         self._state.check()
-        _optional_buffer(key), _optional_buffer(value)
-        _db_arg(self.env, db, self._db)
+        as_optional_bytes(key), as_optional_bytes(value)
+        db_arg(self.env, db, self._db)
         self._state.mutations += 1
-        _readonly("mdb_put")
+        refuse_write("mdb_put")
 
     def replace(self, key, value, db=None):
         self._state.check()
-        key = _optional_buffer(key)
-        _optional_buffer(value)
-        return Cursor(_db_arg(self.env, db, self._db), self).replace(key, value)
+        key = as_optional_bytes(key)
+        as_optional_bytes(value)
+        return Cursor(db_arg(self.env, db, self._db), self).replace(key, value)
 
     def pop(self, key, db=None):
         self._state.check()
-        key = _optional_buffer(key)
-        return Cursor(_db_arg(self.env, db, self._db), self).pop(key)
+        key = as_optional_bytes(key)
+        return Cursor(db_arg(self.env, db, self._db), self).pop(key)
 
     def delete(self, key, value=b"", db=None):
         self._state.check()
-        _optional_buffer(key), _optional_buffer(value)
-        _db_arg(self.env, db, self._db)
+        as_optional_bytes(key), as_optional_bytes(value)
+        db_arg(self.env, db, self._db)
         self._state.mutations += 1
-        _readonly("mdb_del")
+        refuse_write("mdb_del")
 
     def drop(self, db=None, delete=True):
         self._state.check()
         if db is None:
             raise TypeError("'db' argument required.")
-        _db_arg(self.env, db, self._db)
+        db_arg(self.env, db, self._db)
         self._state.mutations += 1
-        _readonly("mdb_drop")
+        refuse_write("mdb_drop")
 
     def __enter__(self):
         self._state.check()

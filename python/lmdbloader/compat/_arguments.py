@@ -5,21 +5,22 @@ import operator
 
 from .. import _core
 from ..errors import Error, ReadonlyError
-from .errors import _BAD_VALSIZE, BadValsizeError
-from .handles import _Database, state_of
+from ._handles import Database, state_of
+from ._messages import BAD_VALSIZE
+from .errors import BadValsizeError
 
-_INT_MAX = (1 << 31) - 1
+INT_MAX = (1 << 31) - 1
 
 
-_SIZE_MAX = (1 << 64) - 1
+SIZE_MAX = (1 << 64) - 1
 
 
 # liblmdb maps map_size bytes: from 2^47 (the x86-64 user address space) up,
 # mmap fails with ENOMEM, which py-lmdb raises as MemoryError.
-_MAPPABLE = 1 << 47
+MAPPABLE = 1 << 47
 
 
-def _uint(value, limit, default):
+def uint_arg(value, limit, default):
     """An integer argument as py-lmdb parses one: None keeps the default; the
     value is compared with 0 and the limit before it is taken as an integer,
     so a str fails the comparison (TypeError) and a float the conversion."""
@@ -32,12 +33,12 @@ def _uint(value, limit, default):
     return operator.index(value)
 
 
-def _flag(value, default):
+def flag_arg(value, default):
     """A boolean argument as py-lmdb parses one: None keeps the default."""
     return default if value is None else bool(value)
 
 
-def _engine(lib_version):
+def check_engine(lib_version):
     """py-lmdb's check of ``lib_version=``: None or the major version of the
     one engine there is."""
     if lib_version is None:
@@ -48,16 +49,16 @@ def _engine(lib_version):
         raise Error(f"lib_version={lib_version}: this build has no LMDB {lib_version}.x engine.")
 
 
-def _readonly(call):
+def refuse_write(call):
     raise ReadonlyError(f"{call}: Permission denied")
 
 
-def _write_call(call):
+def write_call(call):
     """A method of py-lmdb's write API on the environment: ReadonlyError, as
     py-lmdb on a read-only environment (after its check for a closed one)."""
     def refuse(self, *args, **kwargs):
         state_of(self).check()
-        _readonly(call)
+        refuse_write(call)
     refuse.__name__ = call
     return refuse
 
@@ -70,7 +71,7 @@ def _type_name(obj):
     return f"{t.__module__}.{t.__qualname__}"
 
 
-def _buffer(obj):
+def as_bytes(obj):
     """The bytes of a key or value argument: any C-contiguous object with the
     buffer protocol (bytes, bytearray, memoryview, array, numpy), as py-lmdb's
     val_from_buffer() takes it, with the errors it gives."""
@@ -90,26 +91,26 @@ def _buffer(obj):
         return view.tobytes()
 
 
-def _optional_buffer(obj):
+def as_optional_bytes(obj):
     """A buffer argument py-lmdb parses with its argument table, where None
     means "not given": an empty key or value."""
-    return b"" if obj is None else _buffer(obj)
+    return b"" if obj is None else as_bytes(obj)
 
 
-def _key(key, call, allow_empty=False):
+def as_key(key, call, allow_empty=False):
     """py-lmdb's checks of a key argument."""
-    key = _buffer(key)
+    key = as_bytes(key)
     if not key and not allow_empty:
-        raise BadValsizeError(f"{call}: {_BAD_VALSIZE}")
+        raise BadValsizeError(f"{call}: {BAD_VALSIZE}")
     return key
 
 
-def _db_arg(env, db, default):
+def db_arg(env, db, default):
     """A ``db=`` argument, checked as py-lmdb checks it: None means the
     default; anything but a database handle of this environment is refused."""
     if db is None:
         return default
-    if not isinstance(db, _Database):
+    if not isinstance(db, Database):
         raise TypeError("invalid type")
     if db.env is not env:
         raise Error("Database handle belongs to another environment.")

@@ -5,12 +5,13 @@ import sys
 
 from .. import _core
 from ..errors import UnsupportedError
-from .arguments import _SIZE_MAX, _buffer, _flag, _optional_buffer, _readonly, _uint
-from .errors import _INCOMPATIBLE, IncompatibleError
-from .handles import _DUPFIXED, state_of
+from ._arguments import SIZE_MAX, as_bytes, as_optional_bytes, flag_arg, refuse_write, uint_arg
+from ._handles import DUPFIXED, state_of
+from ._messages import INCOMPATIBLE
+from .errors import IncompatibleError
 
 
-class _CursorOps:
+class CursorOps:
     """What ``Cursor`` does with its moves: get, getmulti, the iter* family,
     put and delete (refused: read-only), close and the context manager."""
 
@@ -22,8 +23,8 @@ class _CursorOps:
     def getmulti(self, keys, dupdata=False, dupfixed_bytes=None, keyfixed=False, values=True):
         """(key, value) of each key found, every duplicate with ``dupdata``, as py-lmdb."""
         self._check()
-        dupdata, keyfixed, values = _flag(dupdata, False), _flag(keyfixed, False), _flag(values, True)
-        dupfixed_bytes = _uint(dupfixed_bytes, _SIZE_MAX, 0)
+        dupdata, keyfixed, values = flag_arg(dupdata, False), flag_arg(keyfixed, False), flag_arg(values, True)
+        dupfixed_bytes = uint_arg(dupfixed_bytes, SIZE_MAX, 0)
         if (dupfixed_bytes or keyfixed) and not dupdata:
             raise TypeError("dupdata is required for dupfixed_bytes/keyfixed.")
         if keyfixed and not dupfixed_bytes:
@@ -65,12 +66,12 @@ class _CursorOps:
         the cursor is on: the duplicates of each leaf page of its tree of
         duplicates (or of its sub-page), packed (lmdb's mdb.c, fetchm). Only a
         MDB_DUPFIXED database has them: any other gives MDB_INCOMPATIBLE."""
-        if not (self._dupsort and self.db.db_flags & _DUPFIXED):  # DUPFIXED means nothing without DUPSORT
+        if not (self._dupsort and self.db.db_flags & DUPFIXED):  # DUPFIXED means nothing without DUPSORT
             self._valid = False  # py-lmdb: a failed get leaves the cursor unpositioned
-            raise IncompatibleError(f"mdb_cursor_get: {_INCOMPATIBLE}")
+            raise IncompatibleError(f"mdb_cursor_get: {INCOMPATIBLE}")
         g, first = self._g, self._starts[self._g]
         n = self._ndups(g)
-        bounds = sorted({0, n} | set(_leaf_layout(self.db)[1].get(g, ())))
+        bounds = sorted({0, n} | set(leaf_layout(self.db)[1].get(g, ())))
         values = self._r.get_batch(range(first, first + n))
         return [b"".join(values[a:b]) for a, b in zip(bounds, bounds[1:])]
 
@@ -84,38 +85,38 @@ class _CursorOps:
 
     def iternext(self, keys=True, values=True):
         self._check()
-        keys, values = _flag(keys, True), _flag(values, True)
+        keys, values = flag_arg(keys, True), flag_arg(values, True)
         if not self._valid:
             self.first()
         return self._iter(self.next, keys, values)
 
     def iternext_dup(self, keys=False, values=True):
         self._check()
-        keys, values = _flag(keys, False), _flag(values, True)
+        keys, values = flag_arg(keys, False), flag_arg(values, True)
         return self._iter(self.next_dup, keys, values)
 
     def iternext_nodup(self, keys=True, values=False):
         self._check()
-        keys, values = _flag(keys, True), _flag(values, False)
+        keys, values = flag_arg(keys, True), flag_arg(values, False)
         if not self._valid:
             self.first()
         return self._iter(self.next_nodup, keys, values)
 
     def iterprev(self, keys=True, values=True):
         self._check()
-        keys, values = _flag(keys, True), _flag(values, True)
+        keys, values = flag_arg(keys, True), flag_arg(values, True)
         if not self._valid:
             self.last()
         return self._iter(self.prev, keys, values)
 
     def iterprev_dup(self, keys=False, values=True):
         self._check()
-        keys, values = _flag(keys, False), _flag(values, True)
+        keys, values = flag_arg(keys, False), flag_arg(values, True)
         return self._iter(self.prev_dup, keys, values)
 
     def iterprev_nodup(self, keys=True, values=False):
         self._check()
-        keys, values = _flag(keys, True), _flag(values, False)
+        keys, values = flag_arg(keys, True), flag_arg(values, False)
         if not self._valid:
             self.last()
         return self._iter(self.prev_nodup, keys, values)
@@ -126,9 +127,9 @@ class _CursorOps:
     # py-lmdb's write calls in a read-only transaction (see Transaction.put).
     def put(self, key, value, dupdata=True, overwrite=True, append=False):
         self._check()
-        _optional_buffer(key), _optional_buffer(value)
+        as_optional_bytes(key), as_optional_bytes(value)
         self._txn_state.mutations += 1
-        _readonly("mdb_put")
+        refuse_write("mdb_put")
 
     def putmulti(self, items, dupdata=True, overwrite=True, append=False):
         """(0, 0) for no items; the first item fails as its put would."""
@@ -136,30 +137,30 @@ class _CursorOps:
         for i, item in enumerate(items):
             if type(item) is not tuple or len(item) != 2:
                 raise TypeError("putmulti() elements must be 2-tuples")
-            _buffer(item[0]), _buffer(item[1])
+            as_bytes(item[0]), as_bytes(item[1])
             self._txn_state.mutations += 1
-            _readonly(f"mdb_cursor_put() element #{i}")
+            refuse_write(f"mdb_cursor_put() element #{i}")
         return (0, 0)
 
     def replace(self, key, value):
         self._check()
-        key = _optional_buffer(key)
-        _optional_buffer(value)
+        key = as_optional_bytes(key)
+        as_optional_bytes(value)
         if self._dupsort:
             # py-lmdb deletes the key's duplicates before it puts the value.
             if self.set_key(key):
                 self._txn_state.mutations += 1
-                _readonly("mdb_cursor_del")
-            _readonly("mdb_put")
+                refuse_write("mdb_cursor_del")
+            refuse_write("mdb_put")
         self._txn_state.mutations += 1
-        _readonly("mdb_put")
+        refuse_write("mdb_put")
 
     def pop(self, key):
         self._check()
-        if not self.set_key(_optional_buffer(key)):
+        if not self.set_key(as_optional_bytes(key)):
             return None
         self._txn_state.mutations += 1
-        _readonly("mdb_cursor_del")
+        refuse_write("mdb_cursor_del")
 
     def delete(self, dupdata=False):
         """False on an unpositioned cursor, as py-lmdb; otherwise ReadonlyError."""
@@ -167,7 +168,7 @@ class _CursorOps:
         if not self._valid:
             return False
         self._txn_state.mutations += 1
-        _readonly("mdb_cursor_del")
+        refuse_write("mdb_cursor_del")
 
     def close(self):
         self._closed = True
@@ -179,7 +180,7 @@ class _CursorOps:
         self.close()
 
 
-def _order(key, integer, reverse):
+def lmdb_order(key, integer, reverse):
     """A sort key giving LMDB's order: integer keys as native unsigned
     integers, reversed keys compared from their last byte."""
     if integer:
@@ -187,7 +188,7 @@ def _order(key, integer, reverse):
     return key[::-1] if reverse else key
 
 
-def _leaf_layout(db):
+def leaf_layout(db):
     """Where db's leaf pages begin (cached per database): the keys that begin
     one, and per key with a tree of duplicates, the duplicates that begin one.
     Read only when a failed lookup needs it: one walk of the tree."""
@@ -202,7 +203,7 @@ def _leaf_layout(db):
     return db.leaf_layout
 
 
-def _group_starts(db):
+def group_starts(db):
     """Positions where each key's run of duplicates starts, plus the end (cached per database)."""
     if db.group_starts is None:
         r = db.reader
