@@ -85,6 +85,7 @@ class Reader:
         self._path = self._config["path"]
         self._core = None
         self._columns = {}
+        self._share = None  # expect_share's arguments, for a process that reopens
         self._open()
         self._rss_budget = int(self._core.option("rss_budget"))
 
@@ -94,6 +95,8 @@ class Reader:
             self._core = _core.Reader([os.fsencode(p) for p in path], self._config["options"])
         else:
             self._core = _core.Reader(os.fsencode(path), self._config["options"])
+        if self._share is not None:  # a spawned worker reads the share its loader was told
+            self._core.expect_share(*self._share)
         return self._core
 
     @property
@@ -109,12 +112,13 @@ class Reader:
     def __getstate__(self):
         if self._config is None:
             raise ValueError("cannot pickle a closed lmdbloader.Reader")
-        return {"config": self._config, "rss_budget": self._rss_budget}
+        return {"config": self._config, "rss_budget": self._rss_budget, "share": self._share}
 
     def __setstate__(self, state):
         self._config = state["config"]
         self._path = self._config["path"]
         self._rss_budget = state["rss_budget"]
+        self._share = state.get("share")
         self._core = None
         self._columns = {}
 
@@ -281,8 +285,11 @@ class Reader:
         least 1/2 or reads in chunks read each 2 MiB chunk whole ("fill"),
         else exactly the records; elsewhere nothing changes.
         :class:`lmdbloader.DataLoader` calls it from its sampler. Call it
-        between batches, before workers start."""
-        self._c.expect_share(float(share), bool(in_chunks))
+        between batches, before workers start; workers started by spawn or
+        forkserver are told it too."""
+        told = (float(share), bool(in_chunks))
+        self._c.expect_share(*told)
+        self._share = told
 
     def stats(self):
         """Budget, what the kernel counts for this process, drops, remaps, bytes read."""

@@ -9,6 +9,7 @@ slow or loaded machine cannot fail them; how fast anything reads belongs to
 the bench."""
 
 import os
+import pickle
 import random
 import signal
 import sys
@@ -231,6 +232,9 @@ def test_a_part_of_small_records_reads_around_them_only_where_the_link_is_not_th
             assert got == [oracle[i] for i in order], "a record differs from py-lmdb's"
             if around:  # 24 MiB in 128 KiB windows: at most 192 requests, and some more for the index
                 assert moved["reads"] < 400, f"{moved['reads']} requests for {len(order)} records read around"
+                # A worker started by spawn or forkserver unpickles the reader: told the share too.
+                copy = pickle.loads(pickle.dumps(ds.reader))
+                assert copy.stats()["read_around"] == stats["read_around"], copy.stats()
             else:
                 assert moved["reads"] >= 0.9 * len(order), f"{moved['reads']} requests for {len(order)} exact records"
                 assert moved["read_bytes"] < 2 * len(order) * 4096, f"{moved['read_bytes']} bytes moved"
