@@ -3,10 +3,11 @@
 // A record is checked whole before anything is built from it: nesting at
 // most kMaxRecordDepth levels (the Python decoder recurses once per level),
 // no container claiming more elements than the record has bytes (msgpack-cxx
-// allocates a container's elements before reading them), strings that are
-// valid UTF-8, map keys that can be Python dict keys (scalars: not arrays or
-// maps; as msgpack-python with strict_map_key=False), no extension types, and
-// no bytes after the value.
+// allocates a container's elements before reading them), map keys that can
+// be Python dict keys (scalars: not arrays or maps; as msgpack-python with
+// strict_map_key=False), no extension types, and no bytes after the value. A
+// str that is not valid UTF-8 is bytes (kBytes): msgpack-python before 1.0
+// packed bytes as str, as CoCLR's published LMDBs hold them.
 // Used by the Python decoder and `lmdbloader verify`; fuzzed by
 // fuzz/msgpack_record_fuzzer.cc. The unpacker (msgpack-cxx) stays inside the
 // library: this header names none of its types.
@@ -41,7 +42,7 @@ class RecordValue {
     kSigned,    // a negative integer
     kFloat,     // float 32 or 64, as a double
     kString,    // UTF-8 text (checked)
-    kBytes,     // msgpack bin
+    kBytes,     // msgpack bin, or a str that is not UTF-8 (bytes packed by msgpack < 1.0)
     kArray,
     kMap,
   };

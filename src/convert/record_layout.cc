@@ -85,7 +85,9 @@ Status Caffe(std::string_view value, msgpack::sbuffer* out, SplitValue* split, s
     return Status::InvalidArgument("a Caffe Datum of " + std::to_string(d.float_data_count) +
                                    " float_data values and no data: features, not an image");
   msgpack::packer<msgpack::sbuffer> pk(*out);
-  pk.pack_map((d.encoded ? 1 : 4) + (d.has_label ? 1 : 0));
+  // A Datum without a label has label 0, as protobuf reads an absent int32
+  // and as Caffe's data layer, and ImageDecode(record="caffe"), read it.
+  pk.pack_map((d.encoded ? 1 : 4) + 1);
   if (d.encoded) {
     PackKey(pk, "image", fields);
     PackBytes(pk, d.data);
@@ -99,12 +101,10 @@ Status Caffe(std::string_view value, msgpack::sbuffer* out, SplitValue* split, s
     PackKey(pk, "width", fields);
     pk.pack(d.width);
   }
-  if (d.has_label) {
-    PackKey(pk, "label", fields);
-    pk.pack(d.label);
-    split->has_label = true;
-    split->label = d.label;
-  }
+  PackKey(pk, "label", fields);
+  pk.pack(d.label);
+  split->has_label = true;
+  split->label = d.label;
   return Status::OK();
 }
 

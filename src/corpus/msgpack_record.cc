@@ -18,12 +18,6 @@ namespace {
 // Depth is already bounded by the unpack limit, so this recursion is too.
 bool Check(const msgpack::object& o, std::string* error) {
   switch (o.type) {
-    case msgpack::type::STR:
-      if (!IsUtf8(std::string_view(o.via.str.ptr, o.via.str.size))) {
-        *error = "a string is not valid UTF-8";
-        return false;
-      }
-      return true;
     case msgpack::type::ARRAY:
       for (uint32_t i = 0; i < o.via.array.size; ++i)
         if (!Check(o.via.array.ptr[i], error)) return false;
@@ -99,7 +93,9 @@ RecordValue RecordValue::Of(const void* node) {
       v.scalar_.f = o.via.f64;
       break;
     case msgpack::type::STR:
-      v.type_ = Type::kString;
+      // msgpack-python before 1.0 packed bytes as str (CoCLR's published
+      // LMDBs): a str that is not UTF-8 text is those bytes.
+      v.type_ = IsUtf8(std::string_view(o.via.str.ptr, o.via.str.size)) ? Type::kString : Type::kBytes;
       v.scalar_.data = o.via.str.ptr;
       v.size_ = o.via.str.size;
       break;

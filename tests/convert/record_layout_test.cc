@@ -66,6 +66,21 @@ TEST(RecordLayoutTest, AnEncodedCaffeDatumBecomesImageAndLabel) {
   EXPECT_EQ(fields, (std::set<std::string>{"image", "label"}));
 }
 
+TEST(RecordLayoutTest, ADatumWithoutALabelHasLabelZero) {
+  // protobuf reads an absent int32 as 0, and so do Caffe's data layer and
+  // ImageDecode(record="caffe"): the converted copy says the same.
+  msgpack::sbuffer out;
+  SplitValue split;
+  std::set<std::string> fields;
+  ASSERT_OK(SplitRecord(RecordLayout::kCaffe, BytesField(4, "\xff\xd8 jpeg") + IntField(7, 1), &out, &split, &fields));
+  auto oh = Unpacked(out);
+  auto f = Fields(oh);
+  EXPECT_EQ(f["label"].as<int64_t>(), 0);
+  EXPECT_TRUE(split.has_label);
+  EXPECT_EQ(split.label, 0);
+  EXPECT_EQ(fields, (std::set<std::string>{"image", "label"}));
+}
+
 TEST(RecordLayoutTest, RawPixelDatumsKeepTheirPixelsAndDimensions) {
   const std::string pixels = "bgrBGRbgrBGRbgrBGR";  // 3 x 2 x 3
   msgpack::sbuffer out;

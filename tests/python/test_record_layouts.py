@@ -80,7 +80,8 @@ def datum(data, label, encoded, channels=None, height=None, width=None):
         if value is not None:
             out += bytes([number << 3]) + varint(value)
     out += bytes([4 << 3 | 2]) + varint(len(data)) + data
-    out += bytes([5 << 3]) + varint(label)
+    if label is not None:  # None: a Datum written without one
+        out += bytes([5 << 3]) + varint(label)
     out += bytes([7 << 3]) + varint(int(encoded))
     return out
 
@@ -364,9 +365,11 @@ def test_keys_map_names_and_positions(tmp_path):
 def test_a_converted_caffe_corpus_reads_as_the_datums_do(tmp_path, photos):
     """convert --record caffe writes encoded Datums as {image, label} and raw
     ones as {pixels, channels, height, width, label}: both decode as the
-    Datums themselves do, the labels a column."""
+    Datums themselves do, the labels a column. A Datum without a label has
+    label 0 through either route (protobuf's absent int32, as Caffe reads it)."""
     items = []
-    for i, (data, label) in enumerate(photos[:4]):
+    labelled = [(data, None if i == 2 else label) for i, (data, label) in enumerate(photos[:4])]
+    for i, (data, label) in enumerate(labelled):
         image = Image.open(io.BytesIO(data)).convert("RGB")
         bgr = np.asarray(image)[:, :, ::-1].transpose(2, 0, 1)
         value = datum(bgr.tobytes(), label, False, 3, image.height, image.width) if i % 2 else datum(data, label, True)
@@ -375,10 +378,10 @@ def test_a_converted_caffe_corpus_reads_as_the_datums_do(tmp_path, photos):
     lmdbloader.convert(src, str(tmp_path / "corpus"), kind="lmdb", record="caffe")
     by_datum = lmdbloader.LmdbDataset(src, decode=lmdbloader.ImageDecode(64, train=False, record="caffe"))
     converted = lmdbloader.LmdbDataset(str(tmp_path / "corpus"), decode=lmdbloader.ImageDecode(64, train=False))
-    assert converted.column("label").tolist() == [label for _, label in photos[:4]]
+    assert converted.column("label").tolist() == [label or 0 for _, label in labelled]
     for i in range(4):
         (a, la), (b, lb) = by_datum[i], converted[i]
-        assert torch.equal(a, b) and la == lb
+        assert torch.equal(a, b) and la == lb == (labelled[i][1] or 0)
 
 
 def test_records_msgpack_0_6_wrote_bytes_as_str(tmp_path):
@@ -392,6 +395,10 @@ def test_records_msgpack_0_6_wrote_bytes_as_str(tmp_path):
         (b"3", msgpack.packb({"image": image, "label": 3})), (b"4", b"\xc1\xc1")])
     clips = lmdbloader.LmdbDataset(path, keys=["0", "1"], decode=lmdbloader.ClipDecode(48, frames=4, train=False))
     assert torch.equal(clips[0], clips[1])
+    # decode="msgpack" gives them as msgpack-python packed them: the JPEGs bytes, text text.
+    records = lmdbloader.LmdbDataset(path, keys=["0", "1", "2", "3"], decode="msgpack")
+    assert records[0] == records[1] == frames
+    assert records[2] == records[3] == {"image": image, "label": 3}
     images = lmdbloader.LmdbDataset(path, keys=["2", "3"], decode=lmdbloader.ImageDecode(48, train=False))
     (a, la), (b, lb) = images[0], images[1]
     assert torch.equal(a, b) and la == lb == 3
