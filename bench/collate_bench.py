@@ -43,6 +43,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
 from conftest import warm_page_cache  # noqa: E402
 
+sys.path.insert(0, HERE)
+from batch_probes import dev_shm_used, touch  # noqa: E402
+
 warnings.filterwarnings("ignore", message="The given buffer is not writable")
 
 
@@ -203,21 +206,6 @@ def litdata_dataset(lit, transform):
 
 # ------------------------------------------------------------ measuring
 
-def touch(batch):
-    """Reads one byte of every 4 KiB page of every tensor in the batch."""
-    if isinstance(batch, torch.Tensor):
-        flat = batch.reshape(-1).view(torch.uint8) if batch.is_contiguous() else batch.contiguous().view(-1)
-        return int(flat[::4096].sum())
-    if isinstance(batch, (list, tuple)):
-        return sum(touch(b) for b in batch)
-    if isinstance(batch, dict):
-        return sum(touch(b) for b in batch.values())
-    return 0
-
-
-def dev_shm_used():
-    st = os.statvfs("/dev/shm")
-    return (st.f_blocks - st.f_bfree) * st.f_frsize
 
 
 def stop_workers(timeout=30):

@@ -77,6 +77,7 @@ import warnings
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
+from batch_probes import dev_shm_used, touch  # noqa: E402
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -414,24 +415,6 @@ def dali_iterator(recipe, paths, batch, threads, seed):
 
 # ------------------------------------------------------------ one run, in its own process
 
-def touch(batch):
-    """Reads one byte of every 4 KiB page of every tensor in the batch (as a
-    copy to a device would)."""
-    import torch
-    if isinstance(batch, torch.Tensor):
-        flat = batch.reshape(-1).view(torch.uint8) if batch.is_contiguous() else batch.contiguous().view(-1)
-        return int(flat[::4096].sum())
-    if isinstance(batch, (list, tuple)):
-        return sum(touch(b) for b in batch)
-    if isinstance(batch, dict):
-        return sum(touch(b) for b in batch.values())
-    return 0
-
-
-def dev_shm_used():
-    """Bytes in use on /dev/shm, by anyone."""
-    st = os.statvfs("/dev/shm")
-    return (st.f_blocks - st.f_bfree) * st.f_frsize
 
 
 def dev_shm_held(pids):

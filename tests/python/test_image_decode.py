@@ -8,8 +8,6 @@ Run with -s to see the distribution of per-image differences.
 
 import io
 import itertools
-import threading
-import time
 
 import numpy as np
 import pytest
@@ -19,6 +17,7 @@ from PIL import Image
 import lmdbloader
 from lmdbloader import _core
 
+from gil_probe import spinner_during
 from torchvision_cpu import import_torchvision
 
 skimage_data = pytest.importorskip("skimage.data")
@@ -316,26 +315,7 @@ def test_other_threads_run_during_a_batch():
     jpeg = encode(resized(photo("coffee"), 500), quality=90)
     n = 48
     out = np.zeros((n, 3, OUT, OUT), np.float32)
-    stop = threading.Event()
-    ticks = [0]
-
-    def spin():
-        while not stop.is_set():
-            ticks[0] += 1
-
-    t = threading.Thread(target=spin)
-    t.start()
-    try:
-        t0, k0 = time.monotonic(), ticks[0]
-        time.sleep(0.2)
-        rate = (ticks[0] - k0) / (time.monotonic() - t0)
-        t0, k0 = time.monotonic(), ticks[0]
-        _core.decode_images([jpeg] * n, [(0, 0, 500, 333)] * n, None, out, OUT, OUT, scale_in_idct=False)
-        elapsed, during = time.monotonic() - t0, ticks[0] - k0
-    finally:
-        stop.set()
-        t.join()
+    _, elapsed, during, rate = spinner_during(
+        lambda: _core.decode_images([jpeg] * n, [(0, 0, 500, 333)] * n, None, out, OUT, OUT, scale_in_idct=False))
     assert elapsed > 0.02, "the batch was too quick to tell"
-    # Holding the GIL, the call would have let the spinner run for at most a
-    # switch interval (5 ms) of its whole time.
     assert during > 0.1 * rate * elapsed, f"the other thread ran {during} times in {elapsed:.3f} s"
