@@ -93,17 +93,16 @@ RecordValue RecordValue::Of(const void* node) {
       v.scalar_.f = o.via.f64;
       break;
     case msgpack::type::STR:
+    case msgpack::type::BIN: {
+      const std::string_view bytes = o.type == msgpack::type::STR ? std::string_view(o.via.str.ptr, o.via.str.size)
+                                                                  : std::string_view(o.via.bin.ptr, o.via.bin.size);
       // msgpack-python before 1.0 packed bytes as str (CoCLR's published
       // LMDBs): a str that is not UTF-8 text is those bytes.
-      v.type_ = IsUtf8(std::string_view(o.via.str.ptr, o.via.str.size)) ? Type::kString : Type::kBytes;
-      v.scalar_.data = o.via.str.ptr;
-      v.size_ = o.via.str.size;
+      v.type_ = o.type == msgpack::type::STR && IsUtf8(bytes) ? Type::kString : Type::kBytes;
+      v.scalar_.data = bytes.data();
+      v.size_ = static_cast<uint32_t>(bytes.size());
       break;
-    case msgpack::type::BIN:
-      v.type_ = Type::kBytes;
-      v.scalar_.data = o.via.bin.ptr;
-      v.size_ = o.via.bin.size;
-      break;
+    }
     case msgpack::type::ARRAY:
       v.type_ = Type::kArray;
       v.scalar_.children = o.via.array.ptr;

@@ -27,13 +27,19 @@ void ImageFolder(const std::string& root, int per_class) {
   }
 }
 
+// Options converting `source`, of `kind`, to `output`.
+ConvertOptions Converting(SourceKind kind, const std::string& source, const std::string& output) {
+  ConvertOptions o;
+  o.source_kind = kind;
+  o.source = source;
+  o.output = output;
+  return o;
+}
+
 TEST(ConverterTest, AnImageFolderBecomesACorpusInNameOrder) {
   TempDir dir;
   ImageFolder(dir.Sub("src"), 3);
-  ConvertOptions o;
-  o.source_kind = SourceKind::kImageFolder;
-  o.source = dir.Sub("src");
-  o.output = dir.Sub("out");
+  ConvertOptions o = Converting(SourceKind::kImageFolder, dir.Sub("src"), dir.Sub("out"));
   ConvertSummary summary;
   ASSERT_OK(Convert(o, &summary));
   EXPECT_EQ(summary.records, 6u);
@@ -47,10 +53,7 @@ TEST(ConverterTest, AnImageFolderBecomesACorpusInNameOrder) {
 TEST(ConverterTest, ShardsAreListedAndTheirCountIsBounded) {
   TempDir dir;
   ImageFolder(dir.Sub("src"), 5);
-  ConvertOptions o;
-  o.source_kind = SourceKind::kImageFolder;
-  o.source = dir.Sub("src");
-  o.output = dir.Sub("set");
+  ConvertOptions o = Converting(SourceKind::kImageFolder, dir.Sub("src"), dir.Sub("set"));
   o.num_shards = 3;
   ConvertSummary summary;
   ASSERT_OK(Convert(o, &summary));
@@ -66,10 +69,7 @@ TEST(ConverterTest, ShardsAreListedAndTheirCountIsBounded) {
 TEST(ConverterTest, AManifestThatIsADirectoryOrAnUnknownKindIsNamed) {
   TempDir dir;
   fs::create_directories(dir.Sub("m.jsonl"));
-  ConvertOptions o;
-  o.source_kind = SourceKind::kJsonl;
-  o.source = dir.Sub("m.jsonl");
-  o.output = dir.Sub("out");
+  ConvertOptions o = Converting(SourceKind::kJsonl, dir.Sub("m.jsonl"), dir.Sub("out"));
   ConvertSummary summary;
   Status s = Convert(o, &summary);
   EXPECT_NE(s.message().find("m.jsonl: not a regular file (a directory)"), std::string::npos) << s.message();
@@ -96,10 +96,7 @@ TEST(ConverterTest, ACaffeLmdbBecomesImagesWithALabelColumn) {
   testing::WriteLmdb(dir.Sub("caffe"), {{"00000000_a.jpg", EncodedDatum("jpeg-a", 3)},
                                         {"00000001_b.jpg", EncodedDatum("jpeg-b", 5)},
                                         {"__keys__", "not a Datum"}});
-  ConvertOptions o;
-  o.source_kind = SourceKind::kLmdb;
-  o.source = dir.Sub("caffe");
-  o.output = dir.Sub("out");
+  ConvertOptions o = Converting(SourceKind::kLmdb, dir.Sub("caffe"), dir.Sub("out"));
   o.record = RecordLayout::kCaffe;
   ConvertSummary summary;
   ASSERT_OK(Convert(o, &summary));
@@ -122,10 +119,7 @@ TEST(ConverterTest, ABadRecordIsNamedByKeyAndLeavesNothingAtTheOutput) {
   TempDir dir;
   testing::WriteLmdb(dir.Sub("caffe"), {{"00000000_a.jpg", EncodedDatum("jpeg-a", 3)},
                                         {"00000001_b.jpg", EncodedDatum("jpeg-b", 5).substr(0, 5)}});
-  ConvertOptions o;
-  o.source_kind = SourceKind::kLmdb;
-  o.source = dir.Sub("caffe");
-  o.output = dir.Sub("out");
+  ConvertOptions o = Converting(SourceKind::kLmdb, dir.Sub("caffe"), dir.Sub("out"));
   o.record = RecordLayout::kCaffe;
   ConvertSummary summary;
   Status s = Convert(o, &summary);

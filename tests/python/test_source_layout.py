@@ -170,6 +170,19 @@ def _own_privates(tree):
     return own
 
 
+def _private_reach(node):
+    """(object, name) where `node` reads or writes a private member by name
+    (obj._x, getattr(obj, "_x")), else None."""
+    if isinstance(node, ast.Attribute) and _private(node.attr):
+        return node.value, node.attr
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) > 1
+            and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+            and _private(node.args[1].value)):
+        return node.args[0], node.args[1].value
+    return None
+
+
 def private_reaches(source):
     """Where `source` reads or writes a private member of an object other than
     self/cls that no class of its own module defines (obj._x, getattr(obj, "_x"))."""
@@ -177,15 +190,10 @@ def private_reaches(source):
     own = _own_privates(tree)
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and _private(node.attr):
-            target, name = node.value, node.attr
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-              and node.func.id in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) > 1
-              and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
-              and _private(node.args[1].value)):
-            target, name = node.args[0], node.args[1].value
-        else:
+        reach = _private_reach(node)
+        if reach is None:
             continue
+        target, name = reach
         if isinstance(target, ast.Name) and target.id in ("self", "cls"):
             continue
         if name not in own:
@@ -263,15 +271,10 @@ def private_imports(source, module, is_package=False):
         return None
 
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and _private(node.attr):
-            target, name = node.value, node.attr
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-              and node.func.id in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) > 1
-              and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
-              and _private(node.args[1].value)):
-            target, name = node.args[0], node.args[1].value
-        else:
+        reach = _private_reach(node)
+        if reach is None:
             continue
+        target, name = reach
         origin = module_of(target)
         if origin and f"{origin}.{name}" not in MODULES:
             found.append(f"{node.lineno}: {ast.unparse(node)}")
