@@ -328,10 +328,15 @@ TEST(BatchReadOptions, QueueDepthOneReadsSynchronously) {
 // 8 MiB of 64 KiB records: four 2 MiB chunks.
 constexpr uint64_t kCacheRecords = 128, kCacheValue = 64 << 10;
 
+// Writes those records under dir/db; returns its data file.
+std::string CacheCorpus(const TempDir& dir) {
+  testing::WriteNumberedLmdb(dir.Sub("db"), kCacheRecords, kCacheValue);
+  return dir.Sub("db") + "/data.mdb";
+}
+
 TEST(PageCachePolicy, DropLeavesNoneOfTheRecordsReadInThePageCache) {
   TempDir dir;
-  testing::WriteNumberedLmdb(dir.Sub("db"), kCacheRecords, kCacheValue);
-  const std::string data = dir.Sub("db") + "/data.mdb";
+  const std::string data = CacheCorpus(dir);
   std::unique_ptr<Reader> r;
   ASSERT_OK(Reader::Open(dir.Sub("db"), Options(IoEngine::kAuto, CachePolicy::kDrop), &r));
   EXPECT_EQ(r->stats().cache_policy, "drop");
@@ -352,8 +357,7 @@ TEST(PageCachePolicy, DropLeavesNoneOfTheRecordsReadInThePageCache) {
 
 TEST(PageCachePolicy, FillReadsWholeChunksIntoTheCacheButNotIntoRss) {
   TempDir dir;
-  testing::WriteNumberedLmdb(dir.Sub("db"), kCacheRecords, kCacheValue);
-  const std::string data = dir.Sub("db") + "/data.mdb";
+  const std::string data = CacheCorpus(dir);
   std::unique_ptr<Reader> r;
   ASSERT_OK(Reader::Open(dir.Sub("db"), Options(IoEngine::kAuto, CachePolicy::kFill), &r));
   EXPECT_EQ(r->stats().cache_policy, "fill");
