@@ -225,6 +225,15 @@ def _info(root):
         return json.load(f)
 
 
+def _fresh_class_folders(root):
+    """Empties `root` and makes root/folder/class_k for every photograph."""
+    shutil.rmtree(root, ignore_errors=True)
+    folder = os.path.join(root, "folder")
+    for k in range(len(PHOTOS)):
+        os.makedirs(os.path.join(folder, f"class_{k}"))
+    return folder
+
+
 def images(workdir, n=2048, seed=0, jobs=2, log=print):
     """The image corpora (see the module's docstring), written unless cached;
     returns dict(root, folder, corpus, pylmdb, count, mean_bytes, ...)."""
@@ -234,10 +243,7 @@ def images(workdir, n=2048, seed=0, jobs=2, log=print):
     if not _cached(root, stamp):
         t = time.perf_counter()
         log(f"generating {n} JPEG photographs under {root} ...")
-        shutil.rmtree(root, ignore_errors=True)
-        folder = os.path.join(root, "folder")
-        for k in range(len(PHOTOS)):
-            os.makedirs(os.path.join(folder, f"class_{k}"))
+        folder = _fresh_class_folders(root)
         total = _generate(_make_images, folder, n, seed, jobs)
         summary = lmdbloader.convert(folder, os.path.join(root, "corpus"), kind="image_folder")
         _write_pylmdb(os.path.join(root, "pylmdb"),
@@ -261,10 +267,7 @@ def clips(workdir, n=1024, seed=0, jobs=2, log=print):
     if not _cached(root, stamp):
         t = time.perf_counter()
         log(f"generating {n} clips of {FRAMES} frames {FRAME_W}x{FRAME_H} under {root} ...")
-        shutil.rmtree(root, ignore_errors=True)
-        folder = os.path.join(root, "folder")
-        for k in range(len(PHOTOS)):
-            os.makedirs(os.path.join(folder, f"class_{k}"))
+        folder = _fresh_class_folders(root)
         total = _generate(_make_clips, folder, n, seed, jobs)
         videos = [(os.path.join(folder, f"class_{i % len(PHOTOS)}", f"video_{i:05d}"), i % len(PHOTOS))
                   for i in range(n)]
