@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "held_buffer.h"
 #include "positions.h"
 #include "record_reads.h"
 #include "status_error.h"
@@ -57,22 +58,23 @@ void ReadBatchInto(Reader& r, const py::iterable& indices, const py::object& buf
   std::vector<uint64_t> pos = Positions(r, indices);
   std::vector<uint64_t> sizes = ValueSizes(r, pos);
   std::vector<char*> dsts(pos.size());
-  std::vector<py::buffer_info> held;  // keeps each buffer exported during the read
+  std::vector<HeldBuffer> held;  // keeps each buffer exported during the read
   if (offsets.is_none()) {
     py::list list = buffers.cast<py::list>();
     if (list.size() != pos.size()) ThrowInvalid("one buffer a record is needed");
+    held.reserve(pos.size());
     for (size_t k = 0; k < pos.size(); ++k) {
-      held.push_back(list[k].cast<py::buffer>().request(true));
-      const py::buffer_info& b = held.back();
-      if (static_cast<uint64_t>(b.size * b.itemsize) != sizes[k])
-        ThrowInvalid("buffer " + std::to_string(k) + " holds " + std::to_string(b.size * b.itemsize) +
-                     " bytes; record " + std::to_string(pos[k]) + " has " + std::to_string(sizes[k]));
-      dsts[k] = static_cast<char*>(b.ptr);
+      held.emplace_back(list[k], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS, "buffer " + std::to_string(k));
+      const HeldBuffer& b = held.back();
+      if (b.size() != sizes[k])
+        ThrowInvalid("buffer " + std::to_string(k) + " holds " + std::to_string(b.size()) + " bytes; record " +
+                     std::to_string(pos[k]) + " has " + std::to_string(sizes[k]));
+      dsts[k] = b.data();
     }
   } else {
-    held.push_back(buffers.cast<py::buffer>().request(true));
-    const py::buffer_info& b = held.back();
-    const uint64_t capacity = static_cast<uint64_t>(b.size * b.itemsize);
+    held.emplace_back(buffers, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS, "buffers");
+    const HeldBuffer& b = held.back();
+    const uint64_t capacity = b.size();
     std::vector<uint64_t> at = offsets.cast<std::vector<uint64_t>>();
     if (at.size() != pos.size()) ThrowInvalid("one offset a record is needed");
     for (size_t k = 0; k < pos.size(); ++k) {
@@ -80,7 +82,7 @@ void ReadBatchInto(Reader& r, const py::iterable& indices, const py::object& buf
         ThrowInvalid("record " + std::to_string(pos[k]) + " (" + std::to_string(sizes[k]) +
                      " bytes at offset " + std::to_string(at[k]) + ") does not fit a buffer of " +
                      std::to_string(capacity) + " bytes");
-      dsts[k] = static_cast<char*>(b.ptr) + at[k];
+      dsts[k] = b.data() + at[k];
     }
   }
   Status s;

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "held_buffer.h"
 #include "lmdbloader/caffe_datum.h"
 #include "status_error.h"
 
@@ -16,35 +17,8 @@ namespace lmdbloader {
 
 namespace {
 
-// A record's bytes: any C-contiguous buffer (bytes, memoryview, numpy),
-// held until released, so the GIL can be released while it is parsed.
-class HeldBytes {
- public:
-  explicit HeldBytes(const py::handle& obj) {
-    if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_C_CONTIGUOUS) != 0) {
-      PyErr_Clear();
-      throw py::type_error(std::string("a record must support the buffer protocol (contiguous), not ") +
-                           Py_TYPE(obj.ptr())->tp_name);
-    }
-    held_ = true;
-  }
-  ~HeldBytes() {
-    if (held_) PyBuffer_Release(&view_);
-  }
-  HeldBytes(HeldBytes&& o) noexcept : view_(o.view_), held_(o.held_) { o.held_ = false; }
-  HeldBytes(const HeldBytes&) = delete;
-  HeldBytes& operator=(const HeldBytes&) = delete;
-  HeldBytes& operator=(HeldBytes&&) = delete;
-
-  std::string_view bytes() const { return {static_cast<const char*>(view_.buf), static_cast<size_t>(view_.len)}; }
-
- private:
-  Py_buffer view_{};
-  bool held_ = false;
-};
-
 // The part of `record` that `data` views, as a memoryview of bytes.
-py::object DataView(const py::handle& record, const HeldBytes& held, std::string_view data) {
+py::object DataView(const py::handle& record, const HeldBuffer& held, std::string_view data) {
   py::object whole = py::reinterpret_steal<py::object>(PyMemoryView_FromObject(record.ptr()));
   if (!whole) throw py::error_already_set();
   whole = whole.attr("cast")("B");  // one byte an item, whatever the buffer's format and shape
@@ -52,13 +26,13 @@ py::object DataView(const py::handle& record, const HeldBytes& held, std::string
   return whole[py::slice(static_cast<py::ssize_t>(begin), static_cast<py::ssize_t>(begin + data.size()), 1)];
 }
 
-py::tuple DatumTuple(const py::handle& record, const HeldBytes& held, const CaffeDatum& d) {
+py::tuple DatumTuple(const py::handle& record, const HeldBuffer& held, const CaffeDatum& d) {
   return py::make_tuple(d.channels, d.height, d.width, DataView(record, held, d.data),
                         d.has_label ? py::object(py::int_(d.label)) : py::object(py::none()), d.encoded);
 }
 
 py::tuple ParseOne(const py::object& record) {
-  HeldBytes held(record);
+  HeldBuffer held(record, PyBUF_C_CONTIGUOUS, "a record");
   CaffeDatum d;
   Status s;
   {
@@ -74,12 +48,12 @@ py::tuple ParseOne(const py::object& record) {
 py::list ParseBatch(const py::sequence& records) {
   const size_t n = py::len(records);
   std::vector<py::object> objects;
-  std::vector<HeldBytes> held;
+  std::vector<HeldBuffer> held;
   objects.reserve(n);
   held.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     objects.push_back(records[i]);
-    held.emplace_back(objects.back());
+    held.emplace_back(objects.back(), PyBUF_C_CONTIGUOUS, "a record");
   }
   std::vector<CaffeDatum> datums(n);
   Status s;

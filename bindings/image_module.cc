@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lmdbloader/convert.h"
+#include "held_buffer.h"
 #include "lmdbloader/image_decode.h"
 #include "status_error.h"
 
@@ -23,35 +24,6 @@ DecodeScratch& ThreadScratch() {
   thread_local DecodeScratch scratch;
   return scratch;
 }
-
-// A Python object's buffer, held (with a reference to its owner) until
-// released: valid while the GIL is released whatever happens to the object.
-class Buffer {
- public:
-  Buffer(const py::handle& obj, int flags, const char* what) {
-    if (PyObject_GetBuffer(obj.ptr(), &view_, flags) != 0) {
-      PyErr_Clear();
-      throw py::type_error(std::string(what) + " must support the buffer protocol" +
-                           ((flags & PyBUF_WRITABLE) ? " (writable, C-contiguous)" : " (contiguous)") + ", not " +
-                           Py_TYPE(obj.ptr())->tp_name);
-    }
-    held_ = true;
-  }
-  ~Buffer() {
-    if (held_) PyBuffer_Release(&view_);
-  }
-  Buffer(Buffer&& o) noexcept : view_(o.view_), held_(o.held_) { o.held_ = false; }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  Buffer& operator=(Buffer&&) = delete;
-
-  const Py_buffer& view() const { return view_; }
-  std::string_view bytes() const { return {static_cast<const char*>(view_.buf), static_cast<size_t>(view_.len)}; }
-
- private:
-  Py_buffer view_{};
-  bool held_ = false;
-};
 
 OutputSpec MakeSpec(uint32_t width, uint32_t height, const std::string& layout, const std::string& dtype,
                     const std::array<float, 3>& mean, const std::array<float, 3>& std, bool scale_in_idct,
@@ -85,8 +57,8 @@ CropBox MakeBox(const py::handle& obj, size_t index) {
 }
 
 // The output buffer, checked to hold `need` bytes.
-Buffer OutputBuffer(const py::object& out, size_t need) {
-  Buffer buf(out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS, "out");
+HeldBuffer OutputBuffer(const py::object& out, size_t need) {
+  HeldBuffer buf(out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS, "out");
   if (static_cast<size_t>(buf.view().len) < need) {
     ThrowInvalid("out holds " + std::to_string(buf.view().len) + " bytes; " + std::to_string(need) + " are needed");
   }
@@ -94,7 +66,7 @@ Buffer OutputBuffer(const py::object& out, size_t need) {
 }
 
 py::tuple ImageInfoOf(const py::object& data) {
-  Buffer buf(data, PyBUF_SIMPLE, "data");
+  HeldBuffer buf(data, PyBUF_SIMPLE, "data");
   ImageInfo info;
   Status s;
   {
@@ -121,7 +93,7 @@ void DecodeImages(const py::sequence& images, const py::sequence& boxes, const p
     if (f.size() != n) ThrowInvalid(std::to_string(n) + " images but " + std::to_string(f.size()) + " flips");
     for (size_t i = 0; i < n; ++i) flip[i] = f[i].cast<bool>();
   }
-  std::vector<Buffer> held;
+  std::vector<HeldBuffer> held;
   std::vector<std::string_view> data;
   std::vector<CropBox> box;
   held.reserve(n);
@@ -134,7 +106,7 @@ void DecodeImages(const py::sequence& images, const py::sequence& boxes, const p
   }
   // Checks the size before the buffer is touched (spec checked by the batch).
   const size_t need = n * (spec.width <= kMaxOutputSide && spec.height <= kMaxOutputSide ? spec.bytes() : 0);
-  Buffer target = OutputBuffer(out, need);
+  HeldBuffer target = OutputBuffer(out, need);
   Status s;
   size_t failed = 0;
   {
@@ -151,7 +123,7 @@ void ResampleRgb(const py::object& pixels, const py::handle& box_obj, bool flip,
   OutputSpec spec = MakeSpec(out_width, out_height, layout, dtype, mean, std, false, interpolation, grayscale);
   spec.flip = flip;
   const CropBox box = MakeBox(box_obj, 0);
-  Buffer src(pixels, PyBUF_STRIDES | PyBUF_FORMAT, "pixels");
+  HeldBuffer src(pixels, PyBUF_STRIDES | PyBUF_FORMAT, "pixels");
   const Py_buffer& v = src.view();
   const bool bytes = v.itemsize == 1 && (v.format == nullptr || std::string_view(v.format) == "B" ||
                                          std::string_view(v.format) == "=B" || std::string_view(v.format) == "<B");
@@ -160,7 +132,7 @@ void ResampleRgb(const py::object& pixels, const py::handle& box_obj, bool flip,
                  "(numpy.asarray of an RGB PIL image)");
   }
   const size_t need = spec.width <= kMaxOutputSide && spec.height <= kMaxOutputSide ? spec.bytes() : 0;
-  Buffer target = OutputBuffer(out, need);
+  HeldBuffer target = OutputBuffer(out, need);
   Status s;
   {
     py::gil_scoped_release release;

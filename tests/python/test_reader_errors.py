@@ -271,3 +271,20 @@ def test_the_budget_defaults_to_the_environment_in_python_and_the_command(corpus
     monkeypatch.setenv("LMDBLOADER_RSS_BUDGET", "plenty")
     with pytest.raises(ValueError, match="LMDBLOADER_RSS_BUDGET: invalid byte size 'plenty'"):
         lmdbloader.Reader(corpus)
+
+
+def test_read_into_fills_the_callers_buffers_and_names_a_wrong_one(corpus):
+    r = lmdbloader.Reader(corpus)
+    sizes = r.value_sizes([0, 3])
+    out = [bytearray(s) for s in sizes]
+    r.read_into([0, 3], out)
+    assert [bytes(b) for b in out] == [r[0], r[3]]
+    flat = np.zeros(sum(sizes) + 10, np.uint8)
+    r.read_into([0, 3], flat, [10, 10 + sizes[0]])
+    assert flat[10:10 + sizes[0]].tobytes() == r[0]
+    with pytest.raises(TypeError, match="buffer 1 must support the buffer protocol .writable, C-contiguous., not bytes"):
+        r.read_into([0, 3], [out[0], bytes(sizes[1])])
+    with pytest.raises(TypeError, match="buffers must support .* not numpy.ndarray"):
+        r.read_into([0, 3], np.zeros(2 * len(flat), np.uint8)[::2], [0, sizes[0]])
+    with pytest.raises(ValueError, match=f"buffer 0 holds 5 bytes; record 0 has {sizes[0]}"):
+        r.read_into([0], [bytearray(5)])
