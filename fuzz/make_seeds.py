@@ -118,11 +118,16 @@ def datum_seeds(out):
             f.write(b"".join(field(n, v) for n, v in fields))
 
 
+def harnesses():
+    """The harness names, from fuzz/harnesses.txt (the list CMake builds)."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "harnesses.txt")) as f:
+        return [line.strip() for line in f if line.strip() and not line.startswith("#")]
+
+
 def main(out):
     work = os.path.join(out, "work")
     os.makedirs(work, exist_ok=True)
-    dirs = {k: os.path.join(out, k) for k in ("lmdb_pages", "index_file", "manifest", "shard_list",
-                                              "msgpack_record", "caffe_datum", "image_decode")}
+    dirs = {k: os.path.join(out, k) for k in harnesses()}
     for d in dirs.values():
         os.makedirs(d, exist_ok=True)
     for name, data in lmdb_files(work):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzzing, bounded in time (run by scripts/test.sh, so by CI):
-# 1. the libFuzzer harnesses in fuzz/ (clang, ASan + UBSan), FUZZ_SECONDS each
+# 1. the libFuzzer harnesses named in fuzz/harnesses.txt (clang, ASan + UBSan), FUZZ_SECONDS each
 #    (the two one-record parsers half that each),
 #    from seeds written by fuzz/make_seeds.py, then the saved regression inputs
 #    under fuzz/regressions/<harness>/ replayed;
@@ -27,8 +27,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 fuzz/make_seeds.py "$work/seeds"
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-for name in msgpack_record caffe_datum index_file manifest shard_list lmdb_pages image_decode; do
+# The harnesses: fuzz/harnesses.txt, the list CMake builds them from.
+mapfile -t harnesses < <(grep -E '^[a-z0-9_]+$' fuzz/harnesses.txt)
+for name in "${harnesses[@]}"; do
   fuzzer=$BUILD/fuzz/${name}_fuzzer
+  [ -x "$fuzzer" ] || { echo "fuzz: $fuzzer was not built (is $BUILD configured from this tree?)"; exit 1; }
   # The two parsers of one small record each (msgpack, Caffe's Datum) reach
   # their depth within seconds: they share one harness's time.
   seconds=$SECONDS_EACH

@@ -1,3 +1,6 @@
+// Serves the py-lmdb compatible API: lmdbloader.compat's cursor is its only
+// user.
+//
 // Where the leaf pages of one database begin, in LMDB's order: what
 // lmdbloader.compat needs to reproduce a quirk of liblmdb's cursor. The cursor
 // moves page by page: after a failed exact lookup whose insertion point is the

@@ -1,3 +1,6 @@
+// Serves the py-lmdb compatible API: lmdbloader.compat's Environment.copy
+// and copyfd are its only users.
+//
 // Copies of an LMDB environment, as liblmdb's mdb_env_copy2/mdb_env_copyfd2
 // make them (py-lmdb's Environment.copy and copyfd, for lmdbloader.compat).
 //

@@ -1,3 +1,6 @@
+// Serves the py-lmdb compatible API: lmdbloader.compat's version() is its
+// only user.
+//
 // The version of the liblmdb this library is linked with, which
 // lmdbloader.compat's version() reports as py-lmdb's lmdb.version() does.
 #ifndef LMDBLOADER_LMDB_VERSION_H_

@@ -1,3 +1,6 @@
+// Serves the py-lmdb compatible API: lmdbloader.compat's Environment lists
+// these names (nothing else in the library or the command uses them).
+//
 // The named databases of an LMDB (mdb_dbi_open's names): LMDB keeps each as
 // a key of the main database, flagged as such, which only a walk of the main
 // tree tells apart from an ordinary key.

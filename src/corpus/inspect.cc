@@ -7,11 +7,11 @@
 #include "lmdbloader/leaf_layout.h"
 #include "lmdbloader/lmdb_version.h"
 #include "lmdbloader/named_databases.h"
-#include "lmdbloader/page_check.h"
 
 #include <algorithm>
 
 #include "lmdb/lmdb_env.h"
+#include "corpus/page_check.h"
 #include "corpus/shard_list.h"
 
 namespace lmdbloader {

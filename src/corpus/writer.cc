@@ -72,8 +72,6 @@ struct WriterEnv {
 struct CorpusWriter::Rep {
   // Removes the temporary directory unless Finish() succeeded.
   ~Rep();
-  Status Add(std::string_view name, std::string_view record, const std::map<std::string, double>& columns);
-  Status Finish(const std::string& manifest_json);
   Status Put(std::string_view key, std::string_view value, bool append);
   Status Commit();
   Status Begin();
@@ -124,13 +122,6 @@ CorpusWriter::CorpusWriter(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
 CorpusWriter::~CorpusWriter() = default;
 uint64_t CorpusWriter::size() const { return rep_->count_; }
 uint64_t CorpusWriter::bytes() const { return rep_->bytes_; }
-
-Status CorpusWriter::Add(std::string_view name, std::string_view record,
-                         const std::map<std::string, double>& columns) {
-  return rep_->Add(name, record, columns);
-}
-
-Status CorpusWriter::Finish(const std::string& manifest_json) { return rep_->Finish(manifest_json); }
 
 CorpusWriter::Rep::~Rep() {
   env_.reset();
@@ -203,8 +194,8 @@ Status CorpusWriter::Rep::Put(std::string_view key, std::string_view value, bool
   return Status::OK();
 }
 
-Status CorpusWriter::Rep::Add(std::string_view name, std::string_view record,
-                              const std::map<std::string, double>& columns) {
+Status CorpusWriter::Add(std::string_view name, std::string_view record,
+                         const std::map<std::string, double>& columns) {
   // Everything is checked before anything changes: a refused record leaves
   // the writer as it was, so a caller may skip it and go on.
   if (record.size() > kMaxRecordBytes)
@@ -213,51 +204,51 @@ Status CorpusWriter::Rep::Add(std::string_view name, std::string_view record,
                                    " bytes (LMDB's largest value)");
   // Names of a corpus keyed by record numbers are UTF-8 text (its readers
   // hand them out as str); a corpus keyed by names keeps any bytes.
-  if (options_.keys == CorpusKeys::kRecordNumbers && !IsUtf8(name))
-    return Status::InvalidArgument("record " + std::to_string(count_) + ": its name " + PrintableName(name) +
+  if (rep_->options_.keys == CorpusKeys::kRecordNumbers && !IsUtf8(name))
+    return Status::InvalidArgument("record " + std::to_string(rep_->count_) + ": its name " + PrintableName(name) +
                                    " is not UTF-8 text (names of a corpus keyed by record numbers are text; "
                                    "one keyed by names keeps bytes)");
-  if (auto seen = name_seen_.find(std::string(name)); seen != name_seen_.end())
+  if (auto seen = rep_->name_seen_.find(std::string(name)); seen != rep_->name_seen_.end())
     return Status::InvalidArgument("duplicate name " + PrintableName(name) + " (records " +
-                                   std::to_string(seen->second) + " and " + std::to_string(count_) + ")");
-  if (count_ > 0 && columns.size() != columns_.size())
+                                   std::to_string(seen->second) + " and " + std::to_string(rep_->count_) + ")");
+  if (rep_->count_ > 0 && columns.size() != rep_->columns_.size())
     return Status::InvalidArgument("record " + PrintableName(name) + " has " + std::to_string(columns.size()) +
-                                   " columns, earlier records " + std::to_string(columns_.size()));
-  if (count_ > 0) {
+                                   " columns, earlier records " + std::to_string(rep_->columns_.size()));
+  if (rep_->count_ > 0) {
     for (const auto& [column, value] : columns)
-      if (columns_.find(column) == columns_.end())
+      if (rep_->columns_.find(column) == rep_->columns_.end())
         return Status::InvalidArgument("record " + PrintableName(name) + " has column '" + column +
                                        "' that earlier records lack");
   }
-  LMDBLOADER_RETURN_IF_ERROR(Put(RecordKey(count_), record, /*append=*/true));
-  name_seen_.emplace(std::string(name), count_);
-  for (const auto& [column, value] : columns) columns_[column].push_back(value);
+  LMDBLOADER_RETURN_IF_ERROR(rep_->Put(RecordKey(rep_->count_), record, /*append=*/true));
+  rep_->name_seen_.emplace(std::string(name), rep_->count_);
+  for (const auto& [column, value] : columns) rep_->columns_[column].push_back(value);
   const uint64_t sum = Checksum(record);
-  checksums_.append(reinterpret_cast<const char*>(&sum), 8);  // little-endian
-  names_.append(name.data(), name.size());
-  name_ends_.push_back(names_.size());
-  ++count_;
-  bytes_ += record.size();
+  rep_->checksums_.append(reinterpret_cast<const char*>(&sum), 8);  // little-endian
+  rep_->names_.append(name.data(), name.size());
+  rep_->name_ends_.push_back(rep_->names_.size());
+  ++rep_->count_;
+  rep_->bytes_ += record.size();
   return Status::OK();
 }
 
-Status CorpusWriter::Rep::Finish(const std::string& manifest_json) {
+Status CorpusWriter::Finish(const std::string& manifest_json) {
   nlohmann::json manifest = nlohmann::json::parse(manifest_json, nullptr, false);
   if (manifest.is_discarded() || !manifest.is_object())
     return Status::InvalidArgument("manifest is not a JSON object");
   manifest["format"] = kCorpusFormatName;
   manifest["version"] = kCorpusFormatVersion;
-  manifest["records"] = count_;
-  if (options_.keys == CorpusKeys::kNames) manifest["keys"] = kCorpusKeysNames;
+  manifest["records"] = rep_->count_;
+  if (rep_->options_.keys == CorpusKeys::kNames) manifest["keys"] = kCorpusKeysNames;
   // Every metadata value's checksum goes into the manifest, and the
   // manifest's own into kManifestChecksumKey: a reader checks each before use.
   nlohmann::json sums = nlohmann::json::object();
   auto put_meta = [&](std::string_view key, const std::string& bytes) {
     sums[std::string(key.substr(kMetaPrefix.size()))] = ChecksumHex(Checksum(bytes));
-    return Put(key, bytes, false);
+    return rep_->Put(key, bytes, false);
   };
   nlohmann::json column_types = nlohmann::json::object();
-  for (const auto& [column, values] : columns_) {
+  for (const auto& [column, values] : rep_->columns_) {
     bool integral = true;
     for (double v : values) integral = integral && std::floor(v) == v && std::fabs(v) < 9.0e15;
     std::string bytes(values.size() * 8, '\0');
@@ -273,42 +264,42 @@ Status CorpusWriter::Rep::Finish(const std::string& manifest_json) {
     LMDBLOADER_RETURN_IF_ERROR(put_meta(std::string(kColumnPrefix) + column, bytes));
   }
   manifest["columns"] = column_types;
-  LMDBLOADER_RETURN_IF_ERROR(put_meta(kNamesBlobKey, names_));
-  std::string offsets((count_ + 1) * 8, '\0');
-  for (uint64_t i = 0; i < count_; ++i) std::memcpy(&offsets[(i + 1) * 8], &name_ends_[i], 8);
+  LMDBLOADER_RETURN_IF_ERROR(put_meta(kNamesBlobKey, rep_->names_));
+  std::string offsets((rep_->count_ + 1) * 8, '\0');
+  for (uint64_t i = 0; i < rep_->count_; ++i) std::memcpy(&offsets[(i + 1) * 8], &rep_->name_ends_[i], 8);
   LMDBLOADER_RETURN_IF_ERROR(put_meta(kNamesOffsetsKey, offsets));
-  LMDBLOADER_RETURN_IF_ERROR(put_meta(kChecksumsKey, checksums_));
+  LMDBLOADER_RETURN_IF_ERROR(put_meta(kChecksumsKey, rep_->checksums_));
   manifest["checksums"] = {{"algorithm", kChecksumAlgorithm}, {"records", std::string(kChecksumsKey)},
                            {"meta", sums}};
   // Names that are not UTF-8 (file systems allow them) are replaced by U+FFFD here.
   const std::string manifest_bytes = manifest.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  LMDBLOADER_RETURN_IF_ERROR(Put(kManifestKey, manifest_bytes, false));
+  LMDBLOADER_RETURN_IF_ERROR(rep_->Put(kManifestKey, manifest_bytes, false));
   const uint64_t manifest_sum = Checksum(manifest_bytes);
   const std::string manifest_sum_bytes(reinterpret_cast<const char*>(&manifest_sum), 8);
-  LMDBLOADER_RETURN_IF_ERROR(Put(kManifestChecksumKey, manifest_sum_bytes, false));
-  LMDBLOADER_RETURN_IF_ERROR(Commit());
+  LMDBLOADER_RETURN_IF_ERROR(rep_->Put(kManifestChecksumKey, manifest_sum_bytes, false));
+  LMDBLOADER_RETURN_IF_ERROR(rep_->Commit());
   // LMDB keeps two meta pages and reads the one with the higher transaction
   // id; nothing checks them. One more commit of the same value makes both
   // point to a whole corpus (the pages it frees are never reused: nothing
   // writes after it), so damage that makes a reader pick the other meta page
   // still finds the corpus, not an older, half-written state.
-  LMDBLOADER_RETURN_IF_ERROR(Begin());
-  LMDBLOADER_RETURN_IF_ERROR(Put(kManifestChecksumKey, manifest_sum_bytes, false));
-  LMDBLOADER_RETURN_IF_ERROR(Commit());
-  int rc = mdb_env_sync(env_->env, 1);
-  if (rc != MDB_SUCCESS) return LmdbWriteFailure(rc, "mdb_env_sync", temp_, 0);
-  env_.reset();
+  LMDBLOADER_RETURN_IF_ERROR(rep_->Begin());
+  LMDBLOADER_RETURN_IF_ERROR(rep_->Put(kManifestChecksumKey, manifest_sum_bytes, false));
+  LMDBLOADER_RETURN_IF_ERROR(rep_->Commit());
+  int rc = mdb_env_sync(rep_->env_->env, 1);
+  if (rc != MDB_SUCCESS) return LmdbWriteFailure(rc, "mdb_env_sync", rep_->temp_, 0);
+  rep_->env_.reset();
 
-  LMDBLOADER_RETURN_IF_ERROR(SwapIntoPlace());
-  finished_ = true;
-  if (options_.save_index) {
+  LMDBLOADER_RETURN_IF_ERROR(rep_->SwapIntoPlace());
+  rep_->finished_ = true;
+  if (rep_->options_.save_index) {
     // Walk once now and save the index beside the corpus (the one place a
     // Reader looks first), so every reader loads it instead of walking. The
     // writer sits below the reader: it walks with the index builder itself.
     DataLocation location;
     std::unique_ptr<LmdbEnv> env;
     RecordIndex index;
-    LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(target_, &location));
+    LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(rep_->target_, &location));
     LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(location, false, "", &env));
     LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, location, "", kMetaPrefix, &index));
     LMDBLOADER_RETURN_IF_ERROR(SaveIndex(IndexFileBeside(location, ""), index));

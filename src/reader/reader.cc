@@ -53,15 +53,15 @@ Status Reader::Rep::Locate(uint64_t index, Part** part, uint64_t* local) const {
   return Status::OK();
 }
 
-unsigned Reader::Rep::db_flags() const { return parts_.front()->index.db_flags(); }
+unsigned Reader::db_flags() const { return rep_->parts_.front()->index.db_flags(); }
 
-Status Reader::Rep::ValueSize(uint64_t index, uint64_t* size) const { return ValueSizes(&index, 1, size); }
+Status Reader::ValueSize(uint64_t index, uint64_t* size) const { return ValueSizes(&index, 1, size); }
 
-Status Reader::Rep::ValueSizes(const uint64_t* indices, size_t count, uint64_t* sizes) const {
+Status Reader::ValueSizes(const uint64_t* indices, size_t count, uint64_t* sizes) const {
   size_t first = 0;
   do {
-    const size_t n = FileSetChunk(indices + first, count - first);
-    LMDBLOADER_RETURN_IF_ERROR(ValueSizesOf(indices + first, n, sizes + first));
+    const size_t n = rep_->FileSetChunk(indices + first, count - first);
+    LMDBLOADER_RETURN_IF_ERROR(rep_->ValueSizesOf(indices + first, n, sizes + first));
     first += n;
   } while (first < count);
   return Status::OK();
@@ -209,37 +209,37 @@ Status Reader::Rep::NoteMapped(Part& part, uint64_t offset, uint64_t size) {
   return Status::OK();
 }
 
-Status Reader::Rep::ReadInto(uint64_t index, char* dst, uint64_t capacity) {
-  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
-  Part* part = nullptr;
+Status Reader::ReadInto(uint64_t index, char* dst, uint64_t capacity) {
+  LMDBLOADER_RETURN_IF_ERROR(rep_->EnsureProcess());
+  Rep::Part* part = nullptr;
   uint64_t local = 0;
   ValueLocation at;
-  PartPins pins;
-  LMDBLOADER_RETURN_IF_ERROR(LocateAll(&index, 1, &part, &local, &at, &pins));
+  Rep::PartPins pins;
+  LMDBLOADER_RETURN_IF_ERROR(rep_->LocateAll(&index, 1, &part, &local, &at, &pins));
   if (capacity < at.size)
     return Status::InvalidArgument("buffer of " + std::to_string(capacity) + " bytes is too small for record " +
                                    std::to_string(index) + " (" + std::to_string(at.size) + " bytes)");
-  return CopyOut(*part, local, at, dst);
+  return rep_->CopyOut(*part, local, at, dst);
 }
 
-Status Reader::Rep::Read(uint64_t index, std::string* value) {
-  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
-  Part* part = nullptr;
+Status Reader::Read(uint64_t index, std::string* value) {
+  LMDBLOADER_RETURN_IF_ERROR(rep_->EnsureProcess());
+  Rep::Part* part = nullptr;
   uint64_t local = 0;
   ValueLocation at;
-  PartPins pins;
-  LMDBLOADER_RETURN_IF_ERROR(LocateAll(&index, 1, &part, &local, &at, &pins));
+  Rep::PartPins pins;
+  LMDBLOADER_RETURN_IF_ERROR(rep_->LocateAll(&index, 1, &part, &local, &at, &pins));
   value->resize(at.size);
-  return CopyOut(*part, local, at, value->data());
+  return rep_->CopyOut(*part, local, at, value->data());
 }
 
-Status Reader::Rep::ReadBatch(const uint64_t* indices, size_t count, char* const* dsts) {
-  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
+Status Reader::ReadBatch(const uint64_t* indices, size_t count, char* const* dsts) {
+  LMDBLOADER_RETURN_IF_ERROR(rep_->EnsureProcess());
   for (size_t k = 0; k < count; ++k)
-    if (indices[k] >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, indices[k], size_));
+    if (indices[k] >= rep_->size_) return Status::OutOfRange(OutOfRangeMessage(rep_->path_, indices[k], rep_->size_));
   for (size_t first = 0; first < count;) {
-    const size_t n = FileSetChunk(indices + first, count - first);
-    LMDBLOADER_RETURN_IF_ERROR(ReadBatchOf(indices + first, n, dsts + first));
+    const size_t n = rep_->FileSetChunk(indices + first, count - first);
+    LMDBLOADER_RETURN_IF_ERROR(rep_->ReadBatchOf(indices + first, n, dsts + first));
     first += n;
   }
   return Status::OK();
@@ -286,28 +286,28 @@ Status Reader::Rep::ReadBatchOf(const uint64_t* indices, size_t count, char* con
   return Status::OK();
 }
 
-Status Reader::Rep::View(uint64_t index, RecordView* view) {
-  if (mode_ != AccessMode::kMmap)
-    return Status::InvalidArgument("views need mode=mmap; " + path_ + " was opened in pread mode");
-  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
-  Part* part = nullptr;
+Status Reader::View(uint64_t index, RecordView* view) {
+  if (rep_->mode_ != AccessMode::kMmap)
+    return Status::InvalidArgument("views need mode=mmap; " + rep_->path_ + " was opened in pread mode");
+  LMDBLOADER_RETURN_IF_ERROR(rep_->EnsureProcess());
+  Rep::Part* part = nullptr;
   uint64_t local = 0;
   ValueLocation at;
-  PartPins pins;
-  LMDBLOADER_RETURN_IF_ERROR(LocateAll(&index, 1, &part, &local, &at, &pins));
+  Rep::PartPins pins;
+  LMDBLOADER_RETURN_IF_ERROR(rep_->LocateAll(&index, 1, &part, &local, &at, &pins));
   const uint64_t offset = at.offset;
   const uint64_t size = at.size;
   // The governor reads the kernel's count, which shows the pages touched
   // through earlier views: a caller's touches are bounded one read late.
-  LMDBLOADER_RETURN_IF_ERROR(NoteMapped(*part, offset, size));
+  LMDBLOADER_RETURN_IF_ERROR(rep_->NoteMapped(*part, offset, size));
   std::shared_ptr<Mapping> map = std::atomic_load(&part->map);
-  Status verified = VerifyRecord(*part, local, map->data() + offset, size);
-  if (map->shrank()) return ShrankUnderMapping(*part);
-  LMDBLOADER_RETURN_IF_ERROR(CheckSnapshot());
+  Status verified = rep_->VerifyRecord(*part, local, map->data() + offset, size);
+  if (map->shrank()) return rep_->ShrankUnderMapping(*part);
+  LMDBLOADER_RETURN_IF_ERROR(rep_->CheckSnapshot());
   LMDBLOADER_RETURN_IF_ERROR(verified);
   *view = RecordView(map->data() + offset, size, map);
-  records_read_.fetch_add(1, std::memory_order_relaxed);
-  bytes_read_.fetch_add(size, std::memory_order_relaxed);
+  rep_->records_read_.fetch_add(1, std::memory_order_relaxed);
+  rep_->bytes_read_.fetch_add(size, std::memory_order_relaxed);
   return Status::OK();
 }
 
@@ -343,13 +343,13 @@ void Reader::Rep::Prefetch(const uint64_t* indices, size_t count) {
   if (!ranges.empty()) ChunkFiller::FillTogether(ranges, FillParallel());
 }
 
-Status Reader::Rep::ViewBatch(const uint64_t* indices, size_t count, RecordView* views) {
-  if (mode_ != AccessMode::kMmap)
-    return Status::InvalidArgument("views need mode=mmap; " + path_ + " was opened in pread mode");
-  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
+Status Reader::ViewBatch(const uint64_t* indices, size_t count, RecordView* views) {
+  if (rep_->mode_ != AccessMode::kMmap)
+    return Status::InvalidArgument("views need mode=mmap; " + rep_->path_ + " was opened in pread mode");
+  LMDBLOADER_RETURN_IF_ERROR(rep_->EnsureProcess());
   for (size_t k = 0; k < count; ++k)
-    if (indices[k] >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, indices[k], size_));
-  Prefetch(indices, count);
+    if (indices[k] >= rep_->size_) return Status::OutOfRange(OutOfRangeMessage(rep_->path_, indices[k], rep_->size_));
+  rep_->Prefetch(indices, count);
   for (size_t k = 0; k < count; ++k) LMDBLOADER_RETURN_IF_ERROR(View(indices[k], &views[k]));
   return Status::OK();
 }
@@ -362,13 +362,13 @@ Status Reader::Rep::ShrankUnderMapping(const Part& part) const {
                          "): a read reached past its end (it is being rewritten or was truncated); reopen it");
 }
 
-Status Reader::Rep::CheckMappings() const {
-  if (mode_ != AccessMode::kMmap) return CheckSnapshot();
-  for (const auto& p : parts_) {
+Status Reader::CheckMappings() const {
+  if (rep_->mode_ != AccessMode::kMmap) return rep_->CheckSnapshot();
+  for (const auto& p : rep_->parts_) {
     std::shared_ptr<Mapping> map = std::atomic_load(&p->map);
-    if (map && map->shrank()) return ShrankUnderMapping(*p);
+    if (map && map->shrank()) return rep_->ShrankUnderMapping(*p);
   }
-  return CheckSnapshot();
+  return rep_->CheckSnapshot();
 }
 
 Status Reader::Rep::Remap() {
@@ -389,25 +389,25 @@ Status Reader::Rep::Remap() {
   return Status::OK();
 }
 
-ReaderStats Reader::Rep::stats() {
+ReaderStats Reader::stats() {
   ReaderStats s;
-  s.rss_budget = options_.rss_budget;
-  s.mode = AccessModeName(mode_);
-  s.records = size_;
+  s.rss_budget = rep_->options_.rss_budget;
+  s.mode = AccessModeName(rep_->mode_);
+  s.records = rep_->size_;
   StatmProbe statm;
   // stats() reports what it can: an unreadable statm leaves the two at 0.
   if (statm.Open().ok() && !statm.Read(&s.process_rss, &s.process_file_rss).ok()) s.process_rss = s.process_file_rss = 0;
-  s.files = parts_.size();
+  s.files = rep_->parts_.size();
   {
-    std::lock_guard<std::mutex> lock(parts_mu_);
-    s.files_open = file_set_ ? open_parts_.size() : parts_.size();
+    std::lock_guard<std::mutex> lock(rep_->parts_mu_);
+    s.files_open = rep_->file_set_ ? rep_->open_parts_.size() : rep_->parts_.size();
   }
-  s.files_skipped = skipped_files_.size();
-  for (const auto& p : parts_) {
+  s.files_skipped = rep_->skipped_files_.size();
+  for (const auto& p : rep_->parts_) {
     uint64_t rss = 0;
     // A file set maps nothing (pread only), and reading smaps once per file
     // of thousands would cost seconds.
-    if (!file_set_ && MappedFileRss(0, p->location.data_path, &rss).ok()) s.mapped_rss += rss;
+    if (!rep_->file_set_ && MappedFileRss(0, p->location.data_path, &rss).ok()) s.mapped_rss += rss;
     s.index_bytes += p->index.MemoryBytes();
     s.checksum_bytes += p->checksums.size() * 8 + (p->verified ? p->verified->bytes() : 0);
     const char* residence = p->index.paged() ? "paged" : "resident";
@@ -420,67 +420,41 @@ ReaderStats Reader::Rep::stats() {
       s.index_cache_hits += paged->cache_hits();
     }
   }
-  s.drops = governor_ ? governor_->drops() : 0;
-  s.remaps = remaps_.load();
-  s.records_read = records_read_.load();
-  s.bytes_read = bytes_read_.load();
-  s.index_source = index_source_;
-  if (io_) {
-    s.io_engine = IoEngineName(io_->kind());
-    s.io_fallback = io_fallback_;
-    s.queue_depth = io_->kind() == IoEngine::kSync ? 1 : options_.queue_depth;
+  s.drops = rep_->governor_ ? rep_->governor_->drops() : 0;
+  s.remaps = rep_->remaps_.load();
+  s.records_read = rep_->records_read_.load();
+  s.bytes_read = rep_->bytes_read_.load();
+  s.index_source = rep_->index_source_;
+  if (rep_->io_) {
+    s.io_engine = IoEngineName(rep_->io_->kind());
+    s.io_fallback = rep_->io_fallback_;
+    s.queue_depth = rep_->io_->kind() == IoEngine::kSync ? 1 : rep_->options_.queue_depth;
   } else {
     s.io_engine = "mmap";
     s.queue_depth = 1;
   }
-  s.cache_policy = CachePolicyName(cache_policy_);
-  s.file_system = file_system_;
-  s.read_around = read_around_ ? kReadAroundWindow : 0;
-  s.link_requests_us = static_cast<uint64_t>(link_.requests_s * 1e6);
-  s.link_bytes_per_s = static_cast<uint64_t>(link_.bytes_per_s);
-  for (const auto& p : parts_)
+  s.cache_policy = CachePolicyName(rep_->cache_policy_);
+  s.file_system = rep_->file_system_;
+  s.read_around = rep_->read_around_ ? kReadAroundWindow : 0;
+  s.link_requests_us = static_cast<uint64_t>(rep_->link_.requests_s * 1e6);
+  s.link_bytes_per_s = static_cast<uint64_t>(rep_->link_.bytes_per_s);
+  for (const auto& p : rep_->parts_)
     if (p->filler) s.chunks_filled += p->filler->chunks_filled();
   return s;
 }
 
-// The public methods: each forwards to the Rep's, defined above in this file
-// so that the compiler can inline it (one pointer hop on the read path).
+// The accessors, and the two public methods whose work the Rep also does
+// for itself (Prefetch before a batch's reads, Remap every remap_every
+// bytes): defined in this file so that the compiler can inline them.
 uint64_t Reader::size() const { return rep_->size_; }
 const std::string& Reader::path() const { return rep_->path_; }
 const ReaderOptions& Reader::options() const { return rep_->options_; }
 const MemoryBudget& Reader::budget() const { return rep_->budget_; }
 AccessMode Reader::mode() const { return rep_->mode_; }
 CachePolicy Reader::cache_policy() const { return rep_->cache_policy_; }
-Status Reader::ExpectShare(double share, bool in_chunks) {
-  if (!(share >= 0.0 && share <= 1.0))
-    return Status::InvalidArgument("the expected share of the records must lie in [0, 1]; got " + std::to_string(share));
-  return rep_->ExpectShare(share, in_chunks);
-}
 bool Reader::is_corpus() const { return !rep_->manifest_.empty(); }
 const std::string& Reader::manifest() const { return rep_->manifest_; }
-unsigned Reader::db_flags() const { return rep_->db_flags(); }
-Status Reader::ValueSize(uint64_t index, uint64_t* size) const { return rep_->ValueSize(index, size); }
-Status Reader::ValueSizes(const uint64_t* indices, size_t count, uint64_t* sizes) const {
-  return rep_->ValueSizes(indices, count, sizes);
-}
-Status Reader::ReadInto(uint64_t index, char* dst, uint64_t capacity) { return rep_->ReadInto(index, dst, capacity); }
-Status Reader::Read(uint64_t index, std::string* value) { return rep_->Read(index, value); }
-Status Reader::ReadBatch(const uint64_t* indices, size_t count, char* const* dsts) {
-  return rep_->ReadBatch(indices, count, dsts);
-}
-Status Reader::View(uint64_t index, RecordView* view) { return rep_->View(index, view); }
 void Reader::Prefetch(const uint64_t* indices, size_t count) { rep_->Prefetch(indices, count); }
-Status Reader::ViewBatch(const uint64_t* indices, size_t count, RecordView* views) {
-  return rep_->ViewBatch(indices, count, views);
-}
-Status Reader::CheckMappings() const { return rep_->CheckMappings(); }
-CorpusKeys Reader::corpus_keys() const { return rep_->corpus_keys(); }
-Status Reader::Key(uint64_t index, std::string* key) const { return rep_->Key(index, key); }
-Status Reader::Find(std::string_view key, uint64_t* index) const { return rep_->Find(key, index); }
-Status Reader::LowerBound(std::string_view key, uint64_t* position) const { return rep_->LowerBound(key, position); }
-Status Reader::Get(std::string_view key, std::string* value) { return rep_->Get(key, value); }
-Status Reader::RecordPositions(std::vector<uint64_t>* positions) const { return rep_->RecordPositions(positions); }
 Status Reader::Remap() { return rep_->Remap(); }
-ReaderStats Reader::stats() { return rep_->stats(); }
 
 }  // namespace lmdbloader

@@ -143,11 +143,11 @@ Status Reader::Rep::ReadMeta(Part& part, const std::string& key, std::string* by
   return PreadAt(part, it->second.offset, it->second.size, bytes->data());
 }
 
-Status Reader::Rep::Name(uint64_t index, std::string* name) {
-  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
-  Part* part = nullptr;
+Status Reader::Name(uint64_t index, std::string* name) {
+  LMDBLOADER_RETURN_IF_ERROR(rep_->EnsureProcess());
+  Rep::Part* part = nullptr;
   uint64_t local = 0;
-  LMDBLOADER_RETURN_IF_ERROR(Locate(index, &part, &local));
+  LMDBLOADER_RETURN_IF_ERROR(rep_->Locate(index, &part, &local));
   const auto& meta = part->index.meta();
   auto offsets = meta.find(std::string(kNamesOffsetsKey));
   auto blob = meta.find(std::string(kNamesBlobKey));
@@ -156,25 +156,25 @@ Status Reader::Rep::Name(uint64_t index, std::string* name) {
     return Status::OK();
   }
   if (offsets == meta.end() || blob == meta.end())
-    return Status::NotFound(path_ + " has no record names (not an lmdbloader corpus)");
+    return Status::NotFound(rep_->path_ + " has no record names (not an lmdbloader corpus)");
   if (!part->names_checked.load(std::memory_order_acquire)) {
     // Names are checked against the manifest's checksums the first time one
     // is read in this part, as `verify` checks them: a changed byte is an
     // error, never another name. Read a piece at a time: the names of a
     // large corpus are hundreds of MB this process must not hold.
-    LMDBLOADER_RETURN_IF_ERROR(CheckMeta(*part, offsets->first));
-    LMDBLOADER_RETURN_IF_ERROR(CheckMeta(*part, blob->first));
+    LMDBLOADER_RETURN_IF_ERROR(rep_->CheckMeta(*part, offsets->first));
+    LMDBLOADER_RETURN_IF_ERROR(rep_->CheckMeta(*part, blob->first));
     part->names_checked.store(true, std::memory_order_release);
   }
   if (offsets->second.size < (local + 2) * 8)
     return Status::Corruption("read " + part->location.data_path + ": name offsets too short");
   uint64_t range[2];
-  LMDBLOADER_RETURN_IF_ERROR(PreadAt(*part, offsets->second.offset + local * 8, 16,
-                                     reinterpret_cast<char*>(range)));
+  LMDBLOADER_RETURN_IF_ERROR(rep_->PreadAt(*part, offsets->second.offset + local * 8, 16,
+                                           reinterpret_cast<char*>(range)));
   if (range[1] < range[0] || range[1] > blob->second.size)
     return Status::Corruption("read " + part->location.data_path + ": bad name offsets");
   name->resize(range[1] - range[0]);
-  LMDBLOADER_RETURN_IF_ERROR(PreadAt(*part, blob->second.offset + range[0], range[1] - range[0], name->data()));
+  LMDBLOADER_RETURN_IF_ERROR(rep_->PreadAt(*part, blob->second.offset + range[0], range[1] - range[0], name->data()));
   // Names are UTF-8 text in a corpus (the writer refuses others): bytes that
   // are not, under a matching checksum, came from another writer.
   if (!IsUtf8(*name))
@@ -183,10 +183,10 @@ Status Reader::Rep::Name(uint64_t index, std::string* name) {
   return Status::OK();
 }
 
-Status Reader::Rep::Column(const std::string& name, std::vector<ColumnChunk>* chunks) const {
+Status Reader::Column(const std::string& name, std::vector<ColumnChunk>* chunks) const {
   chunks->clear();
   const std::string key = std::string(kColumnPrefix) + name;
-  for (const auto& part : parts_) {
+  for (const auto& part : rep_->parts_) {
     auto it = part->index.meta().find(key);
     if (it == part->index.meta().end())
       return Status::NotFound("no column '" + name + "' in " + part->location.data_path);
@@ -197,8 +197,8 @@ Status Reader::Rep::Column(const std::string& name, std::vector<ColumnChunk>* ch
   return Status::OK();
 }
 
-Status Reader::Rep::ReadColumn(const std::string& name, std::string* bytes) {
-  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
+Status Reader::ReadColumn(const std::string& name, std::string* bytes) {
+  LMDBLOADER_RETURN_IF_ERROR(rep_->EnsureProcess());
   std::vector<ColumnChunk> chunks;
   LMDBLOADER_RETURN_IF_ERROR(Column(name, &chunks));
   uint64_t total = 0;
@@ -207,40 +207,31 @@ Status Reader::Rep::ReadColumn(const std::string& name, std::string* bytes) {
   uint64_t at = 0;
   for (size_t i = 0; i < chunks.size(); ++i) {
     std::string chunk;
-    LMDBLOADER_RETURN_IF_ERROR(ReadCheckedMeta(*parts_[i], std::string(kColumnPrefix) + name, &chunk));
+    LMDBLOADER_RETURN_IF_ERROR(rep_->ReadCheckedMeta(*rep_->parts_[i], std::string(kColumnPrefix) + name, &chunk));
     std::memcpy(bytes->data() + at, chunk.data(), chunk.size());
     at += chunks[i].size;
   }
   return Status::OK();
 }
 
-Status Reader::Rep::SaveIndexBeside() {
-  for (const auto& part : parts_)
-    LMDBLOADER_RETURN_IF_ERROR(SaveIndex(IndexFileBeside(part->location, options_.db_name), part->index));
+Status Reader::SaveIndexBeside() {
+  for (const auto& part : rep_->parts_)
+    LMDBLOADER_RETURN_IF_ERROR(SaveIndex(IndexFileBeside(part->location, rep_->options_.db_name), part->index));
   return Status::OK();
 }
 
-Status Reader::Rep::CheckMetadata() {
-  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
-  for (const auto& part : parts_) {
+Status Reader::CheckMetadata() {
+  LMDBLOADER_RETURN_IF_ERROR(rep_->EnsureProcess());
+  for (const auto& part : rep_->parts_) {
     for (const auto& [key, sum] : part->meta_sums) {
       if (part->index.meta().find(key) == part->index.meta().end())
         return Status::Corruption("corpus " + part->location.data_path + ": " + key.substr(kMetaPrefix.size()) +
                                   " is listed in the manifest but absent");
-      LMDBLOADER_RETURN_IF_ERROR(CheckMeta(*part, key));
+      LMDBLOADER_RETURN_IF_ERROR(rep_->CheckMeta(*part, key));
     }
   }
   return Status::OK();
 }
-
-// The public methods: each forwards to the Rep's above.
-Status Reader::Name(uint64_t index, std::string* name) { return rep_->Name(index, name); }
-Status Reader::Column(const std::string& name, std::vector<ColumnChunk>* chunks) const {
-  return rep_->Column(name, chunks);
-}
-Status Reader::ReadColumn(const std::string& name, std::string* bytes) { return rep_->ReadColumn(name, bytes); }
-Status Reader::CheckMetadata() { return rep_->CheckMetadata(); }
-Status Reader::SaveIndexBeside() { return rep_->SaveIndexBeside(); }
 
 Status Reader::Rep::VerifyRecord(const Part& part, uint64_t local, const char* data, uint64_t size,
                                  const uint64_t* expected) const {

@@ -8,100 +8,101 @@
 
 namespace lmdbloader {
 
-Status Reader::Rep::Key(uint64_t index, std::string* key) const {
-  if (index >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, index, size_));
-  if (file_set_) {
-    Part* part = nullptr;
+Status Reader::Key(uint64_t index, std::string* key) const {
+  if (index >= rep_->size_) return Status::OutOfRange(OutOfRangeMessage(rep_->path_, index, rep_->size_));
+  if (rep_->file_set_) {
+    Rep::Part* part = nullptr;
     uint64_t local = 0;
-    LMDBLOADER_RETURN_IF_ERROR(Locate(index, &part, &local));
-    PartPins pins;
-    LMDBLOADER_RETURN_IF_ERROR(PinParts(&part, 1, &pins));
+    LMDBLOADER_RETURN_IF_ERROR(rep_->Locate(index, &part, &local));
+    Rep::PartPins pins;
+    LMDBLOADER_RETURN_IF_ERROR(rep_->PinParts(&part, 1, &pins));
     return part->index.Key(local, key);
   }
-  if (parts_.front()->name_keys) {
-    const size_t p = static_cast<size_t>(std::upper_bound(part_ends_.begin(), part_ends_.end(), index) - part_ends_.begin());
-    *key = std::string(parts_[p]->name_keys->Name(index - (p == 0 ? 0 : part_ends_[p - 1])));
+  if (rep_->parts_.front()->name_keys) {
+    const std::vector<uint64_t>& ends = rep_->part_ends_;
+    const size_t p = static_cast<size_t>(std::upper_bound(ends.begin(), ends.end(), index) - ends.begin());
+    *key = std::string(rep_->parts_[p]->name_keys->Name(index - (p == 0 ? 0 : ends[p - 1])));
     return Status::OK();
   }
-  if (parts_.size() == 1) return parts_[0]->index.Key(index, key);
+  if (rep_->parts_.size() == 1) return rep_->parts_[0]->index.Key(index, key);
   // Shard sets are corpora: keys are global record numbers.
   *key = RecordKey(index);
   return Status::OK();
 }
 
-CorpusKeys Reader::Rep::corpus_keys() const {
-  return parts_.front()->name_keys ? CorpusKeys::kNames : CorpusKeys::kRecordNumbers;
+CorpusKeys Reader::corpus_keys() const {
+  return rep_->parts_.front()->name_keys ? CorpusKeys::kNames : CorpusKeys::kRecordNumbers;
 }
 
-Status Reader::Rep::RecordPositions(std::vector<uint64_t>* positions) const {
+Status Reader::RecordPositions(std::vector<uint64_t>* positions) const {
   positions->clear();
-  positions->reserve(size_);
+  positions->reserve(rep_->size_);
   uint64_t base = 0;
-  for (const auto& p : parts_) {
+  for (const auto& p : rep_->parts_) {
     // A file set's files one at a time, each pinned while it is read.
-    PartPins pins;
-    Part* part = p.get();
-    LMDBLOADER_RETURN_IF_ERROR(PinParts(&part, 1, &pins));
+    Rep::PartPins pins;
+    Rep::Part* part = p.get();
+    LMDBLOADER_RETURN_IF_ERROR(rep_->PinParts(&part, 1, &pins));
     if (p->index.paged()) {
       LMDBLOADER_RETURN_IF_ERROR(p->index.paged_index()->ForEach(
           [&](uint64_t, const ValueLocation& at) { positions->push_back(base + at.offset); }));
     } else {
       for (uint64_t i = 0; i < p->index.size(); ++i) positions->push_back(base + p->index.offset(i));
     }
-    base += file_set_ ? p->file_size : p->index.identity.size;
+    base += rep_->file_set_ ? p->file_size : p->index.identity.size;
   }
   return Status::OK();
 }
 
-Status Reader::Rep::Find(std::string_view key, uint64_t* index) const {
+Status Reader::Find(std::string_view key, uint64_t* index) const {
   bool found = false;
-  if (file_set_) {
+  if (rep_->file_set_) {
     // Keys are the files' own: the first file, in order, that holds it.
-    for (size_t p = 0; p < parts_.size() && !found; ++p) {
-      PartPins pins;
-      Part* part = parts_[p].get();
-      LMDBLOADER_RETURN_IF_ERROR(PinParts(&part, 1, &pins));
+    for (size_t p = 0; p < rep_->parts_.size() && !found; ++p) {
+      Rep::PartPins pins;
+      Rep::Part* part = rep_->parts_[p].get();
+      LMDBLOADER_RETURN_IF_ERROR(rep_->PinParts(&part, 1, &pins));
       LMDBLOADER_RETURN_IF_ERROR(part->index.Find(key, &found, index));
-      if (found && p > 0) *index += part_ends_[p - 1];
+      if (found && p > 0) *index += rep_->part_ends_[p - 1];
     }
-  } else if (parts_.front()->name_keys) {
+  } else if (rep_->parts_.front()->name_keys) {
     // Names are unique within a part, and a shard set's parts hold distinct records.
-    for (size_t p = 0; p < parts_.size() && !found; ++p) {
-      found = parts_[p]->name_keys->Find(key, index);
-      if (found && p > 0) *index += part_ends_[p - 1];
+    for (size_t p = 0; p < rep_->parts_.size() && !found; ++p) {
+      found = rep_->parts_[p]->name_keys->Find(key, index);
+      if (found && p > 0) *index += rep_->part_ends_[p - 1];
     }
   } else {
-    if (parts_.size() == 1) LMDBLOADER_RETURN_IF_ERROR(parts_[0]->index.Find(key, &found, index));
-    else found = ParseRecordKey(key, index) && *index < size_;
+    if (rep_->parts_.size() == 1) LMDBLOADER_RETURN_IF_ERROR(rep_->parts_[0]->index.Find(key, &found, index));
+    else found = ParseRecordKey(key, index) && *index < rep_->size_;
   }
   // An expected outcome for most callers (compat's misses): no key in the
   // message, whose hex form would cost more than the lookup.
-  if (!found) return Status::NotFound("key not found in " + path_);
+  if (!found) return Status::NotFound("key not found in " + rep_->path_);
   return Status::OK();
 }
 
-Status Reader::Rep::LowerBound(std::string_view key, uint64_t* position) const {
-  if (file_set_)
-    return Status::Unsupported(path_ + " is a set of files, whose keys are each file's own: no order runs "
+Status Reader::LowerBound(std::string_view key, uint64_t* position) const {
+  if (rep_->file_set_)
+    return Status::Unsupported(rep_->path_ + " is a set of files, whose keys are each file's own: no order runs "
                                "across them (look keys up with Find, or open one file)");
-  if (parts_.front()->name_keys) {
+  if (rep_->parts_.front()->name_keys) {
     // The smallest name >= key over every part.
-    uint64_t best = size_;
+    uint64_t best = rep_->size_;
     std::string_view best_name;
-    for (size_t p = 0; p < parts_.size(); ++p) {
-      const NameKeys& names = *parts_[p]->name_keys;
+    for (size_t p = 0; p < rep_->parts_.size(); ++p) {
+      const NameKeys& names = *rep_->parts_[p]->name_keys;
       const uint64_t at = names.LowerBound(key);
       if (at >= names.size()) continue;
-      if (best == size_ || names.Name(at) < best_name) {
-        best = at + (p == 0 ? 0 : part_ends_[p - 1]);
+      if (best == rep_->size_ || names.Name(at) < best_name) {
+        best = at + (p == 0 ? 0 : rep_->part_ends_[p - 1]);
         best_name = names.Name(at);
       }
     }
     *position = best;
     return Status::OK();
   }
-  if (parts_.size() == 1) return parts_[0]->index.LowerBound(key, position);
-  uint64_t lo = 0, hi = size_;
+  if (rep_->parts_.size() == 1) return rep_->parts_[0]->index.LowerBound(key, position);
+  uint64_t lo = 0, hi = rep_->size_;
   while (lo < hi) {
     uint64_t mid = lo + (hi - lo) / 2;
     if (std::string_view(RecordKey(mid)) < key) lo = mid + 1;
@@ -111,7 +112,7 @@ Status Reader::Rep::LowerBound(std::string_view key, uint64_t* position) const {
   return Status::OK();
 }
 
-Status Reader::Rep::Get(std::string_view key, std::string* value) {
+Status Reader::Get(std::string_view key, std::string* value) {
   uint64_t index = 0;
   LMDBLOADER_RETURN_IF_ERROR(Find(key, &index));
   return Read(index, value);

@@ -346,18 +346,21 @@ void Reader::Rep::AdviseReads(int fd) const {
   if (read_random_ && fd >= 0) (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
 }
 
-Status Reader::Rep::ExpectShare(double share, bool in_chunks) {
-  if (options_.cache_policy != CachePolicy::kAuto || !remote_ || mode_ != AccessMode::kPread) return Status::OK();
+Status Reader::ExpectShare(double share, bool in_chunks) {
+  if (!(share >= 0.0 && share <= 1.0))
+    return Status::InvalidArgument("the expected share of the records must lie in [0, 1]; got " + std::to_string(share));
+  if (rep_->options_.cache_policy != CachePolicy::kAuto || !rep_->remote_ || rep_->mode_ != AccessMode::kPread)
+    return Status::OK();
   // Where the chunk's other records will be read too, reading them with it
   // moves no byte that nobody asked for, and saves a round trip each: worth
   // it for small records only. Records of 60-160 KB are requests that large
   // already, and their whole epoch over an emulated 1 ms link read slower
   // filled than exact with 8 workers (4,845 against 6,163 records/s).
-  const bool small_records = size_ > 0 && data_bytes_ / size_ <= kReadAroundWindow / 4;
-  const bool fill = fill_room_ && small_records && (in_chunks || share >= 0.5);
+  const bool small_records = rep_->size_ > 0 && rep_->data_bytes_ / rep_->size_ <= kReadAroundWindow / 4;
+  const bool fill = rep_->fill_room_ && small_records && (in_chunks || share >= 0.5);
   const CachePolicy want = fill ? CachePolicy::kFill : CachePolicy::kExact;
-  if (want != cache_policy_) {
-    for (auto& p : parts_) {
+  if (want != rep_->cache_policy_) {
+    for (auto& p : rep_->parts_) {
       if (p->fd < 0) continue;  // a file of a set not open yet: its open follows the policy
       if (fill) {
         LMDBLOADER_RETURN_IF_ERROR(
@@ -367,9 +370,9 @@ Status Reader::Rep::ExpectShare(double share, bool in_chunks) {
         p->filler.reset();
       }
     }
-    cache_policy_ = want;
-    read_random_ = !fill;
-    for (auto& p : parts_) AdviseReads(p->fd);
+    rep_->cache_policy_ = want;
+    rep_->read_random_ = !fill;
+    for (auto& p : rep_->parts_) rep_->AdviseReads(p->fd);
   }
   // A part of the records, read exactly, is capped by the requests in
   // flight; where the link moves the whole file faster than that (measured:
@@ -377,10 +380,10 @@ Status Reader::Rep::ExpectShare(double share, bool in_chunks) {
   // page cache (not this process's memory), where the part's other records
   // in it wait. Bytes nobody asks for cross the link only where they cost
   // less than the round trips they save.
-  read_around_ = false;
-  if (!fill && small_records && cache_room_ && share > 0 && !parts_.empty()) {
-    if (!link_.measured) link_ = MeasureLink(parts_.front()->location.data_path, io_.get());
-    read_around_ = ReadAroundPays(link_, data_bytes_, share * static_cast<double>(size_));
+  rep_->read_around_ = false;
+  if (!fill && small_records && rep_->cache_room_ && share > 0 && !rep_->parts_.empty()) {
+    if (!rep_->link_.measured) rep_->link_ = MeasureLink(rep_->parts_.front()->location.data_path, rep_->io_.get());
+    rep_->read_around_ = ReadAroundPays(rep_->link_, rep_->data_bytes_, share * static_cast<double>(rep_->size_));
   }
   return Status::OK();
 }

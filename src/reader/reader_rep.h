@@ -3,8 +3,10 @@
 // (a data file of a shard set or a set of files each), and what the Reader's
 // implementation files share: reader.cc (reads, views, stats), reader_keys.cc
 // (keys and lookups), reader_open.cc (opening, and reopening after fork),
-// reader_files.cc (sets of files) and reader_corpus.cc (corpus metadata). Each public Reader method forwards to the Rep method of
-// the same name. Internal: not part of the public API.
+// reader_files.cc (sets of files) and reader_corpus.cc (corpus metadata).
+// The Rep holds state and the helpers several of those files share; each
+// public Reader method does its own work, through rep_. Internal: not part of
+// the public API.
 #ifndef LMDBLOADER_SRC_READER_REP_H_
 #define LMDBLOADER_SRC_READER_REP_H_
 
@@ -118,37 +120,19 @@ struct Reader::Rep {
     }
   };
 
-  // The public methods' implementations (see reader.h for what each does).
-  // Open's, on a Rep made for it: fills in the state from `path`.
+  // Reader::Open's work, on a Rep made for it: fills in the state from `path`.
   Status Open(const std::string& path, const ReaderOptions& options);
-  unsigned db_flags() const;
-  Status ValueSize(uint64_t index, uint64_t* size) const;
-  Status ValueSizes(const uint64_t* indices, size_t count, uint64_t* sizes) const;
-  Status ValueSizesOf(const uint64_t* indices, size_t count, uint64_t* sizes) const;  // one chunk
+  // One chunk (FileSetChunk) of Reader::ValueSizes.
+  Status ValueSizesOf(const uint64_t* indices, size_t count, uint64_t* sizes) const;
   // How many of `indices` (from the first) a file set reads together: those
   // from at most half of max_open_parts_ files. All of them otherwise.
   size_t FileSetChunk(const uint64_t* indices, size_t count) const;
-  Status ReadInto(uint64_t index, char* dst, uint64_t capacity);
-  Status Read(uint64_t index, std::string* value);
-  Status ReadBatch(const uint64_t* indices, size_t count, char* const* dsts);
-  Status ReadBatchOf(const uint64_t* indices, size_t count, char* const* dsts);  // one chunk
-  Status View(uint64_t index, RecordView* view);
+  // One chunk (FileSetChunk) of Reader::ReadBatch.
+  Status ReadBatchOf(const uint64_t* indices, size_t count, char* const* dsts);
+  // Reader::Prefetch's and Reader::Remap's work, which the reads do too
+  // (ReadBatchOf and Reader::ViewBatch prefetch; NoteMapped remaps).
   void Prefetch(const uint64_t* indices, size_t count);
-  Status ViewBatch(const uint64_t* indices, size_t count, RecordView* views);
-  Status CheckMappings() const;
-  CorpusKeys corpus_keys() const;
-  Status Key(uint64_t index, std::string* key) const;
-  Status Find(std::string_view key, uint64_t* index) const;
-  Status LowerBound(std::string_view key, uint64_t* position) const;
-  Status Get(std::string_view key, std::string* value);
-  Status Name(uint64_t index, std::string* name);
-  Status Column(const std::string& name, std::vector<ColumnChunk>* chunks) const;
-  Status ReadColumn(const std::string& name, std::string* bytes);
-  Status RecordPositions(std::vector<uint64_t>* positions) const;
-  Status CheckMetadata();
-  Status SaveIndexBeside();
   Status Remap();
-  ReaderStats stats();
 
   Status OpenPart(const std::string& path, Part* part, std::string* index_source);
   // A set of ordinary LMDB files as one dataset (file_set.h): their record
@@ -174,8 +158,6 @@ struct Reader::Rep {
   Status ChooseReadPath(const std::string& data_path, uint64_t data_bytes);
   // POSIX_FADV_RANDOM on a data descriptor where reads are exact over a link.
   void AdviseReads(int fd) const;
-  // Reader::ExpectShare: cache="auto" on a remote file system, resolved again.
-  Status ExpectShare(double share, bool in_chunks);
   Status ShrankUnderMapping(const Part& part) const;
   // IOError naming the file when a writer committed to a plain LMDB opened
   // without the lock file since it was opened: its pages are the snapshot's

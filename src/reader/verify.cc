@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "lmdbloader/msgpack_record.h"
-#include "lmdbloader/page_check.h"
 #include "lmdbloader/reader.h"
+#include "corpus/page_check.h"
 
 namespace lmdbloader {
 

@@ -6,7 +6,6 @@
 #include "lmdbloader/database_info.h"
 #include "lmdbloader/leaf_layout.h"
 #include "lmdbloader/named_databases.h"
-#include "lmdbloader/page_check.h"
 
 #include <lmdb.h>
 #include <sys/stat.h>
@@ -21,6 +20,7 @@
 #include "lmdbloader/reader.h"
 #include "lmdbloader/shard_set.h"
 #include "lmdbloader/writer.h"
+#include "corpus/page_check.h"
 #include "test_util.h"
 
 namespace lmdbloader {

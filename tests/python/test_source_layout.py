@@ -31,7 +31,7 @@ PUBLIC = {
     "status.h": "base", "options.h": "base",
     "memory.h": "io", "memory_budget.h": "io", "batch_ring.h": "io", "atomic_write.h": "io",
     "corpus_keys.h": "corpus", "database_info.h": "corpus", "named_databases.h": "corpus",
-    "leaf_layout.h": "corpus", "lmdb_version.h": "corpus", "page_check.h": "corpus",
+    "leaf_layout.h": "corpus", "lmdb_version.h": "corpus",
     "lmdb_copy.h": "corpus", "msgpack_record.h": "corpus", "caffe_datum.h": "corpus", "writer.h": "corpus",
     "reader.h": "reader", "record_view.h": "reader", "scan.h": "reader", "verify.h": "reader",
     "convert.h": "convert", "shard_set.h": "convert", "report_fields.h": "convert",

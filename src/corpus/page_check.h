@@ -1,8 +1,9 @@
 // A check of every page of an LMDB's data files, for damage that liblmdb
 // would not survive (it trusts the pages it reads): the first thing
-// `lmdbloader verify` does, before anything else reads the file.
-#ifndef LMDBLOADER_PAGE_CHECK_H_
-#define LMDBLOADER_PAGE_CHECK_H_
+// `lmdbloader verify` does, before anything else reads the file. Internal to
+// the library (corpus/ implements it, reader/'s verify calls it).
+#ifndef LMDBLOADER_SRC_CORPUS_PAGE_CHECK_H_
+#define LMDBLOADER_SRC_CORPUS_PAGE_CHECK_H_
 
 #include <string>
 #include <vector>
@@ -21,4 +22,4 @@ Status CheckPages(const std::string& path, const std::string& db_name, std::vect
 
 }  // namespace lmdbloader
 
-#endif  // LMDBLOADER_PAGE_CHECK_H_
+#endif  // LMDBLOADER_SRC_CORPUS_PAGE_CHECK_H_
