@@ -34,12 +34,7 @@ py::tuple DatumTuple(const py::handle& record, const HeldBuffer& held, const Caf
 py::tuple ParseOne(const py::object& record) {
   HeldBuffer held(record, PyBUF_C_CONTIGUOUS, "a record");
   CaffeDatum d;
-  Status s;
-  {
-    py::gil_scoped_release release;
-    s = ParseCaffeDatum(held.bytes(), &d);
-  }
-  ThrowIfError(s);
+  ThrowIfError(WithoutGil([&] { return ParseCaffeDatum(held.bytes(), &d); }));
   return DatumTuple(record, held, d);
 }
 

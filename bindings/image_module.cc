@@ -68,12 +68,7 @@ HeldBuffer OutputBuffer(const py::object& out, size_t need) {
 py::tuple ImageInfoOf(const py::object& data) {
   HeldBuffer buf(data, PyBUF_SIMPLE, "data");
   ImageInfo info;
-  Status s;
-  {
-    py::gil_scoped_release release;
-    s = ReadImageInfo(buf.bytes(), &info);
-  }
-  ThrowIfError(s);
+  ThrowIfError(WithoutGil([&] { return ReadImageInfo(buf.bytes(), &info); }));
   return py::make_tuple(info.width, info.height, info.components, info.format == ImageFormat::kJpeg);
 }
 

@@ -22,6 +22,14 @@ inline void ThrowIfError(const Status& s) {
   if (!s.ok()) throw StatusError{s};
 }
 
+// Runs `work` (a library call that touches no Python object, returning a
+// Status) with the GIL released, so that other Python threads run meanwhile.
+template <typename Work>
+Status WithoutGil(Work&& work) {
+  pybind11::gil_scoped_release release;
+  return work();
+}
+
 // A bad argument the library never sees: ValueError, through the translator.
 [[noreturn]] inline void ThrowInvalid(std::string message) {
   throw StatusError{Status::InvalidArgument(std::move(message))};

@@ -209,13 +209,17 @@ Status Reader::Rep::NoteMapped(Part& part, uint64_t offset, uint64_t size) {
   return Status::OK();
 }
 
+Status Reader::Rep::LocateOne(uint64_t index, Part** part, uint64_t* local, ValueLocation* at, PartPins* pins) {
+  LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
+  return LocateAll(&index, 1, part, local, at, pins);
+}
+
 Status Reader::ReadInto(uint64_t index, char* dst, uint64_t capacity) {
-  LMDBLOADER_RETURN_IF_ERROR(rep_->EnsureProcess());
   Rep::Part* part = nullptr;
   uint64_t local = 0;
   ValueLocation at;
   Rep::PartPins pins;
-  LMDBLOADER_RETURN_IF_ERROR(rep_->LocateAll(&index, 1, &part, &local, &at, &pins));
+  LMDBLOADER_RETURN_IF_ERROR(rep_->LocateOne(index, &part, &local, &at, &pins));
   if (capacity < at.size)
     return Status::InvalidArgument("buffer of " + std::to_string(capacity) + " bytes is too small for record " +
                                    std::to_string(index) + " (" + std::to_string(at.size) + " bytes)");
@@ -223,12 +227,11 @@ Status Reader::ReadInto(uint64_t index, char* dst, uint64_t capacity) {
 }
 
 Status Reader::Read(uint64_t index, std::string* value) {
-  LMDBLOADER_RETURN_IF_ERROR(rep_->EnsureProcess());
   Rep::Part* part = nullptr;
   uint64_t local = 0;
   ValueLocation at;
   Rep::PartPins pins;
-  LMDBLOADER_RETURN_IF_ERROR(rep_->LocateAll(&index, 1, &part, &local, &at, &pins));
+  LMDBLOADER_RETURN_IF_ERROR(rep_->LocateOne(index, &part, &local, &at, &pins));
   value->resize(at.size);
   return rep_->CopyOut(*part, local, at, value->data());
 }
@@ -289,12 +292,11 @@ Status Reader::Rep::ReadBatchOf(const uint64_t* indices, size_t count, char* con
 Status Reader::View(uint64_t index, RecordView* view) {
   if (rep_->mode_ != AccessMode::kMmap)
     return Status::InvalidArgument("views need mode=mmap; " + rep_->path_ + " was opened in pread mode");
-  LMDBLOADER_RETURN_IF_ERROR(rep_->EnsureProcess());
   Rep::Part* part = nullptr;
   uint64_t local = 0;
   ValueLocation at;
   Rep::PartPins pins;
-  LMDBLOADER_RETURN_IF_ERROR(rep_->LocateAll(&index, 1, &part, &local, &at, &pins));
+  LMDBLOADER_RETURN_IF_ERROR(rep_->LocateOne(index, &part, &local, &at, &pins));
   const uint64_t offset = at.offset;
   const uint64_t size = at.size;
   // The governor reads the kernel's count, which shows the pages touched

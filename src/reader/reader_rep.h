@@ -172,6 +172,8 @@ struct Reader::Rep {
   // In a file set, the files are opened and pinned in `pins`.
   Status LocateAll(const uint64_t* indices, size_t count, Part** parts, uint64_t* locals,
                    ValueLocation* locations, PartPins* pins) const;
+  // One record: this process's handles first (EnsureProcess), then LocateAll.
+  Status LocateOne(uint64_t index, Part** part, uint64_t* local, ValueLocation* at, PartPins* pins);
   // File sets: opens each of parts[0..count) not open yet and pins it in `pins`.
   Status PinParts(Part* const* parts, size_t count, PartPins* pins) const;
   // Where each record lies, a part at a time.
