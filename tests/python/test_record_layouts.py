@@ -404,6 +404,23 @@ def test_records_msgpack_0_6_wrote_bytes_as_str(tmp_path):
     assert torch.equal(a, b) and la == lb == 3
     with pytest.raises(lmdbloader.DecodeError, match="a clip's frames are a msgpack list"):
         lmdbloader.LmdbDataset(path, keys=["4"], decode=lmdbloader.ClipDecode(48, frames=4))[0]
+    # Converted, each reads as its source does: clips and images (a corpus's
+    # records have one set of columns) apart.
+    for name, keys in (("clips", (b"0", b"1")), ("images", (b"2", b"3"))):
+        with lmdb.open(path, readonly=True, lock=False) as env, env.begin() as txn:
+            write_lmdb(tmp_path / f"src-{name}", [(k, txn.get(k)) for k in keys])
+        lmdbloader.convert(str(tmp_path / f"src-{name}"), str(tmp_path / name), kind="lmdb", record="msgpack")
+    converted = lmdbloader.LmdbDataset(str(tmp_path / "clips"), decode="msgpack")
+    assert converted[0] == converted[1] == {"frames": frames}
+    copies = lmdbloader.LmdbDataset(str(tmp_path / "clips"),
+                                    decode=lmdbloader.ClipDecode(48, frames=4, train=False, target=None))
+    assert torch.equal(copies[0], clips[0]) and torch.equal(copies[1], clips[0])
+    converted = lmdbloader.LmdbDataset(str(tmp_path / "images"), decode="msgpack")
+    assert converted[0] == converted[1] == {"image": image, "label": 3}
+    copied = lmdbloader.LmdbDataset(str(tmp_path / "images"), decode=lmdbloader.ImageDecode(48, train=False))
+    for k in range(2):
+        c, lc = copied[k]
+        assert torch.equal(c, a) and lc == 3
 
 
 def test_targets_stand_for_records_without_one_and_transforms_see_the_image(tmp_path, photos):
