@@ -154,18 +154,20 @@ constexpr double kImageNetStd[3] = {0.229, 0.224, 0.225};
 //   contrast f: ImageEnhance.Contrast, a blend with the gray level
 //     int(mean of the image's L + 0.5);
 //   saturation f: ImageEnhance.Color, a blend with the image's L;
+//   hue f (-0.5 to 0.5): torchvision's adjust_hue, PIL's convert("HSV"),
+//     the hue plus uint8(int(f * 255)) modulo 256, and back to RGB;
 //   grayscale: convert("L") back to three equal channels;
 //   solarize t: ImageOps.solarize, every level >= t becomes 255 - level.
 // A blend is Pillow's ImagingBlend: in float, gray + f * (level - gray),
 // truncated toward zero and clamped to 0..255. L is PIL's luma,
 // (19595 R + 38470 G + 7471 B + 2^15) >> 16. On one channel (grayscale
-// output) a level is its own L: saturation and grayscale change nothing.
-enum class ColourOpKind : uint8_t { kBrightness, kContrast, kSaturation, kGrayscale, kSolarize };
+// output) a level is its own L: saturation, hue and grayscale change nothing.
+enum class ColourOpKind : uint8_t { kBrightness, kContrast, kSaturation, kHue, kGrayscale, kSolarize };
 
 struct ColourOp {
   ColourOpKind kind = ColourOpKind::kBrightness;
-  // The factor (brightness, contrast, saturation: finite, >= 0) or the
-  // threshold (solarize: finite); grayscale ignores it.
+  // The factor (brightness, contrast, saturation: finite, >= 0; hue: -0.5
+  // to 0.5) or the threshold (solarize: finite); grayscale ignores it.
   float value = 1.0f;
 };
 
@@ -177,7 +179,7 @@ struct ColourOps {
   ColourOp ops[kMaxColourOps];
 };
 
-// "brightness", "contrast", "saturation", "grayscale", "solarize": the names
+// "brightness", "contrast", "saturation", "hue", "grayscale", "solarize": the names
 // every front spells the ops with. ParseColourOp: InvalidArgument "colour op
 // must be one of ...; got 'x'" for another name.
 std::vector<std::string> ColourOpNames();

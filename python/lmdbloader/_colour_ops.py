@@ -51,12 +51,10 @@ class ColourDraws:
         self.ranges = None
         if jitter is not None:
             if not isinstance(jitter, (tuple, list)) or len(jitter) not in (3, 4):
-                raise ValueError(f"jitter must be (brightness, contrast, saturation) or with hue a fourth, as "
+                raise ValueError(f"jitter must be (brightness, contrast, saturation[, hue]), as "
                                  f"ColorJitter takes them; got {jitter!r}")
             self.ranges = [jitter_range(v, what) for v, what in zip(jitter[:3], _JITTERED)]
-            if len(jitter) == 4 and jitter_range(jitter[3], "hue", 0.0, (-0.5, 0.5)) is not None:
-                raise ValueError("jitter's hue is not fused yet: give hue 0 (or three values), or apply "
-                                 "ColorJitter's hue through LmdbDataset(transform=...)")
+            self.ranges.append(jitter_range(jitter[3], "hue", 0.0, (-0.5, 0.5)) if len(jitter) == 4 else None)
         self.jitter_p = probability(jitter_p, "jitter_p")
         self.gray_p = probability(gray_p, "gray_p")
         self.solarize_p = probability(solarize_p, "solarize_p")
@@ -80,7 +78,7 @@ class ColourDraws:
                                                                not self.jitter_p < torch.rand(1)):
             order = torch.randperm(4).tolist()
             factors = [None if r is None else float(torch.empty(1).uniform_(r[0], r[1])) for r in self.ranges]
-            ops += [(_JITTERED[i], factors[i]) for i in order if i < 3 and factors[i] is not None]
+            ops += [(_JITTERED[i], factors[i]) for i in order if factors[i] is not None]
         if self.gray_p > 0 and torch.rand(1) < self.gray_p:
             ops.append(("grayscale", 0.0))
         if self.solarize_p > 0 and torch.rand(1).item() < self.solarize_p:
@@ -96,7 +94,7 @@ def apply_colour(pixels, ops):
     """A copy of ``pixels`` (uint8, (height, width, 3) or (height, width))
     with ``ops`` applied by the code ImageDecode runs on each image: a list
     of (name, value) pairs, ``name`` one of ``brightness``, ``contrast``,
-    ``saturation`` (factors, as torchvision's adjust_* take them),
+    ``saturation``, ``hue`` (factors, as torchvision's adjust_* take them),
     ``grayscale`` (value unused) or ``solarize`` (the threshold)."""
     out = np.array(pixels, dtype=np.uint8, order="C", copy=True)
     _core.apply_colour(out, [(name, value) for name, value in ops])

@@ -101,9 +101,9 @@ class ImageDecode:
     "CHW" (as ToTensor) or "HWC".
 
     Colour, after the flip, on the resized levels, as torchvision changes
-    PIL images: ``jitter=(brightness, contrast, saturation)``:
+    PIL images: ``jitter=(brightness, contrast, saturation[, hue])``:
     ``RandomApply([ColorJitter(...)], p=jitter_p)`` (``jitter_p=1``, the
-    default: ColorJitter alone; hue is not fused: ValueError);
+    default: ColorJitter alone);
     ``gray_p``: ``RandomGrayscale(gray_p)``; ``solarize_p``:
     ``RandomSolarize(solarize_threshold, solarize_p)`` (threshold 128), in
     that order, drawn after the flip with torch's generator. On a padded

@@ -1,5 +1,6 @@
 #include "image/colour_ops.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cmath>
@@ -16,6 +17,7 @@ namespace {
 constexpr EnumName<ColourOpKind> kColourOps[] = {{ColourOpKind::kBrightness, "brightness"},
                                                  {ColourOpKind::kContrast, "contrast"},
                                                  {ColourOpKind::kSaturation, "saturation"},
+                                                 {ColourOpKind::kHue, "hue"},
                                                  {ColourOpKind::kGrayscale, "grayscale"},
                                                  {ColourOpKind::kSolarize, "solarize"}};
 
@@ -29,6 +31,63 @@ inline uint8_t Blend(int gray, int level, float f) {
   if (t <= 0.0f) return 0;
   if (t >= 255.0f) return 255;
   return static_cast<uint8_t>(t);
+}
+
+// Pillow's rgb2hsv of one pixel (its Convert.c, after colorsys): float
+// ratios, the hue's offset and wrap in double, both scaled by 255 and
+// truncated. Written with Pillow's types so each step rounds where its does.
+inline void RgbToHsv(const uint8_t* p, int* h, int* s, int* v) {
+  const int r = p[0], g = p[1], b = p[2];
+  const int maxc = std::max(r, std::max(g, b)), minc = std::min(r, std::min(g, b));
+  *v = maxc;
+  if (maxc == minc) {
+    *h = *s = 0;
+    return;
+  }
+  const float range = static_cast<float>(maxc - minc);
+  const float sat = range / static_cast<float>(maxc);
+  const float rc = static_cast<float>(maxc - r) / range;
+  const float gc = static_cast<float>(maxc - g) / range;
+  const float bc = static_cast<float>(maxc - b) / range;
+  float hue;
+  if (r == maxc) {
+    hue = bc - gc;
+  } else if (g == maxc) {
+    hue = static_cast<float>(2.0 + rc - bc);
+  } else {
+    hue = static_cast<float>(4.0 + gc - rc);
+  }
+  hue = static_cast<float>(std::fmod(hue / 6.0 + 1.0, 1.0));
+  *h = std::min(std::max(static_cast<int>(hue * 255.0), 0), 255);
+  *s = std::min(std::max(static_cast<int>(sat * 255.0), 0), 255);
+}
+
+// Pillow's hsv2rgb of one pixel: the sector and remainder in double, the
+// remainder and saturation kept in float, each level rounded half away
+// from zero.
+inline void HsvToRgb(int h, int s, int v, uint8_t* p) {
+  if (s == 0) {
+    p[0] = p[1] = p[2] = static_cast<uint8_t>(v);
+    return;
+  }
+  const int sector = static_cast<int>(std::floor(static_cast<float>(h) * 6.0 / 255.0));
+  const float f = static_cast<float>(static_cast<float>(h) * 6.0 / 255.0 - static_cast<float>(sector));
+  const float fs = static_cast<float>(static_cast<float>(s) / 255.0);
+  const float fv = static_cast<float>(v);
+  const float fsf = fs * f;  // a float product, as Pillow's
+  const int lo = std::min(std::max(static_cast<int>(std::round(fv * (1.0 - fs))), 0), 255);
+  const int down = std::min(std::max(static_cast<int>(std::round(fv * (1.0 - fsf))), 0), 255);
+  const int up = std::min(std::max(static_cast<int>(std::round(fv * (1.0 - fs * (1.0 - f)))), 0), 255);
+  int rgb[3];
+  switch (sector % 6) {
+    case 0: rgb[0] = v, rgb[1] = up, rgb[2] = lo; break;
+    case 1: rgb[0] = down, rgb[1] = v, rgb[2] = lo; break;
+    case 2: rgb[0] = lo, rgb[1] = v, rgb[2] = up; break;
+    case 3: rgb[0] = lo, rgb[1] = down, rgb[2] = v; break;
+    case 4: rgb[0] = up, rgb[1] = lo, rgb[2] = v; break;
+    default: rgb[0] = v, rgb[1] = lo, rgb[2] = down; break;
+  }
+  for (int c = 0; c < 3; ++c) p[c] = static_cast<uint8_t>(rgb[c]);
 }
 
 void ApplyTable(const uint8_t (&table)[256], uint8_t* p, size_t n) {
@@ -70,6 +129,18 @@ void ApplyOne(const ColourOp& op, uint8_t* p, size_t pixels, uint32_t channels) 
         p[2] = Blend(l, p[2], op.value);
       }
       return;
+    case ColourOpKind::kHue: {
+      // torchvision's adjust_hue of a PIL image: to HSV, the hue plus
+      // uint8(int32(factor * 255)) modulo 256, back to RGB.
+      if (channels == 1) return;
+      const int shift = static_cast<int>(static_cast<double>(op.value) * 255.0) & 255;
+      for (size_t i = 0; i < pixels; ++i, p += 3) {
+        int h, s, v;
+        RgbToHsv(p, &h, &s, &v);
+        HsvToRgb((h + shift) & 255, s, v, p);
+      }
+      return;
+    }
     case ColourOpKind::kGrayscale:
       if (channels == 1) return;
       for (size_t i = 0; i < pixels; ++i, p += 3) p[0] = p[1] = p[2] = static_cast<uint8_t>(Luma(p));
@@ -107,11 +178,13 @@ Status CheckColourOps(const ColourOps& ops) {
     const char* name = NameOf(kColourOps, op.kind);
     if (name == nullptr) return Status::InvalidArgument("colour op " + std::to_string(i) + " has no known kind");
     const bool factor = op.kind != ColourOpKind::kGrayscale && op.kind != ColourOpKind::kSolarize;
-    if ((op.kind != ColourOpKind::kGrayscale && !std::isfinite(op.value)) || (factor && op.value < 0.0f)) {
+    const bool hue = op.kind == ColourOpKind::kHue;
+    if ((op.kind != ColourOpKind::kGrayscale && !std::isfinite(op.value)) ||
+        (factor && !hue && op.value < 0.0f) || (hue && std::fabs(op.value) > 0.5f)) {
       char v[32];
       std::snprintf(v, sizeof(v), "%g", double(op.value));
       return Status::InvalidArgument(std::string(name) + (factor ? " factor " : " threshold ") + v +
-                                     (factor ? " (finite, >= 0)" : " (finite)"));
+                                     (hue ? " (-0.5 to 0.5)" : factor ? " (finite, >= 0)" : " (finite)"));
     }
   }
   return Status::OK();

@@ -69,6 +69,18 @@ TEST(ColourOpsTest, EachOpIsItsFormula) {
   }
 }
 
+// Hue: a turn of a third takes the primaries round (red to green to blue),
+// leaves grays alone, and one channel as it is.
+TEST(ColourOpsTest, HueTurnsThePrimariesAndLeavesGrays) {
+  uint8_t p[12] = {255, 0, 0, 0, 255, 0, 0, 0, 255, 90, 90, 90};
+  ASSERT_OK(ApplyColourOps(Ops({{ColourOpKind::kHue, 1.0f / 3}}), p, 4, 1, 3));
+  const uint8_t want[12] = {0, 255, 0, 0, 0, 255, 255, 0, 0, 90, 90, 90};
+  for (int i = 0; i < 12; ++i) EXPECT_NEAR(p[i], want[i], 3) << i;
+  uint8_t one[4] = {1, 50, 200, 255};
+  ASSERT_OK(ApplyColourOps(Ops({{ColourOpKind::kHue, -0.2f}}), one, 4, 1, 1));
+  EXPECT_EQ(one[1], 50);
+}
+
 TEST(ColourOpsTest, OneChannelIsItsOwnLuma) {
   const std::vector<uint8_t> src = Noise(64, 2);
   std::vector<uint8_t> v = src;
@@ -87,7 +99,8 @@ TEST(ColourOpsTest, BadOpsAreRefused) {
   EXPECT_EQ(ApplyColourOps(Ops({{ColourOpKind::kSolarize, NAN}}), p, 1, 1, 3).code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(ApplyColourOps(Ops({}), p, 1, 1, 2).code(), Status::Code::kInvalidArgument);
   ColourOpKind kind;
-  EXPECT_EQ(ParseColourOp("hue", &kind).code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(ParseColourOp("sharpness", &kind).code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(ApplyColourOps(Ops({{ColourOpKind::kHue, 0.6f}}), p, 1, 1, 3).code(), Status::Code::kInvalidArgument);
   ASSERT_OK(ParseColourOp("solarize", &kind));
   EXPECT_EQ(kind, ColourOpKind::kSolarize);
 }

@@ -23,7 +23,7 @@ import torchvision.transforms as T  # noqa: E402
 from torchvision.transforms import functional as F  # noqa: E402
 
 PHOTOS = ("astronaut", "chelsea", "coffee", "rocket", "immunohistochemistry")
-DINO = dict(jitter=(0.4, 0.4, 0.2), jitter_p=0.8, gray_p=0.2, solarize_p=0.2)
+DINO = dict(jitter=(0.4, 0.4, 0.2, 0.1), jitter_p=0.8, gray_p=0.2, solarize_p=0.2)
 
 
 def photo(name, longer=320):
@@ -49,6 +49,8 @@ def torchvision_op(img, name, value):
         return F.adjust_contrast(img, value)
     if name == "saturation":
         return F.adjust_saturation(img, value)
+    if name == "hue":
+        return F.adjust_hue(img, value)
     if name == "grayscale":
         return F.rgb_to_grayscale(img, num_output_channels=3)
     return F.solarize(img, value)
@@ -57,6 +59,7 @@ def torchvision_op(img, name, value):
 OPS = [("brightness", f) for f in (0.0, 0.6, 1.0, 1.37, 2.5)] + \
       [("contrast", f) for f in (0.0, 0.6, 1.0, 1.37, 2.5)] + \
       [("saturation", f) for f in (0.0, 0.8, 1.0, 1.2, 3.0)] + \
+      [("hue", f) for f in (-0.5, -0.23, 0.0, 0.1, 0.5)] + \
       [("grayscale", 0.0), ("solarize", 128.0), ("solarize", 64.5), ("solarize", 0.0)]
 
 
@@ -73,9 +76,22 @@ def test_each_op_is_torchvisions_on_pil_images(name, value):
     assert worst <= 2
 
 
+@pytest.mark.parametrize("factor", [-0.5, -0.3137, -0.1, 0.05, 0.25, 0.49])
+def test_hue_is_pils_hsv_round_trip_for_every_colour(factor):
+    """All 2^24 colours through adjust_hue: PIL's rgb2hsv and hsv2rgb are
+    float arithmetic, so this checks every rounding, not a sample."""
+    v = np.arange(1 << 24, dtype=np.uint32)
+    every = np.stack([v >> 16, (v >> 8) & 255, v & 255], axis=1).astype(np.uint8).reshape(4096, 4096, 3)
+    got = vision.apply_colour(every, [("hue", factor)])
+    want = np.asarray(F.adjust_hue(Image.fromarray(every), factor))
+    differ = np.count_nonzero(np.any(got != want, axis=2))
+    print(f"hue {factor}: {differ} of 2^24 colours differ")
+    assert differ == 0
+
+
 def test_one_channel_ops_are_torchvisions_on_l_images():
     img = photo("camera")
-    for name, value in [("brightness", 1.3), ("contrast", 0.7), ("solarize", 100.0)]:
+    for name, value in [("brightness", 1.3), ("contrast", 0.7), ("solarize", 100.0), ("hue", 0.3)]:
         got = vision.apply_colour(np.asarray(img), [(name, value)])
         assert mean_levels(got, np.asarray(torchvision_op(img, name, value))) <= 0.01, name
     assert np.array_equal(vision.apply_colour(np.asarray(img), [("saturation", 0.3), ("grayscale", 0)]),
@@ -84,7 +100,7 @@ def test_one_channel_ops_are_torchvisions_on_l_images():
 
 def torchvision_dino(size):
     return T.Compose([T.RandomResizedCrop(size, antialias=True), T.RandomHorizontalFlip(),
-                      T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2)], p=0.8), T.RandomGrayscale(0.2),
+                      T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8), T.RandomGrayscale(0.2),
                       T.RandomSolarize(128, p=0.2)])
 
 
@@ -99,9 +115,10 @@ def sources():
 def test_the_recipe_is_torchvisions_compose_seeded_alike(size):
     """RandomResizedCrop, flip, RandomApply(ColorJitter), RandomGrayscale,
     RandomSolarize: the same draws from one seed, the images within 2
-    levels on average. The ops add nothing to the resize's own difference
-    but carry it (the crop's, from boxes larger than twice the output,
-    decoded smaller in the IDCT: about a level, up to 2.5 on some crops)."""
+    levels on average. The ops are exact on a given crop; they carry the
+    crop's own difference (boxes larger than twice the output are decoded
+    smaller in the IDCT: about a level, up to 2.5 on some crops), hue
+    magnifying it a little where the saturation is low."""
     decode = lmdbloader.ImageDecode(size, dtype=torch.uint8, layout="HWC", record="raw", **DINO)
     plain = lmdbloader.ImageDecode(size, dtype=torch.uint8, layout="HWC", record="raw")
     recipe, crop = torchvision_dino(size), T.Compose([T.RandomResizedCrop(size, antialias=True),
@@ -119,7 +136,7 @@ def test_the_recipe_is_torchvisions_compose_seeded_alike(size):
             torch.manual_seed(seed)
             crops.append(mean_levels(alone, crop(img)))
             diffs.append(mean_levels(got, want))
-            assert diffs[-1] <= crops[-1] + 0.5, (name, seed, diffs[-1], crops[-1])
+            assert diffs[-1] <= 1.5 * crops[-1] + 0.5, (name, seed, diffs[-1], crops[-1])
             assert size != 224 or diffs[-1] <= 2, (name, seed, diffs[-1])
     print(f"recipe at {size}: ops on {np.mean(diffs):.4f} (worst {max(diffs):.4f}), "
           f"crop alone {np.mean(crops):.4f} (worst {max(crops):.4f}) levels")
@@ -186,7 +203,6 @@ def test_a_seeded_dataloader_run_repeats(corpus):
     (dict(solarize_p=True), "solarize_p"), (dict(solarize_threshold=float("nan")), "solarize_threshold"),
     (dict(jitter=(-0.1, 0, 0)), "brightness"), (dict(jitter=(0, (1.2, 0.8), 0)), "contrast"),
     (dict(jitter=(0, 0, "x")), "saturation"), (dict(jitter=(0.4, 0.4)), "jitter"),
-    (dict(jitter=(0.4, 0.4, 0.2, 0.1)), "hue is not fused.*transform="),
     (dict(jitter=(0.4, 0.4, 0.2, 0.6)), "hue"),
 ])
 def test_bad_parameters_raise_value_error_naming_the_option(options, match):
@@ -196,7 +212,7 @@ def test_bad_parameters_raise_value_error_naming_the_option(options, match):
 
 def test_bad_ops_given_to_apply_colour_raise_value_error():
     pixels = np.zeros((4, 4, 3), np.uint8)
-    for ops, match in [([("hue", 0.1)], "colour op must be one of brightness"), ([("contrast", -1)], "contrast"),
+    for ops, match in [([("sharpness", 0.1)], "colour op must be one of brightness"), ([("hue", 0.7)], "hue"), ([("contrast", -1)], "contrast"),
                        ([("solarize", float("inf"))], "solarize")]:
         with pytest.raises(ValueError, match=match):
             vision.apply_colour(pixels, ops)
