@@ -57,29 +57,57 @@ inline void RgbToHsv(const uint8_t* p, int* h, int* s, int* v) {
   } else {
     hue = static_cast<float>(4.0 + gc - rc);
   }
-  hue = static_cast<float>(std::fmod(hue / 6.0 + 1.0, 1.0));
-  *h = std::min(std::max(static_cast<int>(hue * 255.0), 0), 255);
-  *s = std::min(std::max(static_cast<int>(sat * 255.0), 0), 255);
+  // Pillow's fmod(hue / 6 + 1, 1) of a value in [5/6, 11/6]: subtracting
+  // 1 is exact there, and a libm call less.
+  const double turn = hue / 6.0 + 1.0;
+  hue = static_cast<float>(turn >= 1.0 ? turn - 1.0 : turn);
+  *h = std::min(static_cast<int>(hue * 255.0), 255);  // both >= 0
+  *s = std::min(static_cast<int>(sat * 255.0), 255);
+}
+
+// round() of a value >= 0, half away from zero, without a libm call: x - k
+// is exact for k = trunc(x) (Sterbenz).
+inline int RoundUp(double x) {
+  const int k = static_cast<int>(x);
+  return k + (x - k >= 0.5 ? 1 : 0);
+}
+
+// hsv2rgb's steps that depend on the hue or the saturation alone, once.
+struct HsvTables {
+  int sector[256];
+  float remainder[256];
+  float saturation[256];
+  HsvTables() {
+    for (int i = 0; i < 256; ++i) {
+      sector[i] = static_cast<int>(std::floor(static_cast<float>(i) * 6.0 / 255.0)) % 6;
+      remainder[i] = static_cast<float>(static_cast<float>(i) * 6.0 / 255.0 -
+                                        static_cast<float>(std::floor(static_cast<float>(i) * 6.0 / 255.0)));
+      saturation[i] = static_cast<float>(static_cast<float>(i) / 255.0);
+    }
+  }
+};
+
+const HsvTables& Hsv() {
+  static const HsvTables tables;
+  return tables;
 }
 
 // Pillow's hsv2rgb of one pixel: the sector and remainder in double, the
 // remainder and saturation kept in float, each level rounded half away
-// from zero.
-inline void HsvToRgb(int h, int s, int v, uint8_t* p) {
+// from zero (the values are >= 0 and at most v: no clamp needed).
+inline void HsvToRgb(const HsvTables& t, int h, int s, int v, uint8_t* p) {
   if (s == 0) {
     p[0] = p[1] = p[2] = static_cast<uint8_t>(v);
     return;
   }
-  const int sector = static_cast<int>(std::floor(static_cast<float>(h) * 6.0 / 255.0));
-  const float f = static_cast<float>(static_cast<float>(h) * 6.0 / 255.0 - static_cast<float>(sector));
-  const float fs = static_cast<float>(static_cast<float>(s) / 255.0);
+  const float f = t.remainder[h], fs = t.saturation[s];
   const float fv = static_cast<float>(v);
   const float fsf = fs * f;  // a float product, as Pillow's
-  const int lo = std::min(std::max(static_cast<int>(std::round(fv * (1.0 - fs))), 0), 255);
-  const int down = std::min(std::max(static_cast<int>(std::round(fv * (1.0 - fsf))), 0), 255);
-  const int up = std::min(std::max(static_cast<int>(std::round(fv * (1.0 - fs * (1.0 - f)))), 0), 255);
+  const int lo = RoundUp(fv * (1.0 - fs));
+  const int down = RoundUp(fv * (1.0 - fsf));
+  const int up = RoundUp(fv * (1.0 - fs * (1.0 - f)));
   int rgb[3];
-  switch (sector % 6) {
+  switch (t.sector[h]) {
     case 0: rgb[0] = v, rgb[1] = up, rgb[2] = lo; break;
     case 1: rgb[0] = down, rgb[1] = v, rgb[2] = lo; break;
     case 2: rgb[0] = lo, rgb[1] = v, rgb[2] = up; break;
@@ -134,10 +162,11 @@ void ApplyOne(const ColourOp& op, uint8_t* p, size_t pixels, uint32_t channels) 
       // uint8(int32(factor * 255)) modulo 256, back to RGB.
       if (channels == 1) return;
       const int shift = static_cast<int>(static_cast<double>(op.value) * 255.0) & 255;
+      const HsvTables& tables = Hsv();
       for (size_t i = 0; i < pixels; ++i, p += 3) {
         int h, s, v;
         RgbToHsv(p, &h, &s, &v);
-        HsvToRgb((h + shift) & 255, s, v, p);
+        HsvToRgb(tables, (h + shift) & 255, s, v, p);
       }
       return;
     }
