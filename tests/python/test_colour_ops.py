@@ -232,3 +232,27 @@ def test_grayscale_output_takes_the_ops_as_torchvision_does_on_l_images():
         torch.manual_seed(seed)
         want = np.asarray(recipe(Image.open(io.BytesIO(data)).convert("RGB")))
         assert mean_levels(got, want) <= 0.05, seed
+
+
+def test_other_formats_clips_and_padded_crops_take_the_ops():
+    """A PNG (decoded by PIL, resized by the same code) gets torchvision's
+    result; a clip's frames share one draw; an eval crop that CenterCrop
+    pads is changed without its padding (documented)."""
+    img = photo("chelsea")
+    png = io.BytesIO()
+    img.save(png, "PNG")
+    decode = lmdbloader.ImageDecode(224, dtype=torch.uint8, layout="HWC", record="raw", **DINO)
+    for seed in range(6):
+        torch.manual_seed(seed)
+        got = decode(png.getvalue()).numpy()
+        torch.manual_seed(seed)
+        assert mean_levels(got, np.asarray(torchvision_dino(224)(img))) <= 0.05, seed
+    frame = encode(img)
+    clip = lmdbloader.ClipDecode(64, frames=3, dtype=torch.uint8, record=lambda r: [frame] * 3, **DINO)
+    for seed in range(4):
+        torch.manual_seed(seed)
+        frames = clip(b"")
+        assert torch.equal(frames[0], frames[1]) and torch.equal(frames[1], frames[2])
+    padded = lmdbloader.ImageDecode(400, train=False, resize=300, dtype=torch.uint8, record="raw", gray_p=1.0)
+    out = padded(frame)
+    assert out.shape == (3, 400, 400) and torch.equal(out[0], out[1]) and int(out[:, 0, 0].max()) == 0
