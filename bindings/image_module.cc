@@ -56,6 +56,30 @@ CropBox MakeBox(const py::handle& obj, size_t index) {
   return box;
 }
 
+// [(name, value), ...] (None: none) -> ColourOps, checked.
+ColourOps MakeColour(const py::handle& obj) {
+  ColourOps ops;
+  if (obj.is_none()) return ops;
+  if (!py::isinstance<py::sequence>(obj)) ThrowInvalid("colour ops must be a list of (name, value) pairs");
+  py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
+  if (seq.size() > kMaxColourOps) {
+    ThrowInvalid(std::to_string(seq.size()) + " colour ops; at most " + std::to_string(kMaxColourOps));
+  }
+  for (size_t i = 0; i < seq.size(); ++i) {
+    py::handle pair = seq[i];
+    if (!py::isinstance<py::sequence>(pair) || py::isinstance<py::str>(pair) || py::len(pair) != 2) {
+      ThrowInvalid("colour op " + std::to_string(i) + " must be a (name, value) pair");
+    }
+    py::sequence op = py::reinterpret_borrow<py::sequence>(pair);
+    ThrowIfError(ParseColourOp(op[0].cast<std::string>(), &ops.ops[i].kind));
+    ops.ops[i].value = op[1].is_none() ? 0.0f : op[1].cast<float>();
+  }
+  ops.count = static_cast<uint32_t>(seq.size());
+  uint8_t pixel[3] = {0, 0, 0};  // checks the ops (ValueError here, not a batch's DecodeError)
+  ThrowIfError(ApplyColourOps(ops, pixel, 1, 1, 3));
+  return ops;
+}
+
 // The output buffer, checked to hold `need` bytes.
 HeldBuffer OutputBuffer(const py::object& out, size_t need) {
   HeldBuffer buf(out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS, "out");
@@ -75,7 +99,8 @@ py::tuple ImageInfoOf(const py::object& data) {
 void DecodeImages(const py::sequence& images, const py::sequence& boxes, const py::object& flips,
                   const py::object& out, uint32_t out_width, uint32_t out_height, const std::string& layout,
                   const std::string& dtype, const std::array<float, 3>& mean, const std::array<float, 3>& std,
-                  bool scale_in_idct, const std::string& interpolation, bool grayscale) {
+                  bool scale_in_idct, const std::string& interpolation, bool grayscale,
+                  const py::object& colours) {
   const OutputSpec spec =
       MakeSpec(out_width, out_height, layout, dtype, mean, std, scale_in_idct, interpolation, grayscale);
   const size_t n = images.size();
@@ -87,6 +112,13 @@ void DecodeImages(const py::sequence& images, const py::sequence& boxes, const p
     py::sequence f = flips.cast<py::sequence>();
     if (f.size() != n) ThrowInvalid(std::to_string(n) + " images but " + std::to_string(f.size()) + " flips");
     for (size_t i = 0; i < n; ++i) flip[i] = f[i].cast<bool>();
+  }
+  std::vector<ColourOps> colour;
+  if (!colours.is_none()) {
+    py::sequence c = colours.cast<py::sequence>();
+    if (c.size() != n) ThrowInvalid(std::to_string(n) + " images but " + std::to_string(c.size()) + " colour lists");
+    colour.reserve(n);
+    for (size_t i = 0; i < n; ++i) colour.push_back(MakeColour(c[i]));
   }
   std::vector<HeldBuffer> held;
   std::vector<std::string_view> data;
@@ -106,7 +138,8 @@ void DecodeImages(const py::sequence& images, const py::sequence& boxes, const p
   size_t failed = 0;
   {
     py::gil_scoped_release release;
-    s = DecodeJpegBatch(data.data(), box.data(), flip.get(), n, spec, &ThreadScratch(), target.view().buf, &failed);
+    s = DecodeJpegBatch(data.data(), box.data(), flip.get(), colour.empty() ? nullptr : colour.data(), n, spec,
+                        &ThreadScratch(), target.view().buf, &failed);
   }
   ThrowIfError(s);
 }
@@ -114,9 +147,10 @@ void DecodeImages(const py::sequence& images, const py::sequence& boxes, const p
 void ResampleRgb(const py::object& pixels, const py::handle& box_obj, bool flip, const py::object& out,
                  uint32_t out_width, uint32_t out_height, const std::string& layout, const std::string& dtype,
                  const std::array<float, 3>& mean, const std::array<float, 3>& std, const std::string& interpolation,
-                 bool grayscale) {
+                 bool grayscale, const py::object& colour) {
   OutputSpec spec = MakeSpec(out_width, out_height, layout, dtype, mean, std, false, interpolation, grayscale);
   spec.flip = flip;
+  spec.colour = MakeColour(colour);
   const CropBox box = MakeBox(box_obj, 0);
   HeldBuffer src(pixels, PyBUF_STRIDES | PyBUF_FORMAT, "pixels");
   const Py_buffer& v = src.view();
@@ -138,6 +172,28 @@ void ResampleRgb(const py::object& pixels, const py::handle& box_obj, bool flip,
   ThrowIfError(s);
 }
 
+// The colour ops applied in place to a writable C-contiguous uint8 array of
+// (height, width, 3) or (height, width) levels.
+void ApplyColour(const py::object& pixels, const py::object& ops_obj) {
+  const ColourOps ops = MakeColour(ops_obj);
+  HeldBuffer buf(pixels, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_ND, "pixels");
+  const Py_buffer& v = buf.view();
+  const bool bytes = v.itemsize == 1 && (v.format == nullptr || std::string_view(v.format) == "B" ||
+                                         std::string_view(v.format) == "=B" || std::string_view(v.format) == "<B");
+  if (!bytes || (v.ndim != 2 && !(v.ndim == 3 && (v.shape[2] == 3 || v.shape[2] == 1)))) {
+    ThrowInvalid("pixels must be a C-contiguous uint8 array of (height, width, 3), (height, width, 1) or "
+                 "(height, width)");
+  }
+  const uint32_t channels = v.ndim == 3 ? static_cast<uint32_t>(v.shape[2]) : 1;
+  Status s;
+  {
+    py::gil_scoped_release release;
+    s = ApplyColourOps(ops, static_cast<uint8_t*>(v.buf), static_cast<uint32_t>(v.shape[1]),
+                       static_cast<uint32_t>(v.shape[0]), channels);
+  }
+  ThrowIfError(s);
+}
+
 std::array<float, 3> ImageNet(const double (&v)[3]) {
   return {static_cast<float>(v[0]), static_cast<float>(v[1]), static_cast<float>(v[2])};
 }
@@ -149,6 +205,7 @@ py::dict ImageOptions() {
   out["layouts"] = PixelLayoutNames();
   out["dtypes"] = PixelTypeNames();
   out["interpolations"] = InterpolationNames();
+  out["colour_ops"] = ColourOpNames();
   // The layouts a record can have on the image path: the converter's, but
   // "as_is" (a record kept as it is has no image to split out).
   std::vector<std::string> records;
@@ -174,20 +231,25 @@ void RegisterImage(py::module_& m) {
   m.def("decode_images", &DecodeImages, py::arg("images"), py::arg("boxes"), py::arg("flips"), py::arg("out"),
         py::arg("out_width"), py::arg("out_height"), py::arg("layout") = "CHW", py::arg("dtype") = "float32",
         py::arg("mean") = ImageNet(kImageNetMean), py::arg("std") = ImageNet(kImageNetStd), py::arg("scale_in_idct") = true,
-        py::arg("interpolation") = "bilinear", py::arg("grayscale") = false,
+        py::arg("interpolation") = "bilinear", py::arg("grayscale") = false, py::arg("colours") = py::none(),
         "Decodes JPEGs (bytes-like) cropped to boxes ((left, top, width, height) in source pixels), "
         "resized like PIL's BILINEAR or BICUBIC (interpolation), mirrored where flips[i] (or None), normalized for float32, into "
         "out (a writable C-contiguous buffer: image i at byte i * out_height * out_width * channels * itemsize; "
         "one channel, PIL's convert('L') before the resize, with grayscale). "
+        "colours: None, or per image a list of (name, value) colour ops applied after the resize and flip. "
         "DecodeError (attribute batch_index) for an image that does not decode, or that PIL's "
         "convert('RGB') would refuse (damage or a cut anywhere, below the box too); ValueError for "
         "bad arguments.");
   m.def("resample_rgb", &ResampleRgb, py::arg("pixels"), py::arg("box"), py::arg("flip"), py::arg("out"),
         py::arg("out_width"), py::arg("out_height"), py::arg("layout") = "CHW", py::arg("dtype") = "float32",
         py::arg("mean") = ImageNet(kImageNetMean), py::arg("std") = ImageNet(kImageNetStd),
-        py::arg("interpolation") = "bilinear", py::arg("grayscale") = false,
+        py::arg("interpolation") = "bilinear", py::arg("grayscale") = false, py::arg("colour") = py::none(),
         "decode_images's crop, resize, flip and normalization for RGB pixels decoded elsewhere "
         "(numpy.asarray of a PIL image in mode RGB).");
+  m.def("apply_colour", &ApplyColour, py::arg("pixels"), py::arg("ops"),
+        "Applies colour ops ([(name, value), ...]: brightness, contrast, saturation factors, grayscale, "
+        "solarize threshold) in place to a C-contiguous uint8 array of (height, width, 3) or (height, width) "
+        "levels: the code decode_images runs on each image. ValueError for a bad op or array.");
   m.def("scratch_bytes", [] { return ThreadScratch().bytes(); },
         "Bytes of image scratch the calling thread holds.");
 }

@@ -147,6 +147,49 @@ Status ParseInterpolation(std::string_view name, Interpolation* interpolation);
 constexpr double kImageNetMean[3] = {0.485, 0.456, 0.406};
 constexpr double kImageNetStd[3] = {0.229, 0.224, 0.225};
 
+// Colour changes made to the resized crop as 8-bit levels, before the
+// normalization (torchvision's transforms on PIL images after the crop and
+// flip), each as Pillow 13 makes it:
+//   brightness f: ImageEnhance.Brightness, Image.blend of black and the image;
+//   contrast f: ImageEnhance.Contrast, a blend with the gray level
+//     int(mean of the image's L + 0.5);
+//   saturation f: ImageEnhance.Color, a blend with the image's L;
+//   hue f (-0.5 to 0.5): torchvision's adjust_hue, PIL's convert("HSV"),
+//     the hue plus uint8(int(f * 255)) modulo 256, and back to RGB;
+//   grayscale: convert("L") back to three equal channels;
+//   solarize t: ImageOps.solarize, every level >= t becomes 255 - level.
+// A blend is Pillow's ImagingBlend: in float, gray + f * (level - gray),
+// truncated toward zero and clamped to 0..255. L is PIL's luma,
+// (19595 R + 38470 G + 7471 B + 2^15) >> 16. On one channel (grayscale
+// output) a level is its own L: saturation, hue and grayscale change nothing.
+enum class ColourOpKind : uint8_t { kBrightness, kContrast, kSaturation, kHue, kGrayscale, kSolarize };
+
+struct ColourOp {
+  ColourOpKind kind = ColourOpKind::kBrightness;
+  // The factor (brightness, contrast, saturation: finite, >= 0; hue: -0.5
+  // to 0.5) or the threshold (solarize: finite); grayscale ignores it.
+  float value = 1.0f;
+};
+
+constexpr uint32_t kMaxColourOps = 8;
+
+// The changes made to one image, ops[0] first.
+struct ColourOps {
+  uint32_t count = 0;
+  ColourOp ops[kMaxColourOps];
+};
+
+// "brightness", "contrast", "saturation", "hue", "grayscale", "solarize": the names
+// every front spells the ops with. ParseColourOp: InvalidArgument "colour op
+// must be one of ...; got 'x'" for another name.
+std::vector<std::string> ColourOpNames();
+Status ParseColourOp(std::string_view name, ColourOpKind* kind);
+
+// Applies ops to `height` rows of `width` pixels of `channels` (1 or 3)
+// interleaved 8-bit levels, in place (what the decoders do to each image
+// whose spec has ops). InvalidArgument for a bad op or size.
+Status ApplyColourOps(const ColourOps& ops, uint8_t* pixels, uint32_t width, uint32_t height, uint32_t channels);
+
 // What each image becomes.
 struct OutputSpec {
   uint32_t width = 224;
@@ -166,6 +209,10 @@ struct OutputSpec {
   // torchvision's Grayscale on a PIL image; normalized with mean[0] and
   // std[0]. Default: false (R, G, B).
   bool grayscale = false;
+  // Colour changes after the resize and flip, before the normalization.
+  // With any, the image is resized into the scratch first, then changed
+  // and written out: a second pass over the output.
+  ColourOps colour;
 
   uint32_t channels() const { return grayscale ? 1 : 3; }
   // Let the JPEG decoder shrink by n/8 in the inverse DCT, choosing the
@@ -234,10 +281,14 @@ Status ResampleRgbInto(const uint8_t* rgb, uint32_t width, uint32_t height, size
                        const OutputSpec& spec, DecodeScratch* scratch, void* out);
 
 // A batch: image i (jpegs[i], boxes[i], mirrored when flips[i]; flips may be
-// null for none) decoded into out + i * spec.bytes(); spec.flip is ignored.
+// null for none; colour changes colours[i], null for none) decoded into
+// out + i * spec.bytes(); spec.flip and spec.colour are ignored.
 // Stops at the first failure: its index goes to *failed_index and the
 // Status names it ("image 3 of 64: ...") and carries Reason::kBatchItem with
 // the index. Images before it are written.
+Status DecodeJpegBatch(const std::string_view* jpegs, const CropBox* boxes, const bool* flips,
+                       const ColourOps* colours, size_t count, const OutputSpec& spec, DecodeScratch* scratch,
+                       void* out, size_t* failed_index);
 Status DecodeJpegBatch(const std::string_view* jpegs, const CropBox* boxes, const bool* flips, size_t count,
                        const OutputSpec& spec, DecodeScratch* scratch, void* out, size_t* failed_index);
 

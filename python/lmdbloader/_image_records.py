@@ -4,6 +4,7 @@ JPEG path does not decode."""
 
 import io
 
+import msgpack
 import numpy as np
 
 from . import _core
@@ -93,3 +94,16 @@ def pil_rgb(data, where, k):
         return np.asarray(image.convert("RGB"))
     except Exception as e:  # truncated or corrupt pixel data
         raise DecodeError(f"{image_name(where, k)}: the image does not decode ({type(e).__name__}: {e})") from None
+
+
+def unpack_record(record):
+    """A msgpack record, also as msgpack-python before 1.0 wrote it: bytes as
+    str (raw) values, which are not UTF-8 when they hold a JPEG (CoCLR's
+    published LMDBs); such a record's keys are read back as text."""
+    try:
+        return msgpack.unpackb(record, raw=False)
+    except UnicodeDecodeError:
+        value = msgpack.unpackb(record, raw=True)
+    if isinstance(value, dict):
+        return {k.decode("utf-8", "replace") if isinstance(k, bytes) else k: v for k, v in value.items()}
+    return value

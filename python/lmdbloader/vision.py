@@ -22,14 +22,14 @@ same crop, resize, flip and normalization (counted in :meth:`ImageDecode.stats`)
 import math
 import numbers
 
-import msgpack
 import numpy as np
 import torch
 
 from . import _core
+from ._colour_ops import ColourDraws, apply_colour  # noqa: F401 (public here)
 from ._crop_boxes import eval_resize, random_resized_crop_box, resize_center_crop_plan  # noqa: F401 (public here)
 from ._image_records import (NO_TARGET, batch_targets, converted_pixels, fn_name, image_name, pil_rgb,
-                             pil_size, split_datum)
+                             pil_size, split_datum, unpack_record)
 from .errors import DecodeError
 
 # The image path's option table, written once in C++ (image_decode.h, and the
@@ -100,6 +100,16 @@ class ImageDecode:
     0-255, as PIL's resize gives them; mean and std unused). ``layout``:
     "CHW" (as ToTensor) or "HWC".
 
+    Colour, after the flip, on the resized levels, as torchvision changes
+    PIL images: ``jitter=(brightness, contrast, saturation[, hue])``:
+    ``RandomApply([ColorJitter(...)], p=jitter_p)`` (``jitter_p=1``, the
+    default: ColorJitter alone);
+    ``gray_p``: ``RandomGrayscale(gray_p)``; ``solarize_p``:
+    ``RandomSolarize(solarize_threshold, solarize_p)`` (threshold 128), in
+    that order, drawn after the flip with torch's generator. On a padded
+    eval crop the ops see the image without its padding.
+    ``apply_colour(pixels, ops)`` applies given ops to a uint8 array.
+
     ``record``: how the image and its target come out of a record.
     ``"msgpack"`` (the default): a msgpack map, the image in ``field``
     (``"image"``, as ``convert --from image_folder`` writes; None for records
@@ -121,7 +131,8 @@ class ImageDecode:
 
     def __init__(self, size, *, train=True, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip=None, resize=None,
                  crop_pct=None, mean=None, std=None, dtype=torch.float32, layout="CHW",
-                 record="msgpack", field="image", target="label", interpolation="bilinear", grayscale=False):
+                 record="msgpack", field="image", target="label", interpolation="bilinear", grayscale=False,
+                 jitter=None, jitter_p=1.0, gray_p=0.0, solarize_p=0.0, solarize_threshold=128):
         self.size = _pair(size, "size")
         if interpolation not in _OPTIONS["interpolations"]:
             raise ValueError(f"interpolation must be {' or '.join(map(repr, _OPTIONS['interpolations']))}; "
@@ -139,6 +150,7 @@ class ImageDecode:
         self.flip = float(flip)
         self.resize = eval_resize(self.size, resize, crop_pct, _MAX_SIDE)
         self.grayscale = bool(grayscale)
+        self.colour = ColourDraws(jitter, jitter_p, gray_p, solarize_p, solarize_threshold)
         c = self.channels = 1 if self.grayscale else 3
         self.mean = _three(mean if mean is not None else (0.5,) if c == 1 else IMAGENET_MEAN, "mean", count=c)
         self.std = _three(std if std is not None else (0.5,) if c == 1 else IMAGENET_STD, "std", True, count=c)
@@ -181,7 +193,7 @@ class ImageDecode:
     def __repr__(self):
         kind = (f"train, scale={self.scale}, ratio={self.ratio}" if self.train else f"eval, resize={self.resize}")
         return (f"lmdbloader.ImageDecode({self.size}, {kind}, flip={self.flip}, "
-                f"interpolation={self.interpolation!r}, dtype={self.dtype}, "
+                f"interpolation={self.interpolation!r}, {self.colour!r}, dtype={self.dtype}, "
                 f"layout={self.layout!r}, record={self.record!r}, field={self.field!r}, target={self.target!r})")
 
     # -- one record ----------------------------------------------------------
@@ -228,7 +240,7 @@ class ImageDecode:
         if layout == "raw" or (self.field is None and target_field is None):
             return record, NO_TARGET
         try:
-            fields = _unpack(record)
+            fields = unpack_record(record)
         except Exception as e:
             hint = ("a clip's frames are a msgpack list or map, or what record=<callable> returns"
                     if self._list_is_frames else "for records that are the image itself pass record='raw'")
@@ -289,7 +301,7 @@ class ImageDecode:
     _list_is_frames = False
 
     def _plan(self, width, height):
-        """(box, inner, at, flip): the source box (left, top, width, height)
+        """(box, inner, at, flip, colour ops): the source box (left, top, width, height)
         in source pixels, resampled to inner = (width, height) at (x, y) of
         the output (the whole output but where CenterCrop pads), and the
         flip; drawn in torchvision's order."""
@@ -300,7 +312,7 @@ class ImageDecode:
         else:
             box, inner, at = resize_center_crop_plan(width, height, self.resize, self.size)
         flip = self.flip > 0 and torch.rand(1).item() < self.flip
-        return box, inner, at, flip
+        return box, inner, at, flip, self.colour.draw() if self.colour.active else None
 
     def _decode_into(self, groups, out, where):
         """groups[k]: the frames of group k (one for an image; bytes-like
@@ -308,7 +320,7 @@ class ImageDecode:
         Writes (len(groups), T, *frame_shape) into out."""
         frames = len(groups[0]) if groups else 1
         flat = out.view(-1, *self.frame_shape)
-        jpegs, boxes, flips, slots, others, padded = [], [], [], [], [], []
+        jpegs, boxes, flips, colours, slots, others, padded = [], [], [], [], [], [], []
         for k, group in enumerate(groups):
             plan = None
             for f, image in enumerate(group):
@@ -327,7 +339,7 @@ class ImageDecode:
                 elif (width, height) != size:
                     raise DecodeError(f"{image_name(where, k)}: frame {f} is {width}x{height}, frame 0 "
                                       f"{size[0]}x{size[1]}: a clip's frames share one crop box")
-                box, inner, _, flip = plan
+                box, inner, _, flip, ops = plan
                 slot = k * frames + f
                 if inner != (self.size[1], self.size[0]):
                     padded.append((k, slot, image, is_jpeg, plan))
@@ -335,30 +347,32 @@ class ImageDecode:
                     jpegs.append(image)
                     boxes.append(box)
                     flips.append(flip)
+                    colours.append(ops)
                     slots.append(slot)
                 else:
-                    others.append((k, slot, image, box, flip))
+                    others.append((k, slot, image, box, flip, ops))
         h, w = self.size
         if jpegs:
             # One call for the batch, the GIL released; contiguous runs of
             # slots are the common case (every image a JPEG).
             if slots == list(range(slots[0], slots[0] + len(slots))):
                 target = flat[slots[0]:slots[0] + len(slots)]
-                self._decode_jpegs(jpegs, boxes, flips, target, (w, h), where, [s // frames for s in slots])
+                self._decode_jpegs(jpegs, boxes, flips, colours, target, (w, h), where, [s // frames for s in slots])
             else:
-                for image, box, flip, slot in zip(jpegs, boxes, flips, slots):
-                    self._decode_jpegs([image], [box], [flip], flat[slot:slot + 1], (w, h), where, [slot // frames])
+                for image, box, flip, ops, slot in zip(jpegs, boxes, flips, colours, slots):
+                    self._decode_jpegs([image], [box], [flip], [ops], flat[slot:slot + 1], (w, h), where,
+                                       [slot // frames])
             self._counts["jpeg"] += len(jpegs)
-        for k, slot, image, box, flip in others:
-            self._resample(image, box, flip, flat[slot], (w, h), where, k)
-        for k, slot, image, is_jpeg, (box, (iw, ih), (x, y), flip) in padded:
+        for k, slot, image, box, flip, ops in others:
+            self._resample(image, box, flip, ops, flat[slot], (w, h), where, k)
+        for k, slot, image, is_jpeg, (box, (iw, ih), (x, y), flip, ops) in padded:
             self._pad(flat[slot])
             inner = torch.empty(self._frame_shape_of(iw, ih), dtype=self.dtype)
             if is_jpeg:
-                self._decode_jpegs([image], [box], [flip], inner[None], (iw, ih), where, [k])
+                self._decode_jpegs([image], [box], [flip], [ops], inner[None], (iw, ih), where, [k])
                 self._counts["jpeg"] += 1
             else:
-                self._resample(image, box, flip, inner, (iw, ih), where, k)
+                self._resample(image, box, flip, ops, inner, (iw, ih), where, k)
             # The flip mirrors the padded image: the inner part lands at the
             # mirrored offset.
             x = w - x - iw if flip else x
@@ -384,7 +398,7 @@ class ImageDecode:
         fill = torch.tensor([-m / s for m, s in zip(self.mean, self.std)], dtype=self.dtype)
         frame.copy_(fill.view(-1, 1, 1).expand_as(frame) if self.layout == "CHW" else fill.expand_as(frame))
 
-    def _resample(self, image, box, flip, target, size, where, k):
+    def _resample(self, image, box, flip, ops, target, size, where, k):
         if isinstance(image, np.ndarray):
             pixels = image
             self._counts["pixels"] += 1
@@ -392,12 +406,12 @@ class ImageDecode:
             pixels = pil_rgb(image, where, k)
             self._counts["pil"] += 1
         _core.resample_rgb(pixels, box, flip, target.numpy(), size[0], size[1], self.layout, _DTYPES[self.dtype],
-                           **self._core_options())
+                           colour=ops, **self._core_options())
 
-    def _decode_jpegs(self, jpegs, boxes, flips, target, size, where, samples):
+    def _decode_jpegs(self, jpegs, boxes, flips, colours, target, size, where, samples):
         try:
-            _core.decode_images(jpegs, boxes, flips, target.numpy(), size[0], size[1], self.layout,
-                                _DTYPES[self.dtype], **self._core_options())
+            _core.decode_images(jpegs, boxes, flips, target.numpy(), size[0], size[1], self.layout, _DTYPES[self.dtype],
+                                colours=colours if self.colour.active else None, **self._core_options())
         except DecodeError as e:
             k = samples[getattr(e, "batch_index", 0)]
             raise DecodeError(f"{image_name(where, k)}: {e}") from None
@@ -479,15 +493,3 @@ class ClipDecode(ImageDecode):
         start = torch.randint(0, room + 1, size=(1,)).item() if self.train else room // 2
         return [min(start + t * self.stride, available - 1) for t in range(self.frames)]
 
-
-def _unpack(record):
-    """A msgpack record, also as msgpack-python before 1.0 wrote it: bytes as
-    str (raw) values, which are not UTF-8 when they hold a JPEG (CoCLR's
-    published LMDBs); such a record's keys are read back as text."""
-    try:
-        return msgpack.unpackb(record, raw=False)
-    except UnicodeDecodeError:
-        value = msgpack.unpackb(record, raw=True)
-    if isinstance(value, dict):
-        return {k.decode("utf-8", "replace") if isinstance(k, bytes) else k: v for k, v in value.items()}
-    return value

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/enum_names.h"
+#include "image/colour_ops.h"
 #include "image/decode_plan.h"
 
 namespace lmdbloader {
@@ -123,8 +124,11 @@ Status DecodeOne(std::string_view jpeg, const CropBox& box, const OutputSpec& sp
   JpegDecodePlan plan;
   PlanJpegDecode(header, box, spec, &plan);
   JpegRegionRequest& request = plan.request;
+  OutputSpec inner;
+  void* target = out;
+  LMDBLOADER_RETURN_IF_ERROR(ColourTarget(spec, rep, &inner, &target));
   Resampler resampler(rep);
-  LMDBLOADER_RETURN_IF_ERROR(resampler.Prepare(plan.geometry, spec, out));
+  LMDBLOADER_RETURN_IF_ERROR(resampler.Prepare(plan.geometry, inner, target));
   // Rows below the last one a window reads are not decoded, unless the
   // data below may hold what would make PIL refuse the image
   // (jpeg_decoder.h, read_to_end).
@@ -136,6 +140,7 @@ Status DecodeOne(std::string_view jpeg, const CropBox& box, const OutputSpec& sp
   if (refused || !resampler.done()) {
     return Status::DecodeError("JPEG: the decoder delivered other columns or fewer rows than asked for");
   }
+  if (spec.colour.count > 0) FinishColour(spec, rep, out);
   return Status::OK();
 }
 
@@ -228,6 +233,9 @@ Status ResampleRgbInto(const uint8_t* rgb, uint32_t width, uint32_t height, size
   uint32_t x_begin, x_end, y_begin, y_end;
   BoxPixels(box.left, box.left + box.width, width, &x_begin, &x_end);
   BoxPixels(box.top, box.top + box.height, height, &y_begin, &y_end);
+  OutputSpec inner;
+  void* target = out;
+  LMDBLOADER_RETURN_IF_ERROR(ColourTarget(spec, ScratchAccess::Get(scratch), &inner, &target));
   Resampler resampler(ScratchAccess::Get(scratch));
   ResampleGeometry g;
   g.src_width = x_end - x_begin;
@@ -236,15 +244,22 @@ Status ResampleRgbInto(const uint8_t* rgb, uint32_t width, uint32_t height, size
   g.box_top = box.top - y_begin;
   g.box_width = box.width;
   g.box_height = box.height;
-  LMDBLOADER_RETURN_IF_ERROR(resampler.Prepare(g, spec, out));
+  LMDBLOADER_RETURN_IF_ERROR(resampler.Prepare(g, inner, target));
   for (uint32_t y = 0; y < resampler.rows_needed(); ++y) {
     resampler.PushRow(rgb + (y_begin + y) * row_stride + size_t{x_begin} * 3, SourcePixels::kRgb);
   }
+  if (spec.colour.count > 0) FinishColour(spec, ScratchAccess::Get(scratch), out);
   return Status::OK();
 }
 
 Status DecodeJpegBatch(const std::string_view* jpegs, const CropBox* boxes, const bool* flips, size_t count,
                        const OutputSpec& spec, DecodeScratch* scratch, void* out, size_t* failed_index) {
+  return DecodeJpegBatch(jpegs, boxes, flips, nullptr, count, spec, scratch, out, failed_index);
+}
+
+Status DecodeJpegBatch(const std::string_view* jpegs, const CropBox* boxes, const bool* flips,
+                       const ColourOps* colours, size_t count, const OutputSpec& spec, DecodeScratch* scratch,
+                       void* out, size_t* failed_index) {
   *failed_index = 0;
   LMDBLOADER_RETURN_IF_ERROR(CheckSpec(spec));
   ScratchUse use(ScratchAccess::Get(scratch));
@@ -252,6 +267,7 @@ Status DecodeJpegBatch(const std::string_view* jpegs, const CropBox* boxes, cons
   const size_t stride = spec.bytes();
   for (size_t i = 0; i < count; ++i) {
     one.flip = flips != nullptr && flips[i];
+    one.colour = colours != nullptr ? colours[i] : ColourOps();
     Status s = DecodeOne(jpegs[i], boxes[i], one, ScratchAccess::Get(scratch), static_cast<uint8_t*>(out) + i * stride);
     if (!s.ok()) {
       *failed_index = i;

@@ -90,7 +90,7 @@ size_t NeedBytes(const std::vector<T>& v, size_t n) {
 
 size_t DecodeScratch::Rep::bytes() const {
   return Capacity(h_start) + Capacity(h_weights) + Capacity(v_first) + Capacity(v_count) + Capacity(v_weights) +
-         Capacity(taps) + Capacity(row) + Capacity(ring) + Capacity(acc);
+         Capacity(taps) + Capacity(row) + Capacity(ring) + Capacity(acc) + Capacity(colour);
 }
 
 void DecodeScratch::Rep::Release() {
@@ -104,6 +104,7 @@ void DecodeScratch::Rep::Release() {
   std::vector<Float4>().swap(row);
   std::vector<Float4>().swap(ring);
   std::vector<Float4>().swap(acc);
+  std::vector<uint8_t>().swap(colour);
 }
 
 void BoxPixels(double b0, double b1, uint32_t n, uint32_t* begin, uint32_t* end) {

@@ -58,6 +58,7 @@ struct DecodeScratch::Rep {
   std::vector<Float4> row;         // the source row being resized, as floats
   std::vector<Float4> ring;        // horizontally resized rows
   std::vector<Float4> acc;         // one output row before writing
+  std::vector<uint8_t> colour;     // the resized image before its colour changes
 
   size_t bytes() const;
   void Release();

@@ -220,6 +220,15 @@ def test_the_image_paths_options_are_the_cores_table():
         lmdbloader.ImageDecode(8, layout="CWH")
     with pytest.raises(ValueError, match="'msgpack', 'raw', 'caffe'"):
         lmdbloader.ImageDecode(8, record="json")
+    # The colour ops: the core's names, each taken by apply_colour (the
+    # code ImageDecode's jitter, gray_p and solarize_p run) and documented.
+    assert table["colour_ops"] == ["brightness", "contrast", "saturation", "hue", "grayscale", "solarize"]
+    import numpy as np
+    for name in table["colour_ops"]:
+        assert name in vision.apply_colour.__doc__, f"{name!r} is not in apply_colour's docstring"
+        vision.apply_colour(np.zeros((2, 2, 3), np.uint8), [(name, 0.5)])
+    with pytest.raises(ValueError, match=f"colour op must be one of {', '.join(table['colour_ops'])}; got 'x'"):
+        vision.apply_colour(np.zeros((2, 2, 3), np.uint8), [("x", 1.0)])
     lmdbloader.ImageDecode((table["max_side"], 1))
     with pytest.raises(ValueError, match=str(table["max_side"])):
         lmdbloader.ImageDecode(table["max_side"] + 1)

@@ -1,0 +1,101 @@
+"""ImageDecode's colour transforms: torchvision's ``RandomApply([ColorJitter],
+p)``, ``RandomGrayscale(p)`` and ``RandomSolarize(threshold, p)`` as PIL
+images get them, their random choices drawn with torch's generator in
+torchvision's order, applied in C++ to the resized crop (colour_ops.cc)."""
+
+import math
+import numbers
+
+import numpy as np
+import torch
+
+from . import _core
+
+#: The ops the C++ core applies, by the names it parses.
+OP_NAMES = tuple(_core.image_options()["colour_ops"])
+_JITTERED = ("brightness", "contrast", "saturation", "hue")
+
+
+def probability(value, what):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{what} must be a probability from 0 to 1; got {value!r}")
+    return float(value)
+
+
+def jitter_range(value, what, center=1.0, bound=(0.0, math.inf)):
+    """ColorJitter's ``_check_input``: a number v is [center - v, center + v]
+    (clipped at 0 but for hue), a pair is (min, max); None where the range
+    is the center alone (nothing drawn)."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"jitter's {what} must be a non-negative number or (min, max); got {value!r}")
+        low, high = center - float(value), center + float(value)
+        if what != "hue":
+            low = max(low, 0.0)
+    elif (isinstance(value, (tuple, list)) and len(value) == 2 and
+          all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in value)):
+        low, high = float(value[0]), float(value[1])
+    else:
+        raise ValueError(f"jitter's {what} must be a non-negative number or (min, max); got {value!r}")
+    if not bound[0] <= low <= high <= bound[1]:
+        raise ValueError(f"jitter's {what} must lie in [{bound[0]}, {bound[1]}] with min <= max; got {value!r}")
+    return None if low == high == center else (low, high)
+
+
+class ColourDraws:
+    """The colour options of an ImageDecode, checked, and each image's ops
+    drawn from them: a list of (name, value) pairs for the C++ core."""
+
+    def __init__(self, jitter=None, jitter_p=1.0, gray_p=0.0, solarize_p=0.0, solarize_threshold=128.0):
+        self.jitter = jitter
+        self.ranges = None
+        if jitter is not None:
+            if not isinstance(jitter, (tuple, list)) or len(jitter) not in (3, 4):
+                raise ValueError(f"jitter must be (brightness, contrast, saturation[, hue]), as "
+                                 f"ColorJitter takes them; got {jitter!r}")
+            self.ranges = [jitter_range(v, what) for v, what in zip(jitter[:3], _JITTERED)]
+            self.ranges.append(jitter_range(jitter[3], "hue", 0.0, (-0.5, 0.5)) if len(jitter) == 4 else None)
+        self.jitter_p = probability(jitter_p, "jitter_p")
+        self.gray_p = probability(gray_p, "gray_p")
+        self.solarize_p = probability(solarize_p, "solarize_p")
+        if (isinstance(solarize_threshold, bool) or not isinstance(solarize_threshold, numbers.Real) or
+                not math.isfinite(solarize_threshold)):
+            raise ValueError(f"solarize_threshold must be a finite number; got {solarize_threshold!r}")
+        self.solarize_threshold = float(solarize_threshold)
+
+    @property
+    def active(self):
+        """Whether any image may get an op."""
+        return (self.ranges is not None and self.jitter_p > 0) or self.gray_p > 0 or self.solarize_p > 0
+
+    def draw(self):
+        """One image's ops, drawn as torchvision's transforms draw them in
+        the order RandomApply(ColorJitter), RandomGrayscale, RandomSolarize;
+        an op whose probability is 0 draws nothing (as ``flip=0``)."""
+        ops = []
+        # RandomApply: skipped when p < rand; p = 1 is ColorJitter alone (no draw).
+        if self.ranges is not None and self.jitter_p > 0 and (self.jitter_p == 1.0 or
+                                                               not self.jitter_p < torch.rand(1)):
+            order = torch.randperm(4).tolist()
+            factors = [None if r is None else float(torch.empty(1).uniform_(r[0], r[1])) for r in self.ranges]
+            ops += [(_JITTERED[i], factors[i]) for i in order if factors[i] is not None]
+        if self.gray_p > 0 and torch.rand(1) < self.gray_p:
+            ops.append(("grayscale", 0.0))
+        if self.solarize_p > 0 and torch.rand(1).item() < self.solarize_p:
+            ops.append(("solarize", self.solarize_threshold))
+        return ops
+
+    def __repr__(self):
+        return (f"jitter={self.jitter!r}, jitter_p={self.jitter_p}, gray_p={self.gray_p}, "
+                f"solarize_p={self.solarize_p}, solarize_threshold={self.solarize_threshold}")
+
+
+def apply_colour(pixels, ops):
+    """A copy of ``pixels`` (uint8, (height, width, 3) or (height, width))
+    with ``ops`` applied by the code ImageDecode runs on each image: a list
+    of (name, value) pairs, ``name`` one of ``brightness``, ``contrast``,
+    ``saturation``, ``hue`` (factors, as torchvision's adjust_* take them),
+    ``grayscale`` (value unused) or ``solarize`` (the threshold)."""
+    out = np.array(pixels, dtype=np.uint8, order="C", copy=True)
+    _core.apply_colour(out, [(name, value) for name, value in ops])
+    return out

@@ -1,0 +1,286 @@
+#include "image/colour_ops.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cmath>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "base/enum_names.h"
+
+namespace lmdbloader {
+
+namespace {
+
+constexpr EnumName<ColourOpKind> kColourOps[] = {{ColourOpKind::kBrightness, "brightness"},
+                                                 {ColourOpKind::kContrast, "contrast"},
+                                                 {ColourOpKind::kSaturation, "saturation"},
+                                                 {ColourOpKind::kHue, "hue"},
+                                                 {ColourOpKind::kGrayscale, "grayscale"},
+                                                 {ColourOpKind::kSolarize, "solarize"}};
+
+// PIL's L of an RGB pixel.
+inline int Luma(const uint8_t* p) { return (p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16; }
+
+// Pillow's ImagingBlend of one level: gray + f * (level - gray) in float,
+// truncated, clamped to 0..255.
+inline uint8_t Blend(int gray, int level, float f) {
+  const float t = static_cast<float>(gray) + f * static_cast<float>(level - gray);
+  if (t <= 0.0f) return 0;
+  if (t >= 255.0f) return 255;
+  return static_cast<uint8_t>(t);
+}
+
+// Pillow's rgb2hsv of one pixel (its Convert.c, after colorsys): float
+// ratios, the hue's offset and wrap in double, both scaled by 255 and
+// truncated. Written with Pillow's types so each step rounds where its does.
+inline void RgbToHsv(const uint8_t* p, int* h, int* s, int* v) {
+  const int r = p[0], g = p[1], b = p[2];
+  const int maxc = std::max(r, std::max(g, b)), minc = std::min(r, std::min(g, b));
+  *v = maxc;
+  if (maxc == minc) {
+    *h = *s = 0;
+    return;
+  }
+  const float range = static_cast<float>(maxc - minc);
+  const float sat = range / static_cast<float>(maxc);
+  const float rc = static_cast<float>(maxc - r) / range;
+  const float gc = static_cast<float>(maxc - g) / range;
+  const float bc = static_cast<float>(maxc - b) / range;
+  float hue;
+  if (r == maxc) {
+    hue = bc - gc;
+  } else if (g == maxc) {
+    hue = static_cast<float>(2.0 + rc - bc);
+  } else {
+    hue = static_cast<float>(4.0 + gc - rc);
+  }
+  // Pillow's fmod(hue / 6 + 1, 1) of a value in [5/6, 11/6]: subtracting
+  // 1 is exact there, and a libm call less.
+  const double turn = hue / 6.0 + 1.0;
+  hue = static_cast<float>(turn >= 1.0 ? turn - 1.0 : turn);
+  *h = std::min(static_cast<int>(hue * 255.0), 255);  // both >= 0
+  *s = std::min(static_cast<int>(sat * 255.0), 255);
+}
+
+// round() of a value >= 0, half away from zero, without a libm call: x - k
+// is exact for k = trunc(x) (Sterbenz).
+inline int RoundUp(double x) {
+  const int k = static_cast<int>(x);
+  return k + (x - k >= 0.5 ? 1 : 0);
+}
+
+// hsv2rgb's steps that depend on the hue or the saturation alone, once.
+struct HsvTables {
+  int sector[256];
+  float remainder[256];
+  float saturation[256];
+  HsvTables() {
+    for (int i = 0; i < 256; ++i) {
+      sector[i] = static_cast<int>(std::floor(static_cast<float>(i) * 6.0 / 255.0)) % 6;
+      remainder[i] = static_cast<float>(static_cast<float>(i) * 6.0 / 255.0 -
+                                        static_cast<float>(std::floor(static_cast<float>(i) * 6.0 / 255.0)));
+      saturation[i] = static_cast<float>(static_cast<float>(i) / 255.0);
+    }
+  }
+};
+
+const HsvTables& Hsv() {
+  static const HsvTables tables;
+  return tables;
+}
+
+// Pillow's hsv2rgb of one pixel: the sector and remainder in double, the
+// remainder and saturation kept in float, each level rounded half away
+// from zero (the values are >= 0 and at most v: no clamp needed).
+inline void HsvToRgb(const HsvTables& t, int h, int s, int v, uint8_t* p) {
+  if (s == 0) {
+    p[0] = p[1] = p[2] = static_cast<uint8_t>(v);
+    return;
+  }
+  const float f = t.remainder[h], fs = t.saturation[s];
+  const float fv = static_cast<float>(v);
+  const float fsf = fs * f;  // a float product, as Pillow's
+  const int lo = RoundUp(fv * (1.0 - fs));
+  const int down = RoundUp(fv * (1.0 - fsf));
+  const int up = RoundUp(fv * (1.0 - fs * (1.0 - f)));
+  int rgb[3];
+  switch (t.sector[h]) {
+    case 0: rgb[0] = v, rgb[1] = up, rgb[2] = lo; break;
+    case 1: rgb[0] = down, rgb[1] = v, rgb[2] = lo; break;
+    case 2: rgb[0] = lo, rgb[1] = v, rgb[2] = up; break;
+    case 3: rgb[0] = lo, rgb[1] = down, rgb[2] = v; break;
+    case 4: rgb[0] = up, rgb[1] = lo, rgb[2] = v; break;
+    default: rgb[0] = v, rgb[1] = lo, rgb[2] = down; break;
+  }
+  for (int c = 0; c < 3; ++c) p[c] = static_cast<uint8_t>(rgb[c]);
+}
+
+void ApplyTable(const uint8_t (&table)[256], uint8_t* p, size_t n) {
+  for (size_t i = 0; i < n; ++i) p[i] = table[p[i]];
+}
+
+// int(mean of L + 0.5), as ImageEnhance.Contrast takes it (ImageStat's mean
+// is the sum over the count in double).
+int MeanGray(const uint8_t* p, size_t pixels, uint32_t channels) {
+  uint64_t sum = 0;
+  if (channels == 1) {
+    for (size_t i = 0; i < pixels; ++i) sum += p[i];
+  } else {
+    for (size_t i = 0; i < pixels; ++i) sum += static_cast<uint64_t>(Luma(p + i * 3));
+  }
+  return static_cast<int>(static_cast<double>(sum) / static_cast<double>(pixels) + 0.5);
+}
+
+void ApplyOne(const ColourOp& op, uint8_t* p, size_t pixels, uint32_t channels) {
+  const size_t n = pixels * channels;
+  uint8_t table[256];
+  switch (op.kind) {
+    case ColourOpKind::kBrightness:
+      for (int v = 0; v < 256; ++v) table[v] = Blend(0, v, op.value);
+      ApplyTable(table, p, n);
+      return;
+    case ColourOpKind::kContrast: {
+      const int gray = MeanGray(p, pixels, channels);
+      for (int v = 0; v < 256; ++v) table[v] = Blend(gray, v, op.value);
+      ApplyTable(table, p, n);
+      return;
+    }
+    case ColourOpKind::kSaturation:
+      if (channels == 1) return;
+      for (size_t i = 0; i < pixels; ++i, p += 3) {
+        const int l = Luma(p);
+        p[0] = Blend(l, p[0], op.value);
+        p[1] = Blend(l, p[1], op.value);
+        p[2] = Blend(l, p[2], op.value);
+      }
+      return;
+    case ColourOpKind::kHue: {
+      // torchvision's adjust_hue of a PIL image: to HSV, the hue plus
+      // uint8(int32(factor * 255)) modulo 256, back to RGB.
+      if (channels == 1) return;
+      const int shift = static_cast<int>(static_cast<double>(op.value) * 255.0) & 255;
+      const HsvTables& tables = Hsv();
+      for (size_t i = 0; i < pixels; ++i, p += 3) {
+        int h, s, v;
+        RgbToHsv(p, &h, &s, &v);
+        HsvToRgb(tables, (h + shift) & 255, s, v, p);
+      }
+      return;
+    }
+    case ColourOpKind::kGrayscale:
+      if (channels == 1) return;
+      for (size_t i = 0; i < pixels; ++i, p += 3) p[0] = p[1] = p[2] = static_cast<uint8_t>(Luma(p));
+      return;
+    case ColourOpKind::kSolarize:
+      for (int v = 0; v < 256; ++v) table[v] = static_cast<float>(v) < op.value ? v : 255 - v;
+      ApplyTable(table, p, n);
+      return;
+  }
+}
+
+void ApplyAll(const ColourOps& ops, uint8_t* p, size_t pixels, uint32_t channels) {
+  for (uint32_t i = 0; i < ops.count; ++i) ApplyOne(ops.ops[i], p, pixels, channels);
+}
+
+}  // namespace
+
+std::vector<std::string> ColourOpNames() {
+  std::vector<std::string> out;
+  for (const EnumName<ColourOpKind>& e : kColourOps) out.emplace_back(e.name);
+  return out;
+}
+
+Status ParseColourOp(std::string_view name, ColourOpKind* kind) {
+  return ParseName(kColourOps, "colour op", name, kind);
+}
+
+Status CheckColourOps(const ColourOps& ops) {
+  if (ops.count > kMaxColourOps) {
+    return Status::InvalidArgument(std::to_string(ops.count) + " colour ops; at most " +
+                                   std::to_string(kMaxColourOps));
+  }
+  for (uint32_t i = 0; i < ops.count; ++i) {
+    const ColourOp& op = ops.ops[i];
+    const char* name = NameOf(kColourOps, op.kind);
+    if (name == nullptr) return Status::InvalidArgument("colour op " + std::to_string(i) + " has no known kind");
+    const bool factor = op.kind != ColourOpKind::kGrayscale && op.kind != ColourOpKind::kSolarize;
+    const bool hue = op.kind == ColourOpKind::kHue;
+    if ((op.kind != ColourOpKind::kGrayscale && !std::isfinite(op.value)) ||
+        (factor && !hue && op.value < 0.0f) || (hue && std::fabs(op.value) > 0.5f)) {
+      char v[32];
+      std::snprintf(v, sizeof(v), "%g", double(op.value));
+      return Status::InvalidArgument(std::string(name) + (factor ? " factor " : " threshold ") + v +
+                                     (hue ? " (-0.5 to 0.5)" : factor ? " (finite, >= 0)" : " (finite)"));
+    }
+  }
+  return Status::OK();
+}
+
+Status ApplyColourOps(const ColourOps& ops, uint8_t* pixels, uint32_t width, uint32_t height, uint32_t channels) {
+  LMDBLOADER_RETURN_IF_ERROR(CheckColourOps(ops));
+  if (pixels == nullptr || width == 0 || height == 0 || (channels != 1 && channels != 3)) {
+    return Status::InvalidArgument("colour ops need 1 or 3 channels of a non-empty image; got " +
+                                   std::to_string(width) + "x" + std::to_string(height) + "x" +
+                                   std::to_string(channels));
+  }
+  ApplyAll(ops, pixels, size_t{width} * height, channels);
+  return Status::OK();
+}
+
+Status ColourTarget(const OutputSpec& spec, DecodeScratch::Rep* scratch, OutputSpec* inner, void** target) {
+  *inner = spec;
+  if (spec.colour.count == 0) return Status::OK();
+  LMDBLOADER_RETURN_IF_ERROR(CheckColourOps(spec.colour));
+  inner->type = PixelType::kUint8;
+  inner->layout = PixelLayout::kHWC;
+  inner->colour.count = 0;
+  const size_t need = inner->bytes();
+  if (need > scratch->max_bytes) {
+    return Status::InvalidArgument("colour ops on a " + std::to_string(spec.width) + "x" +
+                                   std::to_string(spec.height) + " output need " + std::to_string(need) +
+                                   " bytes of scratch, more than its cap of " + std::to_string(scratch->max_bytes));
+  }
+  try {
+    scratch->colour.resize(need);
+  } catch (const std::bad_alloc&) {
+    scratch->Release();
+    return Status::IOError("out of memory for " + std::to_string(need) + " bytes of image scratch", ENOMEM);
+  }
+  *target = scratch->colour.data();
+  return Status::OK();
+}
+
+void FinishColour(const OutputSpec& spec, DecodeScratch::Rep* scratch, void* out) noexcept {
+  uint8_t* p = scratch->colour.data();
+  const uint32_t c = spec.channels();
+  const size_t pixels = size_t{spec.width} * spec.height;
+  ApplyAll(spec.colour, p, pixels, c);
+  uint8_t* d = static_cast<uint8_t*>(out);
+  if (spec.type == PixelType::kUint8) {
+    if (spec.layout == PixelLayout::kHWC || c == 1) {
+      std::memcpy(d, p, pixels * c);
+      return;
+    }
+    for (size_t i = 0; i < pixels; ++i)
+      for (uint32_t ch = 0; ch < 3; ++ch) d[ch * pixels + i] = p[i * 3 + ch];
+    return;
+  }
+  // The resampler's normalization: level * scale + offset in float.
+  float scale[3], offset[3];
+  for (int ch = 0; ch < 3; ++ch) {
+    scale[ch] = static_cast<float>(1.0 / (255.0 * double(spec.std[ch])));
+    offset[ch] = static_cast<float>(-double(spec.mean[ch]) / double(spec.std[ch]));
+  }
+  const bool planes = spec.layout == PixelLayout::kCHW && c == 3;
+  for (size_t i = 0; i < pixels; ++i) {
+    for (uint32_t ch = 0; ch < c; ++ch) {
+      const float v = static_cast<float>(p[i * c + ch]) * scale[ch] + offset[ch];
+      std::memcpy(d + (planes ? ch * pixels + i : i * c + ch) * 4, &v, 4);
+    }
+  }
+}
+
+}  // namespace lmdbloader
