@@ -4,8 +4,42 @@ the fused decoder resamples to the output."""
 
 import math
 import numbers
+from typing import NamedTuple
 
 import torch
+
+
+# Below the public options, whose sizes are torchvision's (height, width),
+# every size and place is x before y, as the decoder takes them.
+class Size(NamedTuple):
+    width: int
+    height: int
+
+
+class Point(NamedTuple):
+    x: int
+    y: int
+
+
+class Box(NamedTuple):
+    """A region of the source image, in source pixels (fractional where a
+    resize scales the crop back to the source)."""
+    left: float
+    top: float
+    width: float
+    height: float
+
+
+class CropPlan(NamedTuple):
+    """How one image (or every frame of one clip) becomes an output: `box`
+    resampled to `inner` at `at` of the output (the whole output, but where
+    CenterCrop pads), mirrored where `flip`, with `colour` (drawn colour
+    ops, or None)."""
+    box: Box
+    inner: Size
+    at: Point
+    flip: bool
+    colour: object
 
 
 def random_resized_crop_box(width, height, scale, ratio):
@@ -34,6 +68,12 @@ def random_resized_crop_box(width, height, scale, ratio):
     return (height - h) // 2, (width - w) // 2, h, w
 
 
+def random_resized_crop(width, height, scale, ratio):
+    """random_resized_crop_box's draw as a Box."""
+    top, left, h, w = random_resized_crop_box(width, height, scale, ratio)
+    return Box(float(left), float(top), float(w), float(h))
+
+
 def eval_resize(size, resize, crop_pct, max_side):
     """What evaluation's ``Resize`` gets: an int, the shorter side (default:
     the shorter of ``size`` x 256 / 224; with ``crop_pct``, timm's
@@ -59,10 +99,9 @@ def eval_resize(size, resize, crop_pct, max_side):
 
 
 def resize_center_crop_plan(width, height, resize, size):
-    """torchvision's ``Resize(resize)`` then ``CenterCrop(size)`` as a box of
-    the source (left, top, width, height, in source pixels), the size
-    (width, height) that box is resampled to, and where that lands in the
-    (height, width) = ``size`` output (x, y). Where the output is larger than
+    """torchvision's ``Resize(resize)`` then ``CenterCrop(size)`` as a Box of
+    the source, the Size that box is resampled to, and the Point where that
+    lands in the (height, width) = ``size`` output. Where the output is larger than
     the resized image along an axis, CenterCrop pads it with zeros: the box
     then spans the whole source along that axis, is resampled to the resized
     image's length, and lands at torchvision's padding offset (the left or
@@ -85,4 +124,4 @@ def resize_center_crop_plan(width, height, resize, size):
 
     left, box_w, inner_w, x = axis(new_w, out_w, sx)
     top, box_h, inner_h, y = axis(new_h, out_h, sy)
-    return (left, top, box_w, box_h), (inner_w, inner_h), (x, y)
+    return Box(left, top, box_w, box_h), Size(inner_w, inner_h), Point(x, y)

@@ -27,7 +27,8 @@ import torch
 
 from . import _core
 from ._colour_ops import ColourDraws, apply_colour  # noqa: F401 (public here)
-from ._crop_boxes import eval_resize, random_resized_crop_box, resize_center_crop_plan  # noqa: F401 (public here)
+from ._crop_boxes import (CropPlan, Point, Size, eval_resize, random_resized_crop,  # noqa: F401 (some public here)
+                          random_resized_crop_box, resize_center_crop_plan)
 from ._image_records import (NO_TARGET, batch_targets, converted_pixels, fn_name, image_name, pil_rgb,
                              pil_size, split_datum, unpack_record)
 from .errors import DecodeError
@@ -176,8 +177,12 @@ class ImageDecode:
 
     @property
     def frame_shape(self):
-        h, w = self.size
-        return self._frame_shape_of(w, h)
+        return self._frame_shape_of(*self._out)
+
+    @property
+    def _out(self):
+        """The output's Size (``size`` is torchvision's (height, width))."""
+        return Size(self.size[1], self.size[0])
 
     @property
     def sample_shape(self):
@@ -301,18 +306,13 @@ class ImageDecode:
     _list_is_frames = False
 
     def _plan(self, width, height):
-        """(box, inner, at, flip, colour ops): the source box (left, top, width, height)
-        in source pixels, resampled to inner = (width, height) at (x, y) of
-        the output (the whole output but where CenterCrop pads), and the
-        flip; drawn in torchvision's order."""
-        h, w = self.size
+        """The CropPlan of an image of this size, drawn in torchvision's order."""
         if self.train:
-            top, left, bh, bw = random_resized_crop_box(width, height, self.scale, self.ratio)
-            box, inner, at = (float(left), float(top), float(bw), float(bh)), (w, h), (0, 0)
+            box, inner, at = random_resized_crop(width, height, self.scale, self.ratio), self._out, Point(0, 0)
         else:
             box, inner, at = resize_center_crop_plan(width, height, self.resize, self.size)
         flip = self.flip > 0 and torch.rand(1).item() < self.flip
-        return box, inner, at, flip, self.colour.draw() if self.colour.active else None
+        return CropPlan(box, inner, at, flip, self.colour.draw() if self.colour.active else None)
 
     def _decode_into(self, groups, out, where):
         """groups[k]: the frames of group k (one for an image; bytes-like
@@ -334,48 +334,47 @@ class ImageDecode:
                     if not is_jpeg:
                         width, height = pil_size(image, where, k)
                 if plan is None:
-                    plan = self._plan(width, height)
-                    size = (width, height)
-                elif (width, height) != size:
+                    plan, first = self._plan(width, height), Size(width, height)
+                elif (width, height) != first:
                     raise DecodeError(f"{image_name(where, k)}: frame {f} is {width}x{height}, frame 0 "
-                                      f"{size[0]}x{size[1]}: a clip's frames share one crop box")
-                box, inner, _, flip, ops = plan
+                                      f"{first.width}x{first.height}: a clip's frames share one crop box")
                 slot = k * frames + f
-                if inner != (self.size[1], self.size[0]):
+                if plan.inner != self._out:
                     padded.append((k, slot, image, is_jpeg, plan))
                 elif is_jpeg:
                     jpegs.append(image)
-                    boxes.append(box)
-                    flips.append(flip)
-                    colours.append(ops)
+                    boxes.append(plan.box)
+                    flips.append(plan.flip)
+                    colours.append(plan.colour)
                     slots.append(slot)
                 else:
-                    others.append((k, slot, image, box, flip, ops))
-        h, w = self.size
+                    others.append((k, slot, image, plan.box, plan.flip, plan.colour))
+        out_size = self._out
         if jpegs:
             # One call for the batch, the GIL released; contiguous runs of
             # slots are the common case (every image a JPEG).
             if slots == list(range(slots[0], slots[0] + len(slots))):
                 target = flat[slots[0]:slots[0] + len(slots)]
-                self._decode_jpegs(jpegs, boxes, flips, colours, target, (w, h), where, [s // frames for s in slots])
+                self._decode_jpegs(jpegs, boxes, flips, colours, target, out_size, where, [s // frames for s in slots])
             else:
                 for image, box, flip, ops, slot in zip(jpegs, boxes, flips, colours, slots):
-                    self._decode_jpegs([image], [box], [flip], [ops], flat[slot:slot + 1], (w, h), where,
+                    self._decode_jpegs([image], [box], [flip], [ops], flat[slot:slot + 1], out_size, where,
                                        [slot // frames])
             self._counts["jpeg"] += len(jpegs)
         for k, slot, image, box, flip, ops in others:
-            self._resample(image, box, flip, ops, flat[slot], (w, h), where, k)
-        for k, slot, image, is_jpeg, (box, (iw, ih), (x, y), flip, ops) in padded:
+            self._resample(image, box, flip, ops, flat[slot], out_size, where, k)
+        for k, slot, image, is_jpeg, (box, inner_size, (x, y), flip, ops) in padded:
+            iw, ih = inner_size
             self._pad(flat[slot])
             inner = torch.empty(self._frame_shape_of(iw, ih), dtype=self.dtype)
             if is_jpeg:
-                self._decode_jpegs([image], [box], [flip], [ops], inner[None], (iw, ih), where, [k])
+                self._decode_jpegs([image], [box], [flip], [ops], inner[None], inner_size, where, [k])
                 self._counts["jpeg"] += 1
             else:
-                self._resample(image, box, flip, ops, inner, (iw, ih), where, k)
+                self._resample(image, box, flip, ops, inner, inner_size, where, k)
             # The flip mirrors the padded image: the inner part lands at the
             # mirrored offset.
-            x = w - x - iw if flip else x
+            x = out_size.width - x - iw if flip else x
             if self.layout == "CHW":
                 flat[slot][:, y:y + ih, x:x + iw] = inner
             else:
@@ -405,12 +404,13 @@ class ImageDecode:
         else:
             pixels = pil_rgb(image, where, k)
             self._counts["pil"] += 1
-        _core.resample_rgb(pixels, box, flip, target.numpy(), size[0], size[1], self.layout, _DTYPES[self.dtype],
+        _core.resample_rgb(pixels, box, flip, target.numpy(), size.width, size.height, self.layout, _DTYPES[self.dtype],
                            colour=ops, **self._core_options())
 
     def _decode_jpegs(self, jpegs, boxes, flips, colours, target, size, where, samples):
         try:
-            _core.decode_images(jpegs, boxes, flips, target.numpy(), size[0], size[1], self.layout, _DTYPES[self.dtype],
+            _core.decode_images(jpegs, boxes, flips, target.numpy(), size.width, size.height, self.layout,
+                                _DTYPES[self.dtype],
                                 colours=colours if self.colour.active else None, **self._core_options())
         except DecodeError as e:
             k = samples[getattr(e, "batch_index", 0)]
