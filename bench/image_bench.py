@@ -8,6 +8,13 @@ Recipes (2 persistent workers, batch 32, shuffled, 3 epochs):
   Normalize(ImageNet mean/std) -> float32 [3, 224, 224], over 2,048 JPEG
   photographs 350-500 px on the long side (~88 KB at quality 90);
 - ``eval``: Resize(256), CenterCrop(224), ToTensor, Normalize, same images;
+- ``clip-train``: open_clip's RandomResizedCrop(224, scale=(0.9, 1.0),
+  bicubic), no flip, ToTensor, Normalize(OpenAI's mean/std), same images;
+- ``ocr``: Grayscale, Resize((32, 128)) squashing, bicubic, ToTensor,
+  Normalize(0.5, 0.5) -> float32 [1, 32, 128], same images;
+- ``colour``: RandomResizedCrop(224, bicubic), flip, RandomApply([ColorJitter(
+  0.4, 0.4, 0.2, 0.1)], 0.8), RandomGrayscale(0.2), RandomSolarize(128, 0.2),
+  ToTensor, Normalize(ImageNet), same images;
 - ``clip``: 1,024 clips of 8 frames 320x240 -> one RandomResizedCrop box and
   one flip for the whole clip, 112x112 -> float32 [8, 3, 112, 112];
 - ``coclr``: CoCLR's two-clip pretraining input over a corpus in its layout
@@ -37,7 +44,8 @@ Variants per recipe:
    clip recipe: its sequence reader over the frame folders).
 3-5 are skipped with a note where lmdbloader has no ImageDecode /
 ClipDecode, 6 where DALI is not installed (it is an optional, large wheel:
-``pip install -c constraints.txt nvidia-dali-cuda130``).
+``pip install -c constraints.txt nvidia-dali-cuda130``) and for clip-train, ocr
+and colour (no DALI pipeline is written for them).
 With variant 5 the cost of ``pickle.loads`` on the corpus's records is
 timed in the parent (microseconds a record) and reported beside its rate.
 
@@ -53,7 +61,7 @@ files under /dev/shm its processes have open or mapped (the filesystem's own
 count, statvfs, includes other programs' use and is kept in the JSON). Writes
 bench/out/image_bench.json and .png.
 
-    python bench/image_bench.py [--recipes train,eval,clip,coclr] [--variants pylmdb,lmdb-tv,...]
+    python bench/image_bench.py [--recipes train,eval,clip-train,ocr,colour,clip,coclr] [--variants pylmdb,...]
                                 [--repeats 3] [--videos 384] [--rss-budget 64MiB]
                                 [--workdir bench/out/image_corpora] [--out bench/out]
     python bench/image_bench.py --demo     # train recipe, variants 1 and 3 (else 2), 1,024 images
