@@ -8,6 +8,13 @@ Recipes (2 persistent workers, batch 32, shuffled, 3 epochs):
   Normalize(ImageNet mean/std) -> float32 [3, 224, 224], over 2,048 JPEG
   photographs 350-500 px on the long side (~88 KB at quality 90);
 - ``eval``: Resize(256), CenterCrop(224), ToTensor, Normalize, same images;
+- ``clip-train``: open_clip's RandomResizedCrop(224, scale=(0.9, 1.0),
+  bicubic), no flip, ToTensor, Normalize(OpenAI's mean/std), same images;
+- ``ocr``: Grayscale, Resize((32, 128)) squashing, bicubic, ToTensor,
+  Normalize(0.5, 0.5) -> float32 [1, 32, 128], same images;
+- ``colour``: RandomResizedCrop(224, bicubic), flip, RandomApply([ColorJitter(
+  0.4, 0.4, 0.2, 0.1)], 0.8), RandomGrayscale(0.2), RandomSolarize(128, 0.2),
+  ToTensor, Normalize(ImageNet), same images;
 - ``clip``: 1,024 clips of 8 frames 320x240 -> one RandomResizedCrop box and
   one flip for the whole clip, 112x112 -> float32 [8, 3, 112, 112];
 - ``coclr``: CoCLR's two-clip pretraining input over a corpus in its layout
@@ -37,7 +44,8 @@ Variants per recipe:
    clip recipe: its sequence reader over the frame folders).
 3-5 are skipped with a note where lmdbloader has no ImageDecode /
 ClipDecode, 6 where DALI is not installed (it is an optional, large wheel:
-``pip install -c constraints.txt nvidia-dali-cuda130``).
+``pip install -c constraints.txt nvidia-dali-cuda130``) and for clip-train, ocr
+and colour (no DALI pipeline is written for them).
 With variant 5 the cost of ``pickle.loads`` on the corpus's records is
 timed in the parent (microseconds a record) and reported beside its rate.
 
@@ -53,7 +61,7 @@ files under /dev/shm its processes have open or mapped (the filesystem's own
 count, statvfs, includes other programs' use and is kept in the JSON). Writes
 bench/out/image_bench.json and .png.
 
-    python bench/image_bench.py [--recipes train,eval,clip,coclr] [--variants pylmdb,lmdb-tv,...]
+    python bench/image_bench.py [--recipes train,eval,clip-train,ocr,colour,clip,coclr] [--variants pylmdb,...]
                                 [--repeats 3] [--videos 384] [--rss-budget 64MiB]
                                 [--workdir bench/out/image_corpora] [--out bench/out]
     python bench/image_bench.py --demo     # train recipe, variants 1 and 3 (else 2), 1,024 images
@@ -83,10 +91,23 @@ MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 SCALE = (0.08, 1.0)
 RATIO = (3 / 4, 4 / 3)
+# open_clip's training transform (open_clip/transform.py, constants.py): OPENAI_DATASET_MEAN / _STD,
+# RandomResizedCrop(224, scale=(0.9, 1.0), interpolation=BICUBIC), no flip.
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+CLIP_SCALE = (0.9, 1.0)
+# parseq / ABINet-style text-line input: Resize((32, 128)) squashing, bicubic, one channel.
+OCR_SIZE = (32, 128)
+# SimCLR / BYOL-like colour (no blur): RandomApply([ColorJitter(0.4, 0.4, 0.2, 0.1)], 0.8),
+# RandomGrayscale(0.2), RandomSolarize(128, 0.2).
+JITTER, JITTER_P, GRAY_P, SOLARIZE_P, SOLARIZE_AT = (0.4, 0.4, 0.2, 0.1), 0.8, 0.2, 0.2, 128
 
 RECIPES = {
     "train": {"corpus": "images", "unit": "images", "shape": (3, 224, 224)},
     "eval": {"corpus": "images", "unit": "images", "shape": (3, 224, 224)},
+    "clip-train": {"corpus": "images", "unit": "images", "shape": (3, 224, 224)},
+    "ocr": {"corpus": "images", "unit": "images", "shape": (1,) + OCR_SIZE},
+    "colour": {"corpus": "images", "unit": "images", "shape": (3, 224, 224)},
     "clip": {"corpus": "clips", "unit": "clips", "shape": (8, 3, 112, 112)},
     "coclr": {"corpus": "coclr", "unit": "videos", "shape": (2, 16, 3, 112, 112)},
 }
@@ -99,7 +120,10 @@ VARIANTS = {
     "dali": "DALI CPU-only (2 threads)",
 }
 BASELINE = "pylmdb"
-FUSED_API = {"train": "ImageDecode", "eval": "ImageDecode", "clip": "ClipDecode", "coclr": "ClipDecode"}
+FUSED_API = {"train": "ImageDecode", "eval": "ImageDecode", "clip-train": "ImageDecode", "ocr": "ImageDecode",
+             "colour": "ImageDecode", "clip": "ClipDecode", "coclr": "ClipDecode"}
+# Recipes whose output is fixed by the image (the rest are compared with torch seeded alike per image).
+DETERMINISTIC = ("eval", "ocr")
 FUSED = ("fused-loader", "fused-collate", "fused-pickle")
 # CoCLR's pretraining draws (TengdaHan/CoCLR: utils/augmentation.py RandomSizedCrop's
 # bottom_area=0.2 and aspect 3/4-4/3; dataset/lmdb_dataset.py double_sampler): two clips of
@@ -128,6 +152,19 @@ def torchvision_transform(recipe):
                           T.ToTensor(), T.Normalize(MEAN, STD)])
     if recipe == "eval":
         return T.Compose([T.Resize(256), T.CenterCrop(224), T.ToTensor(), T.Normalize(MEAN, STD)])
+    bicubic = T.InterpolationMode.BICUBIC
+    if recipe == "clip-train":
+        return T.Compose([T.RandomResizedCrop(224, scale=CLIP_SCALE, interpolation=bicubic), T.ToTensor(),
+                          T.Normalize(CLIP_MEAN, CLIP_STD)])
+    if recipe == "ocr":
+        # Grayscale first (PIL's convert("L")), as a text-line loader opening images in "L" mode.
+        return T.Compose([T.Grayscale(), T.Resize(OCR_SIZE, interpolation=bicubic), T.ToTensor(),
+                          T.Normalize(0.5, 0.5)])
+    if recipe == "colour":
+        return T.Compose([T.RandomResizedCrop(224, scale=SCALE, ratio=RATIO, interpolation=bicubic),
+                          T.RandomHorizontalFlip(), T.RandomApply([T.ColorJitter(*JITTER)], p=JITTER_P),
+                          T.RandomGrayscale(GRAY_P), T.RandomSolarize(SOLARIZE_AT, p=SOLARIZE_P), T.ToTensor(),
+                          T.Normalize(MEAN, STD)])
 
     def clip(frames):
         # One box and one flip for the clip, drawn as RandomResizedCrop draws them.
@@ -332,6 +369,17 @@ def fused_decode(recipe, record="msgpack"):
     if recipe == "eval":
         return lmdbloader.ImageDecode(224, train=False, resize=256, field="image", target="label", **fields,
                                       **common)
+    if recipe == "clip-train":
+        return lmdbloader.ImageDecode(224, train=True, scale=CLIP_SCALE, ratio=RATIO, flip=0.0,
+                                      interpolation="bicubic", **fields,
+                                      **dict(common, mean=CLIP_MEAN, std=CLIP_STD))
+    if recipe == "ocr":
+        return lmdbloader.ImageDecode(OCR_SIZE, train=False, resize=OCR_SIZE, interpolation="bicubic",
+                                      grayscale=True, **fields, **dict(common, mean=(0.5,), std=(0.5,)))
+    if recipe == "colour":
+        return lmdbloader.ImageDecode(224, train=True, scale=SCALE, ratio=RATIO, flip=0.5, interpolation="bicubic",
+                                      jitter=JITTER, jitter_p=JITTER_P, gray_p=GRAY_P, solarize_p=SOLARIZE_P,
+                                      solarize_threshold=SOLARIZE_AT, **fields, **common)
     if recipe == "coclr":
         # A msgpack list is the frames; the labels come from targets=.
         return lmdbloader.ClipDecode(COCLR_SIZE, frames=COCLR_FRAMES, clips=COCLR_CLIPS, train=True,
@@ -648,14 +696,21 @@ def available(recipe, variant):
             return f"lmdbloader.{name} is missing from this build (the fused decode path)"
     if variant == "dali" and not have_dali():
         return "DALI is not installed (optional: pip install -c constraints.txt nvidia-dali-cuda130)"
+    if variant == "dali" and recipe not in ("train", "eval", "clip"):
+        return "no DALI pipeline is written for this recipe (PIL's antialiased bicubic, convert(\"L\") and " \
+               "torchvision's colour draws have no exact DALI counterpart)"
     return None
 
 
 def agreement(recipe, paths, variant="fused-loader", n=8):
-    """The fused path beside torchvision on the same records: shapes and labels
-    always; for eval (deterministic) the largest and mean absolute difference.
-    ``variant`` "fused-pickle": py-lmdb's pickles through record=pickle.loads."""
+    """The fused path beside torchvision on the same records: shapes, dtypes
+    and labels always; the largest and mean absolute difference for the image
+    recipes, deterministic ones (eval, ocr) as they are, random ones with
+    torch seeded alike for both before each record (the same boxes, flips and
+    colour draws). ``variant`` "fused-pickle": py-lmdb's pickles through
+    record=pickle.loads."""
     import lmdbloader
+    import torch
     if recipe == "coclr":
         reference = coclr_dataset(paths, CoclrDecode())
         fused = coclr_dataset(paths, fused_decode(recipe))
@@ -666,18 +721,24 @@ def agreement(recipe, paths, variant="fused-loader", n=8):
     else:
         reference = lmdbloader.LmdbDataset(paths["corpus"], decode=TorchvisionDecode(recipe, "lmdbloader"))
         fused = lmdbloader.LmdbDataset(paths["corpus"], decode=fused_decode(recipe))
+    compare = RECIPES[recipe]["corpus"] == "images"
     worst, total, count = 0.0, 0.0, 0
     for i in range(min(n, len(reference))):
-        (a, la), (b, lb) = reference[i], fused[i]
+        if compare:
+            torch.manual_seed(i)
+        a, la = reference[i]
+        if compare:
+            torch.manual_seed(i)
+        b, lb = fused[i]
         if tuple(b.shape) != tuple(a.shape) or b.dtype != a.dtype or int(lb) != int(la):
             return {"ok": False, "why": f"record {i}: torchvision gives {a.dtype} {list(a.shape)} label {la}, "
                                         f"the fused path {b.dtype} {list(b.shape)} label {lb}"}
-        if recipe == "eval":
+        if compare:
             d = (a - b).abs()
             worst, total, count = max(worst, float(d.max())), total + float(d.sum()), count + d.numel()
-    out = {"ok": True, "records": min(n, len(reference))}
-    if recipe == "eval":
-        out.update(max_abs_diff=worst, mean_abs_diff=total / count)
+    out = {"ok": True, "records": min(n, len(reference)), "shape": list(a.shape), "dtype": str(a.dtype)}
+    if compare:
+        out.update(max_abs_diff=worst, mean_abs_diff=total / count, seeded=recipe not in DETERMINISTIC)
     return out
 
 
@@ -898,6 +959,10 @@ def main():
                     check[kind] = {"ok": False, "why": f"{type(e).__name__}: {e}"}
                 source = "py-lmdb's pickles, record=pickle.loads" if kind == "fused-pickle" else "the corpus"
                 print(f"{recipe}: fused path beside torchvision ({source}): {check[kind]}", flush=True)
+                if check[kind].get("why", "").startswith("record "):
+                    # Not the same samples (shape, dtype or label): the rates would compare different work.
+                    raise SystemExit(f"{recipe}: the fused path's samples differ from torchvision's: "
+                                     f"{check[kind]['why']}")
             cost = None
             if "fused-pickle" in todo:
                 cost = pickle_cost(paths)
