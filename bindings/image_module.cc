@@ -56,7 +56,7 @@ CropBox MakeBox(const py::handle& obj, size_t index) {
   return box;
 }
 
-// [(name, value), ...] (None: none) -> ColourOps, checked.
+// [(name, value), ...] (None: none; ("blur", sigma, kernel) for a blur) -> ColourOps, checked.
 ColourOps MakeColour(const py::handle& obj) {
   ColourOps ops;
   if (obj.is_none()) return ops;
@@ -67,12 +67,17 @@ ColourOps MakeColour(const py::handle& obj) {
   }
   for (size_t i = 0; i < seq.size(); ++i) {
     py::handle pair = seq[i];
-    if (!py::isinstance<py::sequence>(pair) || py::isinstance<py::str>(pair) || py::len(pair) != 2) {
-      ThrowInvalid("colour op " + std::to_string(i) + " must be a (name, value) pair");
+    if (!py::isinstance<py::sequence>(pair) || py::isinstance<py::str>(pair) || py::len(pair) < 2 ||
+        py::len(pair) > 3) {
+      ThrowInvalid("colour op " + std::to_string(i) + " must be a (name, value) pair, or (\"blur\", sigma, kernel)");
     }
     py::sequence op = py::reinterpret_borrow<py::sequence>(pair);
     ThrowIfError(ParseColourOp(op[0].cast<std::string>(), &ops.ops[i].kind));
     ops.ops[i].value = op[1].is_none() ? 0.0f : op[1].cast<float>();
+    if ((ops.ops[i].kind == ColourOpKind::kBlur) != (py::len(op) == 3)) {
+      ThrowInvalid("colour op " + std::to_string(i) + ": blur is (\"blur\", sigma, kernel), the others (name, value)");
+    }
+    if (py::len(op) == 3) ops.ops[i].kernel = op[2].cast<uint32_t>();
   }
   ops.count = static_cast<uint32_t>(seq.size());
   uint8_t pixel[3] = {0, 0, 0};  // checks the ops (ValueError here, not a batch's DecodeError)
@@ -206,6 +211,7 @@ py::dict ImageOptions() {
   out["dtypes"] = PixelTypeNames();
   out["interpolations"] = InterpolationNames();
   out["colour_ops"] = ColourOpNames();
+  out["max_blur_kernel"] = kMaxBlurKernel;
   // The layouts a record can have on the image path: the converter's, but
   // "as_is" (a record kept as it is has no image to split out).
   std::vector<std::string> records;
@@ -248,7 +254,7 @@ void RegisterImage(py::module_& m) {
         "(numpy.asarray of a PIL image in mode RGB).");
   m.def("apply_colour", &ApplyColour, py::arg("pixels"), py::arg("ops"),
         "Applies colour ops ([(name, value), ...]: brightness, contrast, saturation factors, grayscale, "
-        "solarize threshold) in place to a C-contiguous uint8 array of (height, width, 3) or (height, width) "
+        "solarize threshold; (\"blur\", sigma, kernel)) in place to a C-contiguous uint8 array of (height, width, 3) or (height, width) "
         "levels: the code decode_images runs on each image. ValueError for a bad op or array.");
   m.def("scratch_bytes", [] { return ThreadScratch().bytes(); },
         "Bytes of image scratch the calling thread holds.");

@@ -157,21 +157,29 @@ constexpr double kImageNetStd[3] = {0.229, 0.224, 0.225};
 //   hue f (-0.5 to 0.5): torchvision's adjust_hue, PIL's convert("HSV"),
 //     the hue plus uint8(int(f * 255)) modulo 256, and back to RGB;
 //   grayscale: convert("L") back to three equal channels;
-//   solarize t: ImageOps.solarize, every level >= t becomes 255 - level.
+//   solarize t: ImageOps.solarize, every level >= t becomes 255 - level;
+//   blur sigma, kernel k: torchvision's GaussianBlur (k odd), which blurs a
+//     PIL image as a tensor: a k x k Gaussian of sigma (torch's float32
+//     kernel), the image padded by reflection (mirrored without repeating
+//     the edge; on an image smaller than k/2, mirrored again where torch
+//     refuses), each level rounded half to even.
 // A blend is Pillow's ImagingBlend: in float, gray + f * (level - gray),
 // truncated toward zero and clamped to 0..255. L is PIL's luma,
 // (19595 R + 38470 G + 7471 B + 2^15) >> 16. On one channel (grayscale
 // output) a level is its own L: saturation, hue and grayscale change nothing.
-enum class ColourOpKind : uint8_t { kBrightness, kContrast, kSaturation, kHue, kGrayscale, kSolarize };
+enum class ColourOpKind : uint8_t { kBrightness, kContrast, kSaturation, kHue, kGrayscale, kSolarize, kBlur };
 
 struct ColourOp {
   ColourOpKind kind = ColourOpKind::kBrightness;
   // The factor (brightness, contrast, saturation: finite, >= 0; hue: -0.5
-  // to 0.5) or the threshold (solarize: finite); grayscale ignores it.
+  // to 0.5), the threshold (solarize: finite) or sigma (blur: finite, > 0);
+  // grayscale ignores it.
   float value = 1.0f;
+  uint32_t kernel = 0;  // blur: the kernel's size, odd, 1 to kMaxBlurKernel
 };
 
 constexpr uint32_t kMaxColourOps = 8;
+constexpr uint32_t kMaxBlurKernel = 255;
 
 // The changes made to one image, ops[0] first.
 struct ColourOps {
@@ -179,7 +187,7 @@ struct ColourOps {
   ColourOp ops[kMaxColourOps];
 };
 
-// "brightness", "contrast", "saturation", "hue", "grayscale", "solarize": the names
+// "brightness", "contrast", "saturation", "hue", "grayscale", "solarize", "blur": the names
 // every front spells the ops with. ParseColourOp: InvalidArgument "colour op
 // must be one of ...; got 'x'" for another name.
 std::vector<std::string> ColourOpNames();

@@ -1,7 +1,8 @@
 """ImageDecode's colour transforms: torchvision's ``RandomApply([ColorJitter],
-p)``, ``RandomGrayscale(p)`` and ``RandomSolarize(threshold, p)`` as PIL
-images get them, their random choices drawn with torch's generator in
-torchvision's order, applied in C++ to the resized crop (colour_ops.cc)."""
+p)``, ``RandomGrayscale(p)``, ``RandomApply([GaussianBlur(k, sigma)], p)``
+and ``RandomSolarize(threshold, p)`` as PIL images get them, their random
+choices drawn with torch's generator in torchvision's order, applied in C++
+to the resized crop (colour_ops.cc)."""
 
 import math
 import numbers
@@ -42,11 +43,34 @@ def jitter_range(value, what, center=1.0, bound=(0.0, math.inf)):
     return None if low == high == center else (low, high)
 
 
+def blur_sigma_range(value):
+    """GaussianBlur's ``sigma``: a positive number, or (min, max) with 0 < min <= max."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"blur_sigma must be positive, or (min, max) of positive numbers; got {value!r}")
+        return float(value), float(value)
+    if (isinstance(value, (tuple, list)) and len(value) == 2 and
+            all(isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) for v in value) and
+            0 < value[0] <= value[1]):
+        return float(value[0]), float(value[1])
+    raise ValueError(f"blur_sigma must be positive, or (min, max) of positive numbers; got {value!r}")
+
+
+def blur_kernel_size(value):
+    """GaussianBlur's ``kernel_size``: odd and positive (one size for both axes)."""
+    max_kernel = _core.image_options()["max_blur_kernel"]
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 < value <= max_kernel or \
+            value % 2 == 0:
+        raise ValueError(f"blur_kernel must be an odd number from 1 to {max_kernel}; got {value!r}")
+    return int(value)
+
+
 class ColourDraws:
     """The colour options of an ImageDecode, checked, and each image's ops
     drawn from them: a list of (name, value) pairs for the C++ core."""
 
-    def __init__(self, jitter=None, jitter_p=1.0, gray_p=0.0, solarize_p=0.0, solarize_threshold=128.0):
+    def __init__(self, jitter=None, jitter_p=1.0, gray_p=0.0, solarize_p=0.0, solarize_threshold=128.0,
+                 blur_p=0.0, blur_sigma=(0.1, 2.0), blur_kernel=9):
         self.jitter = jitter
         self.ranges = None
         if jitter is not None:
@@ -62,16 +86,21 @@ class ColourDraws:
                 not math.isfinite(solarize_threshold)):
             raise ValueError(f"solarize_threshold must be a finite number; got {solarize_threshold!r}")
         self.solarize_threshold = float(solarize_threshold)
+        self.blur_p = probability(blur_p, "blur_p")
+        self.blur_sigma, self.blur_kernel = blur_sigma_range(blur_sigma), blur_kernel_size(blur_kernel)
 
     @property
     def active(self):
         """Whether any image may get an op."""
-        return (self.ranges is not None and self.jitter_p > 0) or self.gray_p > 0 or self.solarize_p > 0
+        return ((self.ranges is not None and self.jitter_p > 0) or self.gray_p > 0 or self.solarize_p > 0 or
+                self.blur_p > 0)
 
     def draw(self):
         """One image's ops, drawn as torchvision's transforms draw them in
-        the order RandomApply(ColorJitter), RandomGrayscale, RandomSolarize;
-        an op whose probability is 0 draws nothing (as ``flip=0``)."""
+        the order RandomApply(ColorJitter), RandomGrayscale,
+        RandomApply(GaussianBlur), RandomSolarize (DINOv2's order); an op
+        whose probability is 0 draws nothing (as ``flip=0``), one whose
+        RandomApply probability is 1 draws no coin."""
         ops = []
         # RandomApply: skipped when p < rand; p = 1 is ColorJitter alone (no draw).
         if self.ranges is not None and self.jitter_p > 0 and (self.jitter_p == 1.0 or
@@ -81,13 +110,17 @@ class ColourDraws:
             ops += [(_JITTERED[i], factors[i]) for i in order if factors[i] is not None]
         if self.gray_p > 0 and torch.rand(1) < self.gray_p:
             ops.append(("grayscale", 0.0))
+        if self.blur_p > 0 and (self.blur_p == 1.0 or not self.blur_p < torch.rand(1)):
+            sigma = torch.empty(1).uniform_(self.blur_sigma[0], self.blur_sigma[1]).item()  # GaussianBlur.get_params
+            ops.append(("blur", sigma, self.blur_kernel))
         if self.solarize_p > 0 and torch.rand(1).item() < self.solarize_p:
             ops.append(("solarize", self.solarize_threshold))
         return ops
 
     def __repr__(self):
         return (f"jitter={self.jitter!r}, jitter_p={self.jitter_p}, gray_p={self.gray_p}, "
-                f"solarize_p={self.solarize_p}, solarize_threshold={self.solarize_threshold}")
+                f"solarize_p={self.solarize_p}, solarize_threshold={self.solarize_threshold}, "
+                f"blur_p={self.blur_p}, blur_sigma={self.blur_sigma}, blur_kernel={self.blur_kernel}")
 
 
 def apply_colour(pixels, ops):
@@ -95,7 +128,8 @@ def apply_colour(pixels, ops):
     with ``ops`` applied by the code ImageDecode runs on each image: a list
     of (name, value) pairs, ``name`` one of ``brightness``, ``contrast``,
     ``saturation``, ``hue`` (factors, as torchvision's adjust_* take them),
-    ``grayscale`` (value unused) or ``solarize`` (the threshold)."""
+    ``grayscale`` (value unused) or ``solarize`` (the threshold); a blur is
+    ``("blur", sigma, kernel)``."""
     out = np.array(pixels, dtype=np.uint8, order="C", copy=True)
-    _core.apply_colour(out, [(name, value) for name, value in ops])
+    _core.apply_colour(out, [tuple(op) for op in ops])
     return out

@@ -105,7 +105,8 @@ class ImageDecode:
     PIL images: ``jitter=(brightness, contrast, saturation[, hue])``:
     ``RandomApply([ColorJitter(...)], p=jitter_p)`` (``jitter_p=1``, the
     default: ColorJitter alone);
-    ``gray_p``: ``RandomGrayscale(gray_p)``; ``solarize_p``:
+    ``gray_p``: ``RandomGrayscale(gray_p)``; ``blur_p``: ``RandomApply([GaussianBlur(
+    blur_kernel, blur_sigma)], blur_p)`` (9, (0.1, 2.0)); ``solarize_p``:
     ``RandomSolarize(solarize_threshold, solarize_p)`` (threshold 128), in
     that order, drawn after the flip with torch's generator. On a padded
     eval crop the ops see the image without its padding.
@@ -133,7 +134,8 @@ class ImageDecode:
     def __init__(self, size, *, train=True, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip=None, resize=None,
                  crop_pct=None, mean=None, std=None, dtype=torch.float32, layout="CHW",
                  record="msgpack", field="image", target="label", interpolation="bilinear", grayscale=False,
-                 jitter=None, jitter_p=1.0, gray_p=0.0, solarize_p=0.0, solarize_threshold=128):
+                 jitter=None, jitter_p=1.0, gray_p=0.0, solarize_p=0.0, solarize_threshold=128,
+                 blur_p=0.0, blur_sigma=(0.1, 2.0), blur_kernel=9):
         self.size = _pair(size, "size")
         if interpolation not in _OPTIONS["interpolations"]:
             raise ValueError(f"interpolation must be {' or '.join(map(repr, _OPTIONS['interpolations']))}; "
@@ -151,7 +153,8 @@ class ImageDecode:
         self.flip = float(flip)
         self.resize = eval_resize(self.size, resize, crop_pct, _MAX_SIDE)
         self.grayscale = bool(grayscale)
-        self.colour = ColourDraws(jitter, jitter_p, gray_p, solarize_p, solarize_threshold)
+        self.colour = ColourDraws(jitter, jitter_p, gray_p, solarize_p, solarize_threshold,
+                                  blur_p, blur_sigma, blur_kernel)
         c = self.channels = 1 if self.grayscale else 3
         self.mean = _three(mean if mean is not None else (0.5,) if c == 1 else IMAGENET_MEAN, "mean", count=c)
         self.std = _three(std if std is not None else (0.5,) if c == 1 else IMAGENET_STD, "std", True, count=c)

@@ -90,7 +90,7 @@ size_t NeedBytes(const std::vector<T>& v, size_t n) {
 
 size_t DecodeScratch::Rep::bytes() const {
   return Capacity(h_start) + Capacity(h_weights) + Capacity(v_first) + Capacity(v_count) + Capacity(v_weights) +
-         Capacity(taps) + Capacity(row) + Capacity(ring) + Capacity(acc) + Capacity(colour);
+         Capacity(taps) + Capacity(row) + Capacity(ring) + Capacity(acc) + Capacity(colour) + Capacity(blur);
 }
 
 void DecodeScratch::Rep::Release() {
@@ -104,6 +104,7 @@ void DecodeScratch::Rep::Release() {
   std::vector<Float4>().swap(row);
   std::vector<Float4>().swap(ring);
   std::vector<Float4>().swap(acc);
+  std::vector<float>().swap(blur);
   std::vector<uint8_t>().swap(colour);
 }
 

@@ -59,6 +59,7 @@ struct DecodeScratch::Rep {
   std::vector<Float4> ring;        // horizontally resized rows
   std::vector<Float4> acc;         // one output row before writing
   std::vector<uint8_t> colour;     // the resized image before its colour changes
+  std::vector<float> blur;         // a blur's rows, blurred along x, one float a level
 
   size_t bytes() const;
   void Release();

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -107,6 +108,55 @@ TEST(ColourOpsTest, BadOpsAreRefused) {
 
 // The decoders' ops are ApplyColourOps on their uint8 HWC output, then the
 // spec's type and layout.
+// A k x k Gaussian with mirrored edges (torch's reflect padding), summed
+// directly in two dimensions, rounded half to even.
+std::vector<uint8_t> BlurRef(const std::vector<uint8_t>& in, int w, int h, int c, int k, double sigma) {
+  std::vector<double> g(k);
+  double sum = 0;
+  for (int i = 0; i < k; ++i) sum += g[i] = std::exp(-0.5 * std::pow((i - (k - 1) / 2.0) / sigma, 2));
+  for (double& v : g) v /= sum;
+  auto mirror = [](int i, int n) { return n == 1 ? 0 : i < 0 ? -i : i >= n ? 2 * (n - 1) - i : i; };
+  std::vector<uint8_t> out(in.size());
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int ch = 0; ch < c; ++ch) {
+        double t = 0;
+        for (int i = 0; i < k; ++i)
+          for (int j = 0; j < k; ++j)
+            t += g[i] * g[j] * in[(mirror(y + i - k / 2, h) * w + mirror(x + j - k / 2, w)) * c + ch];
+        out[(y * w + x) * c + ch] = static_cast<uint8_t>(std::nearbyint(t));
+      }
+  return out;
+}
+
+TEST(ColourOpsTest, BlurIsTheTwoDimensionalGaussianWithMirroredEdges) {
+  for (const int c : {1, 3}) {
+    const std::vector<uint8_t> in = Noise(size_t{37} * 23 * c, 5 + c);
+    for (const auto& [k, sigma] : std::vector<std::pair<int, float>>{{9, 0.1f}, {9, 2.0f}, {5, 1.3f}, {1, 1.0f}}) {
+      std::vector<uint8_t> got = in;
+      ColourOp op{ColourOpKind::kBlur, sigma, static_cast<uint32_t>(k)};
+      ASSERT_OK(ApplyColourOps(Ops({op}), got.data(), 37, 23, c));
+      const std::vector<uint8_t> want = BlurRef(in, 37, 23, c, k, sigma);
+      int worst = 0;
+      for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+      EXPECT_LE(worst, 1) << "kernel " << k << " sigma " << sigma << " channels " << c;
+      if (k == 1) {
+        EXPECT_EQ(got, in);
+      }
+    }
+  }
+  // An image smaller than half the kernel is mirrored again; a flat one stays flat.
+  std::vector<uint8_t> flat(2 * 3 * 3, 77);
+  ASSERT_OK(ApplyColourOps(Ops({{ColourOpKind::kBlur, 2.0f, 23}}), flat.data(), 2, 3, 3));
+  EXPECT_EQ(flat, std::vector<uint8_t>(2 * 3 * 3, 77));
+  // Even, zero or too large kernels, and sigmas that are not positive, are refused.
+  uint8_t px[3] = {0, 0, 0};
+  for (const ColourOp& bad : {ColourOp{ColourOpKind::kBlur, 1.0f, 4}, ColourOp{ColourOpKind::kBlur, 1.0f, 0},
+                              ColourOp{ColourOpKind::kBlur, 1.0f, kMaxBlurKernel + 2},
+                              ColourOp{ColourOpKind::kBlur, 0.0f, 9}, ColourOp{ColourOpKind::kBlur, NAN, 9}})
+    EXPECT_FALSE(ApplyColourOps(Ops({bad}), px, 1, 1, 3).ok());
+}
+
 TEST(ColourOpsTest, ResampleWithOpsIsResampleThenOps) {
   const testing::Pixels photo = SyntheticPhoto(120, 90, 7);
   const CropBox box{10, 5, 100, 80};

@@ -256,3 +256,55 @@ def test_other_formats_clips_and_padded_crops_take_the_ops():
     padded = lmdbloader.ImageDecode(400, train=False, resize=300, dtype=torch.uint8, record="raw", gray_p=1.0)
     out = padded(frame)
     assert out.shape == (3, 400, 400) and torch.equal(out[0], out[1]) and int(out[:, 0, 0].max()) == 0
+
+
+@pytest.mark.parametrize("kernel,sigma", [(9, 0.1), (9, 1.0), (9, 2.0), (3, 0.7), (23, 3.3)])
+def test_blur_is_torchvisions_gaussian_blur_on_pil_images(kernel, sigma):
+    """torchvision blurs a PIL image as a tensor: a k x k float32 Gaussian,
+    reflect padding, levels rounded half to even. Separable here, so a
+    level that lands on .5 may round the other way: at most 1 level, on a
+    few pixels."""
+    for name in PHOTOS:
+        img = photo(name, 200)
+        want = np.asarray(F.gaussian_blur(img, [kernel, kernel], [sigma, sigma]))
+        got = vision.apply_colour(np.asarray(img), [("blur", sigma, kernel)])
+        diff = np.abs(got.astype(np.int16) - want.astype(np.int16))
+        assert diff.max() <= 1 and diff.mean() < 0.001, (name, diff.max(), diff.mean())
+    gray = photo("camera", 100).convert("L")
+    want = np.asarray(F.gaussian_blur(gray, [kernel, kernel], [sigma, sigma]))
+    assert np.abs(vision.apply_colour(np.asarray(gray), [("blur", sigma, kernel)]).astype(np.int16) - want).max() <= 1
+
+
+def test_blur_in_the_recipe_draws_as_torchvision_does():
+    """DINOv2's first global crop: crop, flip, RandomApply(ColorJitter),
+    RandomGrayscale, GaussianBlur (always), from one seed alike."""
+    decode = lmdbloader.ImageDecode(224, dtype=torch.uint8, layout="HWC", record="raw", scale=(0.32, 1.0),
+                                    jitter=(0.4, 0.4, 0.2, 0.1), jitter_p=0.8, gray_p=0.2, blur_p=1.0)
+    recipe = T.Compose([T.RandomResizedCrop(224, scale=(0.32, 1.0), antialias=True), T.RandomHorizontalFlip(),
+                        T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8), T.RandomGrayscale(0.2),
+                        T.GaussianBlur(9, sigma=(0.1, 2.0))])
+    diffs = []
+    for name, data in sources()[:4]:
+        img = Image.open(io.BytesIO(data)).convert("RGB")
+        for seed in range(6):
+            torch.manual_seed(seed)
+            got = decode(data).numpy()
+            torch.manual_seed(seed)
+            diffs.append(mean_levels(got, recipe(img)))
+    assert np.mean(diffs) <= 2 and max(diffs) <= 3, diffs
+    # A tiny output blurs too (mirrored again where torch would refuse the padding).
+    assert lmdbloader.ImageDecode(4, record="raw", blur_p=1.0, blur_kernel=23)(sources()[0][1]).shape == (3, 4, 4)
+
+
+@pytest.mark.parametrize("options,match", [
+    (dict(blur_p=1.2), "blur_p"), (dict(blur_kernel=4), "blur_kernel"), (dict(blur_kernel=0), "blur_kernel"),
+    (dict(blur_kernel=257), "blur_kernel"), (dict(blur_sigma=0), "blur_sigma"), (dict(blur_sigma=(2.0, 1.0)), "blur_sigma"),
+    (dict(blur_sigma=(0.1, float("inf"))), "blur_sigma"),
+])
+def test_bad_blur_parameters_raise_value_error_naming_the_option(options, match):
+    with pytest.raises(ValueError, match=match):
+        lmdbloader.ImageDecode(32, **options)
+    with pytest.raises(ValueError, match="blur"):
+        vision.apply_colour(np.zeros((4, 4, 3), np.uint8), [("blur", 1.0, 4)])
+    with pytest.raises(ValueError, match="blur is"):
+        vision.apply_colour(np.zeros((4, 4, 3), np.uint8), [("blur", 1.0)])

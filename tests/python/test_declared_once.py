@@ -222,11 +222,11 @@ def test_the_image_paths_options_are_the_cores_table():
         lmdbloader.ImageDecode(8, record="json")
     # The colour ops: the core's names, each taken by apply_colour (the
     # code ImageDecode's jitter, gray_p and solarize_p run) and documented.
-    assert table["colour_ops"] == ["brightness", "contrast", "saturation", "hue", "grayscale", "solarize"]
+    assert table["colour_ops"] == ["brightness", "contrast", "saturation", "hue", "grayscale", "solarize", "blur"]
     import numpy as np
     for name in table["colour_ops"]:
         assert name in vision.apply_colour.__doc__, f"{name!r} is not in apply_colour's docstring"
-        vision.apply_colour(np.zeros((2, 2, 3), np.uint8), [(name, 0.5)])
+        vision.apply_colour(np.zeros((2, 2, 3), np.uint8), [(name, 0.5, 3) if name == "blur" else (name, 0.5)])
     with pytest.raises(ValueError, match=f"colour op must be one of {', '.join(table['colour_ops'])}; got 'x'"):
         vision.apply_colour(np.zeros((2, 2, 3), np.uint8), [("x", 1.0)])
     lmdbloader.ImageDecode((table["max_side"], 1))
