@@ -127,8 +127,8 @@ DETERMINISTIC = ("eval", "ocr")
 FUSED = ("fused-loader", "fused-collate", "fused-pickle")
 # CoCLR's pretraining draws (TengdaHan/CoCLR: utils/augmentation.py RandomSizedCrop's
 # bottom_area=0.2 and aspect 3/4-4/3; dataset/lmdb_dataset.py double_sampler): two clips of
-# COCLR_FRAMES consecutive frames (ds=1), resized to COCLR_SIZE (the acceptance's 16 and 112;
-# CoCLR's own defaults are seq_len=32, img_dim=128).
+# COCLR_FRAMES consecutive frames (ds=1), resized to COCLR_SIZE (16 frames of 112 here;
+# CoCLR's script defaults to seq_len=32, img_dim=128).
 COCLR_FRAMES, COCLR_CLIPS, COCLR_SIZE, COCLR_SCALE = 16, 2, 112, (0.2, 1.0)
 
 

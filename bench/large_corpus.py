@@ -58,7 +58,7 @@ the row. Ratios are between figures of the same run, never against numbers
 from elsewhere; times are reported, never asserted.
 
     python3 bench/large_corpus.py --quick                 # 1M records, about a minute
-    python3 bench/large_corpus.py --records 10000000      # the acceptance sizes: 10M and 100M
+    python3 bench/large_corpus.py --records 10000000      # the sizes measured: 10M and 100M
     python3 bench/large_corpus.py --value-size 2KiB       # 1M records of 2 KiB (4.1 GB)
 
 The database is kept in --dir (default $LMDBLOADER_BENCH_DIR, else

@@ -1,4 +1,4 @@
-"""The DataLoader acceptance: persistent workers stay under the budget for
+"""The DataLoader budget: persistent workers stay under the budget for
 three epochs, while the same job over py-lmdb grows."""
 
 import functools

@@ -1,4 +1,4 @@
-"""The acceptance at scale: a database of 5,000,000 records written by py-lmdb
+"""The budget at scale: a database of 5,000,000 records written by py-lmdb
 is read by a Reader and two persistent DataLoader workers, each under a 32 MiB
 budget as the kernel counts it (/proc/<pid>/statm), over two shuffled epochs
 of a sample of it, while the same job over py-lmdb grows by the pages of the
