@@ -44,3 +44,14 @@ def test_the_header_list_names_every_installed_header():
     installed = {n for n in os.listdir(os.path.join(ROOT, "include", "lmdbloader")) if n.endswith(".h")}
     assert listed == installed, f"missing from the README: {sorted(installed - listed)}; not installed: " \
                                 f"{sorted(listed - installed)}"
+
+
+def test_ci_runs_the_readmes_test_command():
+    """CI proves what a new user runs: .ci/run calls the README's test command."""
+    text = open(os.path.join(ROOT, "README.md")).read()
+    section = text[text.index("## Two commands"):text.index("## Guides")]
+    blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
+    commands = [line.strip() for b in blocks for line in b.splitlines() if line.strip()]
+    assert "bash scripts/demo.sh" in commands and "bash scripts/test.sh" in commands, commands
+    ci = [line.strip() for line in open(os.path.join(ROOT, ".ci", "run")) if not line.lstrip().startswith("#")]
+    assert "bash scripts/test.sh" in ci, ".ci/run does not run the README's test command"
