@@ -14,7 +14,7 @@ PYBIND11_MODULE(_core, m) {
 
   lmdbloader::RegisterStatusTranslator(m);
   lmdbloader::RegisterImage(m);
-  lmdbloader::RegisterDatum(m);
+  lmdbloader::RegisterImageRecords(m);
   lmdbloader::RegisterCorpus(m);
   lmdbloader::RegisterInspect(m);
   lmdbloader::RegisterMemory(m);

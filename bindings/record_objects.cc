@@ -11,9 +11,7 @@ namespace py = pybind11;
 
 namespace lmdbloader {
 
-namespace {
-
-py::object ToPython(const RecordValue& v) {
+py::object RecordValueToPython(const RecordValue& v) {
   switch (v.type()) {
     case RecordValue::Type::kNil: return py::none();
     case RecordValue::Type::kBool: return py::bool_(v.boolean());
@@ -35,20 +33,18 @@ py::object ToPython(const RecordValue& v) {
     case RecordValue::Type::kArray: {
       const uint32_t n = v.size();
       py::list list(n);
-      for (uint32_t i = 0; i < n; ++i) list[i] = ToPython(v.element(i));
+      for (uint32_t i = 0; i < n; ++i) list[i] = RecordValueToPython(v.element(i));
       return std::move(list);
     }
     case RecordValue::Type::kMap: {
       py::dict dict;
       const uint32_t n = v.size();
-      for (uint32_t i = 0; i < n; ++i) dict[ToPython(v.key(i))] = ToPython(v.value(i));
+      for (uint32_t i = 0; i < n; ++i) dict[RecordValueToPython(v.key(i))] = RecordValueToPython(v.value(i));
       return std::move(dict);
     }
   }
   return py::none();  // not reached: every type is handled above
 }
-
-}  // namespace
 
 py::object DecodeRecord(const Reader& r, uint64_t index, const char* data, size_t size) {
   UnpackedRecord record;
@@ -56,7 +52,7 @@ py::object DecodeRecord(const Reader& r, uint64_t index, const char* data, size_
   if (!s.ok())
     throw StatusError{Status::DecodeError("cannot decode record " + std::to_string(index) + " of " + r.path() +
                                           " as msgpack: " + s.message())};
-  return ToPython(record.root());
+  return RecordValueToPython(record.root());
 }
 
 }  // namespace lmdbloader

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "lmdbloader/msgpack_record.h"
 #include "lmdbloader/reader.h"
 
 namespace lmdbloader {
@@ -17,6 +18,9 @@ namespace lmdbloader {
 // to dicts, arrays to lists, bin to bytes, str to str, numbers, None. A
 // record that does not decode raises lmdbloader.DecodeError naming the record
 // and the file.
+// One unpacked value as Python objects, as DecodeRecord gives them.
+pybind11::object RecordValueToPython(const RecordValue& v);
+
 pybind11::object DecodeRecord(const Reader& r, uint64_t index, const char* data, size_t size);
 
 }  // namespace lmdbloader

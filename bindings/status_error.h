@@ -43,7 +43,7 @@ void RegisterCorpus(pybind11::module_& m);            // corpus_module.cc
 void RegisterInspect(pybind11::module_& m);           // inspect_module.cc
 void RegisterMemory(pybind11::module_& m);            // memory_module.cc
 void RegisterImage(pybind11::module_& m);             // image_module.cc
-void RegisterDatum(pybind11::module_& m);             // datum_module.cc
+void RegisterImageRecords(pybind11::module_& m);      // image_record_module.cc
 void RegisterReports(pybind11::module_& m);           // report_module.cc
 
 }  // namespace lmdbloader

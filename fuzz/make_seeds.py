@@ -152,6 +152,12 @@ def main(out):
         with open(os.path.join(dirs["msgpack_record"], str(i)), "wb") as f:
             f.write(msgpack.packb(record))
     datum_seeds(dirs["caffe_datum"])
+    datum_seeds(dirs["image_record"])
+    for i, record in enumerate([{"image": b"\xff\xd8\xff", "label": 3}, [b"\xff\xd8", b"\xff\xd8\xff"],
+                                {"frames": [b"a", b"b"], "label": "run"},
+                                {"pixels": b"abcdef", "channels": 1, "height": 2, "width": 3, "label": 0}]):
+        with open(os.path.join(dirs["image_record"], f"msgpack-{i}"), "wb") as f:
+            f.write(msgpack.packb(record))
     image_seeds(dirs["image_decode"])
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzing, bounded in time (run by scripts/test.sh, so by CI):
 # 1. the libFuzzer harnesses named in fuzz/harnesses.txt (clang, ASan + UBSan), FUZZ_SECONDS each
-#    (the two one-record parsers half that each),
+#    (the three one-record parsers half that each),
 #    from seeds written by fuzz/make_seeds.py, then the saved regression inputs
 #    under fuzz/regressions/<harness>/ replayed;
 # 2. the corruption fuzzer over whole database files (fuzz/corrupt_databases.py),
@@ -32,10 +32,10 @@ mapfile -t harnesses < <(grep -E '^[a-z0-9_]+$' fuzz/harnesses.txt)
 for name in "${harnesses[@]}"; do
   fuzzer=$BUILD/fuzz/${name}_fuzzer
   [ -x "$fuzzer" ] || { echo "fuzz: $fuzzer was not built (is $BUILD configured from this tree?)"; exit 1; }
-  # The two parsers of one small record each (msgpack, Caffe's Datum) reach
-  # their depth within seconds: they share one harness's time.
+  # The parsers of one small record each (msgpack, Caffe's Datum, the split
+  # of a record by its layout) reach their depth within seconds.
   seconds=$SECONDS_EACH
-  case $name in msgpack_record | caffe_datum) seconds=$(((SECONDS_EACH + 1) / 2)) ;; esac
+  case $name in msgpack_record | caffe_datum | image_record) seconds=$(((SECONDS_EACH + 1) / 2)) ;; esac
   saved=(fuzz/regressions/$name/*)
   if [ -e "${saved[0]}" ]; then
     echo "== $name: replaying ${#saved[@]} saved inputs"

@@ -41,6 +41,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lmdbloader/image_record.h"  // RecordLayout: how an lmdb source's values are laid out
 #include "lmdbloader/options.h"
 #include "lmdbloader/status.h"
 
@@ -48,9 +49,6 @@ namespace lmdbloader {
 
 // What a corpus is written from (the list at the top of this file).
 enum class SourceKind { kImageFolder, kVideoFolder, kJsonl, kLmdb };
-
-// How an lmdb source's values are laid out (the list at the top of this file).
-enum class RecordLayout { kAsIs, kCaffe, kMsgpack, kRaw };
 
 // The order of the records: the listing's (file order, manifest lines, the
 // LMDB's keys), by name, or shuffled with a seed.

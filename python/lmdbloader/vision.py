@@ -29,8 +29,7 @@ from . import _core
 from ._colour_ops import ColourDraws, apply_colour  # noqa: F401 (public here)
 from ._crop_boxes import (CropPlan, Point, Size, eval_resize, random_resized_crop,  # noqa: F401 (some public here)
                           random_resized_crop_box, resize_center_crop_plan)
-from ._image_records import (NO_TARGET, batch_targets, converted_pixels, fn_name, image_name, pil_rgb,
-                             pil_size, split_datum, unpack_record)
+from ._image_records import NO_TARGET, batch_targets, fn_name, image_name, pil_rgb, pil_size
 from .errors import DecodeError
 
 # The image path's option table, written once in C++ (image_decode.h, and the
@@ -217,13 +216,10 @@ class ImageDecode:
         None); returns (out, the targets), the targets None when the records
         hold none or ``targets`` is false (the caller has its own: the
         records' are not looked for). ``where(k)`` names record k in errors."""
-        groups, found = [], []
-        for k, record in enumerate(records):
-            image, t = self._split(record, k, where, targets)
-            groups.append([image])
-            found.append(t)
+        images, found = self._split(records, where, targets)
         out = self._output(len(records), out)
-        return self._decode_into(groups, out, where), (batch_targets(found, where) if targets else None)
+        found = batch_targets(found, where) if targets else None
+        return self._decode_into([[image] for image in images], out, where), found
 
     # -- the work ----------------------------------------------------------
 
@@ -236,44 +232,19 @@ class ImageDecode:
                              f"got {out.dtype} {tuple(out.shape)}")
         return out
 
-    def _split(self, record, k, where, want_target=True):
-        """(the image: bytes-like, a list of frames, or RGB pixels as a
-        (height, width, 3) uint8 array; the target or NO_TARGET)."""
-        layout = self.record
-        target_field = self.target if want_target else None
-        if callable(layout):
-            return self._split_by(layout, record, k, where)
-        if layout == "caffe":
-            return split_datum(record, k, where)
-        if layout == "raw" or (self.field is None and target_field is None):
-            return record, NO_TARGET
+    def _split(self, records, where, want_target=True):
+        """(the images: bytes-like, lists of frames, or RGB pixels as
+        (height, width, 3) uint8 arrays; the targets, NO_TARGET where a
+        record has none), the layout's split in C++ (image_record.h), one
+        call for the batch; a callable layout runs here, a record at a time."""
+        if callable(self.record):
+            pairs = [self._split_by(self.record, record, k, where) for k, record in enumerate(records)]
+            return [image for image, _ in pairs], [target for _, target in pairs]
         try:
-            fields = unpack_record(record)
-        except Exception as e:
-            hint = ("a clip's frames are a msgpack list or map, or what record=<callable> returns"
-                    if self._list_is_frames else "for records that are the image itself pass record='raw'")
-            raise DecodeError(f"{image_name(where, k)}: not a msgpack record ({e}); {hint}") from None
-        if isinstance(fields, list) and self._list_is_frames:
-            return fields, NO_TARGET
-        if not isinstance(fields, dict):
-            raise DecodeError(f"{image_name(where, k)}: the record is not a msgpack map")
-        if self.field is None:
-            image = record
-        elif self.field not in fields and isinstance(fields.get("pixels"), bytes) and not self._list_is_frames:
-            image = converted_pixels(fields, k, where)  # a raw-pixel Datum, converted
-        else:
-            if self.field not in fields:
-                raise DecodeError(f"{image_name(where, k)}: no field {self.field!r} "
-                                  f"(fields: {sorted(map(str, fields))})")
-            image = fields[self.field]
-            if not isinstance(image, self._field_type):
-                raise DecodeError(f"{image_name(where, k)}: field {self.field!r} holds {type(image).__name__}, "
-                                  f"not {self._field_kind}")
-        if target_field is None:
-            return image, NO_TARGET
-        if target_field not in fields:
-            raise DecodeError(f"{image_name(where, k)}: no field {target_field!r} (fields: {sorted(map(str, fields))})")
-        return image, fields[target_field]
+            return _core.split_image_records(records, self.record, self.field, self.target if want_target else None,
+                                             self._list_is_frames, NO_TARGET)
+        except DecodeError as e:
+            raise DecodeError(f"{image_name(where, getattr(e, 'batch_index', 0))}: {e}") from None
 
     def _split_by(self, fn, record, k, where):
         """record=callable: fn(record) is the image, or (image, target)."""
@@ -303,7 +274,6 @@ class ImageDecode:
         """(image bytes, target), as a tuple or a list (msgpack, json)."""
         return isinstance(got, (tuple, list)) and len(got) == 2 and isinstance(got[0], (bytes, bytearray, memoryview))
 
-    _field_type = (bytes, bytearray)
     _returned_type = (bytes, bytearray, memoryview)
     _field_kind = "the image's bytes"
     _list_is_frames = False
@@ -452,7 +422,6 @@ class ClipDecode(ImageDecode):
             raise ValueError("a clip's frames come from a msgpack field: field must name it")
         self.frames, self.stride, self.clips = int(frames), int(stride), int(clips)
 
-    _field_type = (list, tuple)
     _returned_type = (list,)
     _field_kind = "a list of encoded frames"
     _list_is_frames = True
@@ -467,14 +436,13 @@ class ClipDecode(ImageDecode):
             "ImageDecode(", f"ClipDecode(frames={self.frames}, stride={self.stride}, clips={self.clips}, ")
 
     def decode_records(self, records, out=None, where=None, targets=True):
-        groups, found = [], []
-        for k, record in enumerate(records):
-            frames, t = self._split(record, k, where, targets)
+        groups = []
+        all_frames, found = self._split(records, where, targets)
+        for k, frames in enumerate(all_frames):
             if not frames or not all(isinstance(f, (bytes, bytearray, memoryview)) for f in frames):
                 raise DecodeError(f"{image_name(where, k)}: {self._frames_source()} holds no list of encoded frames")
             for _ in range(self.clips):
                 groups.append([frames[i] for i in self._chosen(len(frames))])
-            found.append(t)
         out = self._output(len(records), out)
         clips = self.clips
         self._decode_into(groups, out, lambda g: image_name(where, g // clips))

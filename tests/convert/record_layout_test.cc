@@ -168,7 +168,7 @@ TEST(RecordLayoutTest, OtherMsgpackValuesAreRefused) {
   };
   for (const Case& c : std::vector<Case>{
            {"\x90", "no frames"},
-           {"\x92\xc4\x01x\x01", "neither a msgpack list of byte strings"},  // a number among the frames
+           {"\x92\xc4\x01x\x01", "not of byte strings"},  // a number among the frames
            {"\x07", "neither a msgpack list"},
            {"\xdd\x7f\xff\xff\xff\xc4", "not msgpack"},  // an array claiming 2^31 elements
            {"\x91\xc4\x05" "ab", "not msgpack"},            // a frame cut off

@@ -222,12 +222,31 @@ def test_caffe_datum_returns_a_view_into_the_record_and_its_fields():
     raw = datum(channels=1, height=2, width=3, data=b"abcdef", encoded=False)
     assert _core.caffe_datum(bytearray(raw))[:3] == (1, 2, 3)
     assert _core.caffe_datum(raw)[4] is None  # no label in the record
-    parsed = _core.caffe_datums([record, raw, memoryview(record)])
-    assert [bytes(p[3]) for p in parsed] == [image, b"abcdef", image]
     with pytest.raises(lmdbloader.DecodeError, match="outside int32"):
         _core.caffe_datum(datum(data=b"x", label=1 << 40, encoded=True))
-    with pytest.raises(lmdbloader.DecodeError, match="record 1 of the batch: .*neither data nor float_data") as e:
-        _core.caffe_datums([record, b"", record])
+
+
+def test_a_batch_of_records_splits_in_one_call_into_views_and_targets():
+    image = jpeg(3)
+    record = datum(data=image, label=-4, encoded=True)
+    gray = datum(channels=1, height=2, width=3, data=b"abcdef", encoded=False)  # no label: 0
+    images, targets = _core.split_image_records([record, gray, memoryview(record)], "caffe")
+    assert isinstance(images[0], memoryview) and images[0].obj is record and bytes(images[0]) == image  # no copy
+    assert bytes(images[2]) == image and targets == [-4, 0, -4]
+    assert images[1].shape == (2, 3, 3) and images[1][0, 1].tolist() == [ord("b")] * 3  # RGB from the gray plane
+    with pytest.raises(lmdbloader.DecodeError, match="neither data nor float_data") as e:
+        _core.split_image_records([record, b"", record], "caffe")
     assert e.value.batch_index == 1
+    missing = object()
+    images, targets = _core.split_image_records([msgpack.packb({"image": image})], "msgpack", "image", None,
+                                                missing=missing)
+    assert bytes(images[0]) == image and targets[0] is missing
+    with pytest.raises(lmdbloader.DecodeError, match="not msgpack") as e:
+        _core.split_image_records([msgpack.packb({"image": image}), image], "msgpack", "image", None)
+    assert e.value.batch_index == 1
+    with pytest.raises(ValueError, match="no image to split"):
+        _core.split_image_records([image], "as_is")
+    with pytest.raises(ValueError, match="record must be one of"):
+        _core.split_image_records([image], "pickle")
     with pytest.raises(TypeError, match="buffer protocol"):
         _core.caffe_datum("text")
