@@ -22,14 +22,8 @@ class Packer {
   Packer& Array(uint32_t n) { return pk_.pack_array(n), *this; }
   Packer& Text(const std::string& s) { return pk_.pack(s), *this; }
   Packer& Bytes(const std::string& b) {
-    if (str_bytes_) {
-      pk_.pack_str(static_cast<uint32_t>(b.size()));
-      pk_.pack_str_body(b.data(), static_cast<uint32_t>(b.size()));
-    } else {
-      pk_.pack_bin(static_cast<uint32_t>(b.size()));
-      pk_.pack_bin_body(b.data(), static_cast<uint32_t>(b.size()));
-    }
-    return *this;
+    if (str_bytes_) return pk_.pack(msgpack::type::raw_ref(b.data(), static_cast<uint32_t>(b.size()))), *this;
+    return pk_.pack(std::vector<char>(b.begin(), b.end())), *this;  // bin
   }
   template <typename T>
   Packer& Value(const T& v) {
