@@ -7,10 +7,10 @@ import numpy as np
 import torch
 import torch.utils.data
 
-from .batches import DecodedBatch, RecordBatch, ring_stats
+from ._decoding import decoding_for
+from .batches import ring_stats
 from .reader import Reader
 from .samples import BoundSamples, samples_of
-from .vision import ImageDecode
 
 _DECODERS = ("msgpack", "raw", "tensor")
 
@@ -80,6 +80,7 @@ class LmdbDataset(torch.utils.data.Dataset):
         self.decode = decode
         self.transform = transform
         self.views = bool(views)
+        self._decoding = decoding_for(self.reader, decode, transform, self.views, self._call)
         self._deferred = False
         self._positions = None if keys is None else _positions_of(self.reader, keys)
         # Several records a sample: a few ints, keys formatted on each read.
@@ -121,9 +122,7 @@ class LmdbDataset(torch.utils.data.Dataset):
         a worker straight into a ring slot; None when this dataset's batches
         cannot wait (a transform, or another decode). :class:`DataLoader`
         calls it."""
-        if self.transform is not None or not (isinstance(self.decode, ImageDecode) or self.decode == "tensor"):
-            return None
-        if (self._targets is not None or self._several) and self.decode == "tensor":
+        if not self._decoding.deferrable_with(self._targets, self._several):
             return None
         other = copy.copy(self)
         other._deferred = True
@@ -140,40 +139,11 @@ class LmdbDataset(torch.utils.data.Dataset):
         part = 1.0 if self._positions is None else len(self._positions) / max(len(self.reader), 1)
         self.reader.expect_share(min(1.0, share * part), in_chunks)
 
-    def _decoded(self, positions, targets):
-        """A fused decoder's samples of these records: (image, target) or
-        the image, decoded in one call; with ``targets``, the transform sees
-        the image alone, as with every other decode."""
-        if self.transform is None:
-            return DecodedBatch(self.reader, self.decode, positions, targets).samples()
-        samples = DecodedBatch(self.reader, self.decode, positions, [None] * len(positions) if targets else None)
-        samples = samples.samples()
-        if targets is not None:
-            images = [self._call(self.transform, x, i) for (x, _), i in zip(samples, positions)]
-            return list(zip(images, targets))
-        return [self._call(self.transform, x, i) for x, i in zip(samples, positions)]
-
     def __getitem__(self, index):
         if self._several:
             return self._several_records([_index(index)])[0]
         positions, targets = self._picked([index])
-        if isinstance(self.decode, ImageDecode):
-            return self._decoded(positions, targets)[0]
-        index = positions[0]
-        if self.decode == "msgpack":
-            record = self.reader.decode(index)
-        elif self.decode == "tensor":
-            record = torch.empty(self.reader.value_size(index), dtype=torch.uint8)
-            self.reader.read_into([index], [record.numpy()])
-        elif self.views:
-            record = self._call(self.decode, self.reader.view(index), index)
-            self.reader.check_mappings()  # decode read zeros if the file shrank meanwhile
-        else:
-            record = self.reader[index]
-            if callable(self.decode):
-                record = self._call(self.decode, record, index)
-        sample = self._call(self.transform, record, index) if self.transform is not None else record
-        return sample if targets is None else (sample, targets[0])
+        return self._decoding.one(positions[0], None if targets is None else targets[0])
 
     def _call(self, fn, record, index):
         """fn(record); what fn raises goes on with a note naming the record
@@ -188,13 +158,8 @@ class LmdbDataset(torch.utils.data.Dataset):
     def __getitems__(self, indices):
         if self._several:
             return self._several_records(indices)
-        indices, targets = self._picked(indices)
-        if isinstance(self.decode, ImageDecode):
-            if self._deferred:  # lmdbloader.DataLoader: its collate decodes them into shared memory
-                return DecodedBatch(self.reader, self.decode, indices, targets)
-            return self._decoded(indices, targets)
-        samples = self._samples(indices)
-        return samples if targets is None else list(zip(samples, targets))
+        positions, targets = self._picked(indices)
+        return self._decoding.batch(positions, targets, self._deferred)
 
     def _several_records(self, indices):
         """Samples of several records: (the first through decode and
@@ -202,61 +167,7 @@ class LmdbDataset(torch.utils.data.Dataset):
         (two for "msgpack": the first records decoded in C++)."""
         picked = _index_array(indices, len(self), self.reader.path).tolist()
         firsts, others = self._keyed.positions(picked)
-        values = self._keyed.values
-        if isinstance(self.decode, ImageDecode):
-            batch = DecodedBatch(self.reader, self.decode, firsts, others=(others, values))
-            if self._deferred:  # lmdbloader.DataLoader: its collate decodes them into shared memory
-                return batch
-            samples = batch.samples()
-            if self.transform is None:
-                return samples
-            return [(self._call(self.transform, s[0], i), *s[1:]) for s, i in zip(samples, firsts)]
-        count = len(firsts)
-        if self.decode == "msgpack":
-            heads = self.reader.decode_batch(firsts, self.transform)
-            return [(h, *r) for h, r in zip(heads, values(self.reader.get_batch(others), others))]
-        if self.decode == "tensor":
-            sizes = self.reader.value_sizes(firsts + others)
-            heads = [torch.empty(s, dtype=torch.uint8) for s in sizes[:count]]
-            rest = [bytearray(s) for s in sizes[count:]]
-            self.reader.read_into(firsts + others, [h.numpy() for h in heads] + rest)
-            rest = [bytes(r) for r in rest]
-        else:
-            records = self.reader.get_batch(firsts + others)
-            heads, rest = records[:count], records[count:]
-            if callable(self.decode):
-                heads = [self._call(self.decode, h, i) for h, i in zip(heads, firsts)]
-        if self.transform is not None:
-            heads = [self._call(self.transform, h, i) for h, i in zip(heads, firsts)]
-        return [(h, *r) for h, r in zip(heads, values(rest, others))]
-
-    def _samples(self, indices):
-        if self.decode == "msgpack":
-            return self.reader.decode_batch(indices, self.transform)
-        if self.decode == "tensor":
-            records = RecordBatch(self.reader, indices)
-            if self._deferred:  # lmdbloader.DataLoader: its collate reads them into shared memory
-                return records
-            tensors = records.tensors()
-            if self.transform is None:
-                return tensors
-            return [self._call(self.transform, t, i) for t, i in zip(tensors, indices)]
-        if not callable(self.decode) and self.transform is None:
-            return self.reader.get_batch(indices)
-        # Read a chunk at a time, each raw record dropped as soon as it is
-        # decoded and transformed (Reader.apply_batch); one Python call per
-        # record where decode or transform alone is set.
-        if self.transform is None:
-            fn = self.decode
-        elif not callable(self.decode):
-            fn = self.transform
-        else:
-            fn = self._decode_raw
-        return self.reader.apply_batch(indices, fn, views=self.views)
-
-    def _decode_raw(self, raw):
-        record = self.decode(raw) if callable(self.decode) else raw
-        return self.transform(record) if self.transform is not None else record
+        return self._decoding.several(firsts, others, self._keyed.values, self._deferred)
 
     def column(self, name):
         """A metadata column (e.g. "label") as a read-only numpy array, one
