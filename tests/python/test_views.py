@@ -165,7 +165,8 @@ def test_bad_views_are_refused():
             (dict(views=[]), "non-empty list of lmdbloader.View"),
             (dict(views=view), "non-empty list of lmdbloader.View"),
             (dict(views=[view, "x"]), "non-empty list of lmdbloader.View"),
-            (dict(views=[lmdbloader.View(32, n=40), lmdbloader.View(16, n=25)]), "65 crops from each image; at most 64"),
+            (dict(views=[lmdbloader.View(32, n=40), lmdbloader.View(16, n=25)]),
+             "65 crops from each image; at most 64"),
             (dict(views=[view], train=False), "takes no train=False"),
             (dict(size=32, views=[view]), "a size or views, not both"),
             (dict(views=[view], scale=(0.5, 1.0), jitter=(0.4, 0.4, 0.4)), "scale, jitter belong to each View")]:
