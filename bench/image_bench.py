@@ -15,6 +15,15 @@ Recipes (2 persistent workers, batch 32, shuffled, 3 epochs):
 - ``colour``: RandomResizedCrop(224, bicubic), flip, RandomApply([ColorJitter(
   0.4, 0.4, 0.2, 0.1)], 0.8), RandomGrayscale(0.2), RandomSolarize(128, 0.2),
   ToTensor, Normalize(ImageNet), same images;
+- ``dinov2``: DINOv2's multi-crop (dinov2/data/augmentations.py): per image
+  two global crops RandomResizedCrop(224, scale=(0.32, 1), bicubic) and
+  eight local ones (96, scale=(0.05, 0.32)), each flipped (0.5),
+  RandomApply([ColorJitter(0.4, 0.4, 0.2, 0.1)], 0.8), RandomGrayscale(0.2),
+  GaussianBlur(9, (0.1, 2)) (always on global crop 1, 0.1 on global crop 2,
+  0.5 on the locals), RandomSolarize(128, 0.2) on global crop 2, ToTensor,
+  Normalize(ImageNet) -> float32 [1, 3, 224, 224] x 2 and [8, 3, 96, 96];
+  the fused path is ImageDecode(views=[View(...), ...]) (one decode an
+  image), torchvision's a per-crop transform of the PIL image; same images;
 - ``clip``: 1,024 clips of 8 frames 320x240 -> one RandomResizedCrop box and
   one flip for the whole clip, 112x112 -> float32 [8, 3, 112, 112];
 - ``coclr``: CoCLR's two-clip pretraining input over a corpus in its layout
@@ -61,7 +70,7 @@ files under /dev/shm its processes have open or mapped (the filesystem's own
 count, statvfs, includes other programs' use and is kept in the JSON). Writes
 bench/out/image_bench.json and .png.
 
-    python bench/image_bench.py [--recipes train,eval,clip-train,ocr,colour,clip,coclr] [--variants pylmdb,...]
+    python bench/image_bench.py [--recipes train,eval,clip-train,ocr,colour,dinov2,clip,coclr] [--variants pylmdb,...]
                                 [--repeats 3] [--videos 384] [--rss-budget 64MiB]
                                 [--workdir bench/out/image_corpora] [--out bench/out]
     python bench/image_bench.py --demo     # train recipe, variants 1 and 3 (else 2), 1,024 images
@@ -101,6 +110,8 @@ OCR_SIZE = (32, 128)
 # SimCLR / BYOL-like colour (no blur): RandomApply([ColorJitter(0.4, 0.4, 0.2, 0.1)], 0.8),
 # RandomGrayscale(0.2), RandomSolarize(128, 0.2).
 JITTER, JITTER_P, GRAY_P, SOLARIZE_P, SOLARIZE_AT = (0.4, 0.4, 0.2, 0.1), 0.8, 0.2, 0.2, 128
+# DINOv2's multi-crop: (size, crops, scale, blur probability, solarize probability) of each view.
+DINOV2_VIEWS = ((224, 1, (0.32, 1.0), 1.0, 0.0), (224, 1, (0.32, 1.0), 0.1, 0.2), (96, 8, (0.05, 0.32), 0.5, 0.0))
 
 RECIPES = {
     "train": {"corpus": "images", "unit": "images", "shape": (3, 224, 224)},
@@ -108,6 +119,8 @@ RECIPES = {
     "clip-train": {"corpus": "images", "unit": "images", "shape": (3, 224, 224)},
     "ocr": {"corpus": "images", "unit": "images", "shape": (1,) + OCR_SIZE},
     "colour": {"corpus": "images", "unit": "images", "shape": (3, 224, 224)},
+    "dinov2": {"corpus": "images", "unit": "images",
+               "shape": tuple((n, 3, size, size) for size, n, *_ in DINOV2_VIEWS)},
     "clip": {"corpus": "clips", "unit": "clips", "shape": (8, 3, 112, 112)},
     "coclr": {"corpus": "coclr", "unit": "videos", "shape": (2, 16, 3, 112, 112)},
 }
@@ -121,7 +134,7 @@ VARIANTS = {
 }
 BASELINE = "pylmdb"
 FUSED_API = {"train": "ImageDecode", "eval": "ImageDecode", "clip-train": "ImageDecode", "ocr": "ImageDecode",
-             "colour": "ImageDecode", "clip": "ClipDecode", "coclr": "ClipDecode"}
+             "colour": "ImageDecode", "dinov2": "View", "clip": "ClipDecode", "coclr": "ClipDecode"}
 # Recipes whose output is fixed by the image (the rest are compared with torch seeded alike per image).
 DETERMINISTIC = ("eval", "ocr")
 FUSED = ("fused-loader", "fused-collate", "fused-pickle")
@@ -165,6 +178,21 @@ def torchvision_transform(recipe):
                           T.RandomHorizontalFlip(), T.RandomApply([T.ColorJitter(*JITTER)], p=JITTER_P),
                           T.RandomGrayscale(GRAY_P), T.RandomSolarize(SOLARIZE_AT, p=SOLARIZE_P), T.ToTensor(),
                           T.Normalize(MEAN, STD)])
+    if recipe == "dinov2":
+        views = []
+        for size, n, scale, blur_p, solarize_p in DINOV2_VIEWS:
+            blur = T.GaussianBlur(9, sigma=(0.1, 2.0))
+            steps = [T.RandomResizedCrop(size, scale=scale, interpolation=bicubic), T.RandomHorizontalFlip(),
+                     T.RandomApply([T.ColorJitter(*JITTER)], p=JITTER_P), T.RandomGrayscale(GRAY_P),
+                     blur if blur_p == 1 else T.RandomApply([blur], p=blur_p)]
+            if solarize_p:
+                steps.append(T.RandomSolarize(SOLARIZE_AT, p=solarize_p))
+            views.append((n, T.Compose(steps + [T.ToTensor(), T.Normalize(MEAN, STD)])))
+
+        def dinov2(image):
+            # Each crop its own pass from the PIL image, as DINOv2's DataAugmentationDINO makes them.
+            return tuple(torch.stack([transform(image) for _ in range(n)]) for n, transform in views)
+        return dinov2
 
     def clip(frames):
         # One box and one flip for the clip, drawn as RandomResizedCrop draws them.
@@ -380,6 +408,11 @@ def fused_decode(recipe, record="msgpack"):
         return lmdbloader.ImageDecode(224, train=True, scale=SCALE, ratio=RATIO, flip=0.5, interpolation="bicubic",
                                       jitter=JITTER, jitter_p=JITTER_P, gray_p=GRAY_P, solarize_p=SOLARIZE_P,
                                       solarize_threshold=SOLARIZE_AT, **fields, **common)
+    if recipe == "dinov2":
+        views = [lmdbloader.View(size, n=n, scale=scale, ratio=RATIO, flip=0.5, jitter=JITTER, jitter_p=JITTER_P,
+                                 gray_p=GRAY_P, blur_p=blur_p, solarize_p=solarize_p, solarize_threshold=SOLARIZE_AT)
+                 for size, n, scale, blur_p, solarize_p in DINOV2_VIEWS]
+        return lmdbloader.ImageDecode(views=views, interpolation="bicubic", **fields, **common)
     if recipe == "coclr":
         # A msgpack list is the frames; the labels come from targets=.
         return lmdbloader.ClipDecode(COCLR_SIZE, frames=COCLR_FRAMES, clips=COCLR_CLIPS, train=True,
@@ -496,11 +529,22 @@ def _images_of(batch, recipe):
     raise TypeError(f"{recipe}: a batch should be (images, labels), got {type(batch).__name__}")
 
 
+def _count(images):
+    """Samples in a batch's images: a tensor, or one tensor a view."""
+    return len(images[0]) if isinstance(images, (list, tuple)) else len(images)
+
+
 def _check_first(batch, recipe, size):
     """Every variant must hand the model the same thing: float32 [B, *shape], B labels."""
     import torch
     images, labels = _images_of(batch, recipe)
-    want = (size,) + RECIPES[recipe]["shape"]
+    if recipe == "dinov2":  # one tensor a view: [B, n, 3, size, size]
+        got = [(tuple(v.shape), v.dtype) for v in images] if isinstance(images, (list, tuple)) else type(images)
+        if got != [((size,) + shape, torch.float32) for shape in RECIPES[recipe]["shape"]]:
+            raise ValueError(f"{recipe}: the first batch should be float32 views of {RECIPES[recipe]['shape']}, "
+                             f"got {got}")
+        images = images[0]
+    want = (size,) + RECIPES[recipe]["shape"] if recipe != "dinov2" else tuple(images.shape)
     if not isinstance(images, torch.Tensor) or tuple(images.shape) != want or images.dtype != torch.float32:
         got = (tuple(images.shape), images.dtype) if isinstance(images, torch.Tensor) else type(images).__name__
         raise ValueError(f"{recipe}: the first batch should be float32 {list(want)}, got {got}")
@@ -586,7 +630,7 @@ def run_child(spec):
             if epoch == 0 and n == 0:
                 _check_first(b, recipe, batch)
             touch(b)
-            n += len(_images_of(b, recipe)[0])
+            n += _count(_images_of(b, recipe)[0])
         seconds.append(time.perf_counter() - t)
         counts.append(n)
         ends.append(time.monotonic() - t0)
@@ -730,13 +774,17 @@ def agreement(recipe, paths, variant="fused-loader", n=8):
         if compare:
             torch.manual_seed(i)
         b, lb = fused[i]
-        if tuple(b.shape) != tuple(a.shape) or b.dtype != a.dtype or int(lb) != int(la):
-            return {"ok": False, "why": f"record {i}: torchvision gives {a.dtype} {list(a.shape)} label {la}, "
-                                        f"the fused path {b.dtype} {list(b.shape)} label {lb}"}
+        a, b = (list(x) if isinstance(x, (tuple, list)) else [x] for x in (a, b))  # one tensor a view
+        if [(tuple(x.shape), x.dtype) for x in a] != [(tuple(x.shape), x.dtype) for x in b] or int(lb) != int(la):
+            return {"ok": False, "why": f"record {i}: torchvision gives {[(x.dtype, list(x.shape)) for x in a]} "
+                                        f"label {la}, the fused path {[(x.dtype, list(x.shape)) for x in b]} "
+                                        f"label {lb}"}
         if compare:
-            d = (a - b).abs()
-            worst, total, count = max(worst, float(d.max())), total + float(d.sum()), count + d.numel()
-    out = {"ok": True, "records": min(n, len(reference)), "shape": list(a.shape), "dtype": str(a.dtype)}
+            for x, y in zip(a, b):
+                d = (x - y).abs()
+                worst, total, count = max(worst, float(d.max())), total + float(d.sum()), count + d.numel()
+    out = {"ok": True, "records": min(n, len(reference)), "shape": [list(x.shape) for x in a] if len(a) > 1 else
+           list(a[0].shape), "dtype": str(a[0].dtype)}
     if compare:
         out.update(max_abs_diff=worst, mean_abs_diff=total / count, seeded=recipe not in DETERMINISTIC)
     return out

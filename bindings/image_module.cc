@@ -7,6 +7,7 @@
 #include <array>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "lmdbloader/convert.h"
@@ -177,6 +178,109 @@ void ResampleRgb(const py::object& pixels, const py::handle& box_obj, bool flip,
   ThrowIfError(s);
 }
 
+// What decode_views reads of an image: a JPEG's bytes, or RGB pixels as a
+// (height, width, 3) uint8 array whose rows' pixels are contiguous.
+struct ViewSource {
+  HeldBuffer held;
+  bool pixels = false;
+};
+
+ViewSource ViewSourceOf(const py::handle& obj, size_t i) {
+  HeldBuffer buf(obj, PyBUF_STRIDES | PyBUF_FORMAT, "image " + std::to_string(i));
+  const Py_buffer& v = buf.view();
+  if (v.ndim <= 1) {
+    if (v.ndim == 1 && v.strides != nullptr && v.strides[0] != 1) ThrowInvalid("image " + std::to_string(i) +
+                                                                                 " must be contiguous bytes");
+    return {std::move(buf), false};
+  }
+  const bool bytes = v.itemsize == 1 && (v.format == nullptr || std::string_view(v.format) == "B" ||
+                                         std::string_view(v.format) == "=B" || std::string_view(v.format) == "<B");
+  if (v.ndim != 3 || v.shape[2] != 3 || !bytes || v.strides[2] != 1 || v.strides[1] != 3 || v.strides[0] < 0) {
+    ThrowInvalid("image " + std::to_string(i) + ": pixels must be uint8 of shape (height, width, 3), each row's "
+                 "pixels contiguous");
+  }
+  return {std::move(buf), true};
+}
+
+// images[i] cut into the crops crops[i] lists, each (view, box, flip,
+// colour): crop j of view v goes to the next slot of outs[v], a buffer of
+// sizes[v]'s images. One decode per image, the GIL released for the batch.
+void DecodeViews(const py::sequence& images, const py::sequence& crops, const py::sequence& outs,
+                 const py::sequence& sizes, const std::string& layout, const std::string& dtype,
+                 const std::array<float, 3>& mean, const std::array<float, 3>& std, bool scale_in_idct,
+                 const std::string& interpolation, bool grayscale) {
+  const size_t n = images.size(), views = sizes.size();
+  if (crops.size() != n) ThrowInvalid(std::to_string(n) + " images but " + std::to_string(crops.size()) + " crop lists");
+  if (views == 0 || outs.size() != views) {
+    ThrowInvalid(std::to_string(views) + " view sizes and " + std::to_string(outs.size()) + " outputs (one each, "
+                 "at least one)");
+  }
+  std::vector<OutputSpec> specs;
+  for (size_t v = 0; v < views; ++v) {
+    const auto wh = sizes[v].cast<std::pair<uint32_t, uint32_t>>();
+    specs.push_back(MakeSpec(wh.first, wh.second, layout, dtype, mean, std, scale_in_idct, interpolation,
+                             grayscale));
+    if (wh.first == 0 || wh.second == 0 || wh.first > kMaxOutputSide || wh.second > kMaxOutputSide) {
+      ThrowInvalid("view " + std::to_string(v) + ": output size " + std::to_string(wh.first) + "x" +
+                   std::to_string(wh.second) + " is not 1 to " + std::to_string(kMaxOutputSide) + " a side");
+    }
+  }
+  std::vector<ViewSource> sources;
+  std::vector<std::vector<ViewCrop>> cuts(n);
+  std::vector<size_t> slots(views, 0);
+  std::vector<std::vector<std::pair<size_t, size_t>>> places(n);  // (view, slot) of each crop
+  sources.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    sources.push_back(ViewSourceOf(images[i], i));
+    py::sequence list = crops[i].cast<py::sequence>();
+    if (list.size() == 0 || list.size() > kMaxViewCrops) {
+      ThrowInvalid("image " + std::to_string(i) + " has " + std::to_string(list.size()) + " crops; 1 to " +
+                   std::to_string(kMaxViewCrops) + " are taken");
+    }
+    for (size_t j = 0; j < list.size(); ++j) {
+      py::sequence crop = list[j].cast<py::sequence>();
+      if (crop.size() != 4) ThrowInvalid("a crop must be (view, box, flip, colour ops or None)");
+      const size_t v = crop[0].cast<size_t>();
+      if (v >= views) ThrowInvalid("crop of view " + std::to_string(v) + " of " + std::to_string(views));
+      ViewCrop cut;
+      cut.box = MakeBox(crop[1], j);
+      cut.spec = specs[v];
+      cut.spec.flip = crop[2].cast<bool>();
+      cut.spec.colour = MakeColour(crop[3]);
+      cuts[i].push_back(cut);
+      places[i].emplace_back(v, slots[v]++);
+    }
+  }
+  std::vector<HeldBuffer> targets;
+  for (size_t v = 0; v < views; ++v) targets.push_back(OutputBuffer(outs[v], slots[v] * specs[v].bytes()));
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < cuts[i].size(); ++j) {
+      const auto [v, slot] = places[i][j];
+      cuts[i][j].out = static_cast<uint8_t*>(targets[v].view().buf) + slot * specs[v].bytes();
+    }
+  }
+  Status s;
+  {
+    py::gil_scoped_release release;
+    DecodeScratch* scratch = &ThreadScratch();
+    for (size_t i = 0; i < n && s.ok(); ++i) {
+      const Py_buffer& b = sources[i].held.view();
+      if (sources[i].pixels) {
+        s = ResampleRgbViews(static_cast<const uint8_t*>(b.buf), static_cast<uint32_t>(b.shape[1]),
+                             static_cast<uint32_t>(b.shape[0]), static_cast<size_t>(b.strides[0]), cuts[i].data(),
+                             cuts[i].size(), scratch);
+      } else {
+        s = DecodeJpegViews(sources[i].held.bytes(), cuts[i].data(), cuts[i].size(), scratch);
+      }
+      if (!s.ok()) {
+        s = s.WithPrefix("image " + std::to_string(i) + " of " + std::to_string(n) + ": ")
+                .WithReason(Status::Reason::kBatchItem, static_cast<uint32_t>(i));
+      }
+    }
+  }
+  ThrowIfError(s);
+}
+
 // The colour ops applied in place to a writable C-contiguous uint8 array of
 // (height, width, 3) or (height, width) levels.
 void ApplyColour(const py::object& pixels, const py::object& ops_obj) {
@@ -212,6 +316,7 @@ py::dict ImageOptions() {
   out["interpolations"] = InterpolationNames();
   out["colour_ops"] = ColourOpNames();
   out["max_blur_kernel"] = kMaxBlurKernel;
+  out["max_view_crops"] = kMaxViewCrops;
   // The layouts a record can have on the image path: the converter's, but
   // "as_is" (a record kept as it is has no image to split out).
   std::vector<std::string> records;
@@ -252,6 +357,15 @@ void RegisterImage(py::module_& m) {
         py::arg("interpolation") = "bilinear", py::arg("grayscale") = false, py::arg("colour") = py::none(),
         "decode_images's crop, resize, flip and normalization for RGB pixels decoded elsewhere "
         "(numpy.asarray of a PIL image in mode RGB).");
+  m.def("decode_views", &DecodeViews, py::arg("images"), py::arg("crops"), py::arg("outs"), py::arg("sizes"),
+        py::arg("layout") = "CHW", py::arg("dtype") = "float32", py::arg("mean") = ImageNet(kImageNetMean),
+        py::arg("std") = ImageNet(kImageNetStd), py::arg("scale_in_idct") = true,
+        py::arg("interpolation") = "bilinear", py::arg("grayscale") = false,
+        "Several crops of each image from one decode: images[i] (a JPEG's bytes, or RGB pixels as a "
+        "(height, width, 3) uint8 array) cut into crops[i], each (view, box, flip, colour ops or None); "
+        "crop j of view v is written into the next slot of outs[v] (writable C-contiguous, images of "
+        "sizes[v] = (width, height)), decode_images' resize, flip, colour and normalization. "
+        "DecodeError (attribute batch_index) for an image that does not decode; ValueError for bad arguments.");
   m.def("apply_colour", &ApplyColour, py::arg("pixels"), py::arg("ops"),
         "Applies colour ops ([(name, value), ...]: brightness, contrast, saturation factors, grayscale, "
         "solarize threshold; (\"blur\", sigma, kernel)) in place to a C-contiguous uint8 array of (height, width, 3) or (height, width) "

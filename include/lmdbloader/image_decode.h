@@ -300,6 +300,34 @@ Status DecodeJpegBatch(const std::string_view* jpegs, const CropBox* boxes, cons
 Status DecodeJpegBatch(const std::string_view* jpegs, const CropBox* boxes, const bool* flips, size_t count,
                        const OutputSpec& spec, DecodeScratch* scratch, void* out, size_t* failed_index);
 
+// Several crops of one image from one decode (multi-crop recipes such as
+// DINOv2's: two global and eight local crops of each image). Crop k is
+// crops[k].box resized to crops[k].spec (its size, flip and colour ops
+// included) into crops[k].out (spec.bytes() writable bytes).
+struct ViewCrop {
+  CropBox box;
+  OutputSpec spec;
+  void* out = nullptr;
+};
+
+// The most crops one call takes.
+constexpr uint32_t kMaxViewCrops = 64;
+
+// Decodes the JPEG once and resizes each crop from it: the region that
+// holds every crop's box, at the largest IDCT scale any one crop would be
+// decoded at alone (DecodeJpegInto's choice for its box and spec), so
+// each crop is what DecodeJpegInto gives where the scales agree, and more
+// precise (closer to a full decode) where a crop alone would have been
+// shrunk further. The decoded region counts against the scratch's cap.
+// Errors: InvalidArgument for 0 or more than kMaxViewCrops crops, a bad
+// box or spec (naming the crop), a region larger than the scratch's cap;
+// DecodeError as DecodeJpegInto.
+Status DecodeJpegViews(std::string_view jpeg, const ViewCrop* crops, size_t count, DecodeScratch* scratch);
+
+// The same crops of RGB pixels already decoded (ResampleRgbInto's rows).
+Status ResampleRgbViews(const uint8_t* rgb, uint32_t width, uint32_t height, size_t row_stride,
+                        const ViewCrop* crops, size_t count, DecodeScratch* scratch);
+
 }  // namespace lmdbloader
 
 #endif  // LMDBLOADER_IMAGE_DECODE_H_

@@ -5,7 +5,8 @@
 - :data:`collate`, :class:`Collate`, :class:`DataLoader`: tensor batches from DataLoader workers
   through a bounded ring of reused shared memory (need torch; imported lazily).
 - :class:`ImageDecode`, :class:`ClipDecode`: images and clips decoded, cropped, resized and
-  normalized in C++ straight into the batch, with torchvision's semantics (need torch).
+  normalized in C++ straight into the batch, with torchvision's semantics (need torch);
+  ``ImageDecode(views=[View(...), ...])``: several crops of each image from one decode.
 - :class:`KeyedSamples`: samples of several records named by key patterns
   (``LmdbDataset(samples=...)``; ``samples="ocr"``: create_lmdb_dataset.py's layout).
 - :class:`LocalitySampler`: a shuffle that reads neighbouring records together (cold corpora).
@@ -27,10 +28,10 @@ from .writer import CorpusWriter
 __version__ = _core.__version__
 
 __all__ = ["Reader", "CorpusWriter", "LmdbDataset", "collate", "Collate", "DataLoader", "ring_stats",
-           "ImageDecode", "ClipDecode", "KeyedSamples", "LocalitySampler", "convert", "convert_options", "write_shard_list", "Error", "CorruptedError", "UnsupportedError",
+           "ImageDecode", "ClipDecode", "View", "KeyedSamples", "LocalitySampler", "convert", "convert_options", "write_shard_list", "Error", "CorruptedError", "UnsupportedError",
            "DecodeError", "ReadonlyError", "ConvertError", "__version__"]
 _NEED_TORCH = {"LmdbDataset": "dataset", "collate": "batches", "Collate": "batches", "DataLoader": "batches",
-               "ring_stats": "batches", "ImageDecode": "vision", "ClipDecode": "vision"}
+               "ring_stats": "batches", "ImageDecode": "vision", "ClipDecode": "vision", "View": "vision"}
 
 
 def __getattr__(name):

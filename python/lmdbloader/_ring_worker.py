@@ -280,35 +280,51 @@ class _BatchBuilder:
                         None, default=lambda: collate_tensor_fn(batch, collate_fn_map=collate_fn_map))
 
     def put(self, dtype, shape, fill, made, default=None):
-        """A tensor of `dtype` and `shape` of the batch: `fill(dst)` writes it
-        into `dst`, a tensor over the slot's next bytes, and its _RingTensor
-        is returned. Before the worker's first ring, `made` (or a fresh tensor
-        filled by `fill`) is kept pending until the ring is sized; without
-        room in the slot, `made` or else `default()` is returned: the tensor
-        takes torch's own path."""
-        numel = math.prod(shape)
-        nbytes = numel * dtype.itemsize
-        if nbytes == 0:
-            out = made if made is not None else torch.empty(shape, dtype=dtype)
+        """One tensor of `dtype` and `shape` of the batch: put_all of one."""
+        return self.put_all([(dtype, shape)], lambda dsts: fill(dsts[0]), None if made is None else [made],
+                            default=None if default is None else lambda: [default()])[0]
+
+    def put_all(self, outputs, fill, made=None, default=None):
+        """Tensors of the batch, one per (dtype, shape) of `outputs`, laid
+        out one after another in the slot: `fill(dsts)` writes them all at
+        once into `dsts`, tensors over the slot's next bytes, and their
+        _RingTensors are returned (a list). Before the worker's first ring,
+        `made` (or fresh tensors filled by `fill`) are kept pending until the
+        ring is sized; without room in the slot, `made` or else `default()`
+        (a list) is returned: the tensors take torch's own path."""
+        sizes = [math.prod(shape) * dtype.itemsize for dtype, shape in outputs]
+        total = sum(_aligned(n) for n in sizes)
+
+        def fresh():
+            out = made if made is not None else [torch.empty(shape, dtype=dtype) for dtype, shape in outputs]
             if made is None:
                 fill(out)
             return out
+        if not all(sizes):
+            return fresh()
         if not self.rings.segments:
-            out = made if made is not None else torch.empty(shape, dtype=dtype)
-            if made is None:
-                fill(out)
-            ph = _RingTensor(dtype, shape, pending=out)
-            self.pending.append(ph)
-            return ph
+            out = fresh()
+            placeholders = [_RingTensor(t.dtype, t.shape, pending=t) for t in out]
+            self.pending.extend(placeholders)
+            return placeholders
         if self.slot is None and self.fell_back is None:
-            self._take(nbytes)
-        if self.slot is not None and self.used + nbytes <= self.segment.ring.slot_bytes:
-            dst = self._slot_tensor(dtype, numel, shape)
-            fill(dst)
-            return self._placed(dtype, shape, nbytes)
+            self._take(total)
+        if self.slot is not None and self.used + total <= self.segment.ring.slot_bytes:
+            _reserve(self.segment, self.slot, self.used + total)
+            start = self.segment.ring.slot_offset(self.slot) + self.used
+            dsts, offsets, at = [], [], 0
+            for (dtype, shape), nbytes in zip(outputs, sizes):
+                dsts.append(torch.frombuffer(self.segment.ring, dtype=dtype, count=math.prod(shape),
+                                             offset=start + at).view(shape))
+                offsets.append(self.used + at)
+                at += _aligned(nbytes)
+            fill(dsts)
+            placed = [_RingTensor(dtype, shape).locate(self, o) for (dtype, shape), o in zip(outputs, offsets)]
+            self.used += total
+            return placed
         if self.slot is not None:
             self.fell_back = "oversize"
-            self.rings.needed = max(self.rings.needed, self.used + nbytes)
+            self.rings.needed = max(self.rings.needed, self.used + total)
         return made if made is not None else default()
 
     def _take(self, need):

@@ -227,6 +227,7 @@ class DecodedBatch(DeferredBatch, collections.abc.Sequence):
         the image when the decoder has no target; (image, *others) with
         ``others``."""
         images, targets = self._decode()
+        images = self._decoder.samples_of(images)
         if self._others is not None:
             return [(image, *rest) for image, rest in zip(images, targets)]
         return list(images) if targets is None else list(zip(images, targets))
@@ -248,6 +249,8 @@ class DecodedBatch(DeferredBatch, collections.abc.Sequence):
     def _batch(self, images, targets, collate_targets):
         """As default_collate makes it of (image, target) samples, or of
         (image, *others): a list."""
+        if isinstance(images, tuple):  # one tensor a View: default_collate makes a list of a tuple
+            images = list(images)
         if self._others is not None:
             return [images, *(collate_targets(column) for column in zip(*targets))]
         if targets is None:
@@ -262,16 +265,19 @@ class DecodedBatch(DeferredBatch, collections.abc.Sequence):
     def into_slot(self, builder):
         """The batch decoded straight into `builder`'s ring slot (Collate in a worker)."""
         decoder = self._decoder
+        many = decoder.views is not None  # a tensor a View, else one
         targets = []
 
-        def fill(dst):
-            targets.append(self._decode(out=dst)[1])
+        def fill(dsts):
+            targets.append(self._decode(out=dsts if many else dsts[0])[1])
 
         def fresh():
             images, got = self._decode()
             targets.append(got)
-            return images
-        images = builder.put(decoder.dtype, (len(self._indices), *decoder.sample_shape), fill, None, default=fresh)
+            return list(images) if many else [images]
+        placed = builder.put_all([(dtype, (len(self._indices), *shape)) for dtype, shape in decoder.outputs], fill,
+                                 default=fresh)
+        images = tuple(placed) if many else placed[0]
         return self._batch(images, targets[-1], lambda t: _collate(t, collate_fn_map=builder.fn_map))
 
     def __reduce__(self):  # crossing processes undecoded: as the samples

@@ -19,6 +19,7 @@ and flips torchvision would draw. Images that are not baseline or progressive
 same crop, resize, flip and normalization (counted in :meth:`ImageDecode.stats`).
 """
 
+import inspect
 import math
 import numbers
 
@@ -27,9 +28,11 @@ import torch
 
 from . import _core
 from ._colour_ops import ColourDraws, apply_colour  # noqa: F401 (public here)
-from ._crop_boxes import (CropPlan, Point, Size, eval_resize, random_resized_crop,  # noqa: F401 (some public here)
+from ._crop_boxes import (CropPlan, Point, Size, eval_resize, pad_frame, random_resized_crop,  # noqa: F401
                           random_resized_crop_box, resize_center_crop_plan)
+from ._image_checks import finite_values, side_pair, value_range
 from ._image_records import NO_TARGET, batch_targets, fn_name, image_name, pil_rgb, pil_size
+from ._views import PER_VIEW, View, decode_views, output_tensors, view_list  # noqa: F401 (View public here)
 from .errors import DecodeError
 
 # The image path's option table, written once in C++ (image_decode.h, and the
@@ -42,34 +45,6 @@ RECORD_LAYOUTS = tuple(_OPTIONS["records"])
 _DTYPES = {getattr(torch, name): name for name in _OPTIONS["dtypes"]}
 _LAYOUTS = tuple(_OPTIONS["layouts"])
 _MAX_SIDE = _OPTIONS["max_side"]
-
-
-def _pair(value, what):
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        value = (value, value)
-    if (not isinstance(value, (tuple, list)) or len(value) != 2 or
-            not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) and 0 < v <= _MAX_SIDE for v in value)):
-        raise ValueError(f"{what} must be a positive integer or (height, width) up to {_MAX_SIDE}; got {value!r}")
-    return int(value[0]), int(value[1])
-
-
-def _range(value, what, low):
-    if (not isinstance(value, (tuple, list)) or len(value) != 2 or
-            not all(isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and v > low
-                    for v in value) or value[0] > value[1]):
-        raise ValueError(f"{what} must be (min, max) with {low} < min <= max; got {value!r}")
-    return float(value[0]), float(value[1])
-
-
-def _three(value, what, positive=False, count=3):
-    if count == 1 and isinstance(value, numbers.Real):
-        value = (value,)
-    if (not isinstance(value, (tuple, list)) or len(value) != count or
-            not all(isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and
-                    (v > 0 or not positive) for v in value)):
-        raise ValueError(f"{what} must be {'three finite numbers' if count == 3 else 'one finite number'}"
-                         f"{' above 0' if positive else ''}; got {value!r}")
-    return tuple(float(v) for v in value)
 
 
 class ImageDecode:
@@ -111,6 +86,13 @@ class ImageDecode:
     eval crop the ops see the image without its padding.
     ``apply_colour(pixels, ops)`` applies given ops to a uint8 array.
 
+    ``views=[View(...), ...]`` (training only; no ``size``, and ``scale``,
+    ``ratio``, ``flip`` and the colour options are each View's): several
+    crops of each image from one decode (DINOv2, iBOT), a sample a tuple of
+    one (n, C, H, W) tensor a View (HWC: (n, H, W, C)), a batch a list of
+    (B, n, C, H, W), per image and View in order each crop drawn as above.
+    DINOv2's crop-major order: ``x.transpose(0, 1).flatten(0, 1)``.
+
     ``record``: how the image and its target come out of a record.
     ``"msgpack"`` (the default): a msgpack map, the image in ``field``
     (``"image"``, as ``convert --from image_folder`` writes; None for records
@@ -130,21 +112,27 @@ class ImageDecode:
     :class:`lmdbloader.DecodeError` naming the record and file.
     """
 
-    def __init__(self, size, *, train=True, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip=None, resize=None,
+    def __init__(self, size=None, *, train=True, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip=None, resize=None,
                  crop_pct=None, mean=None, std=None, dtype=torch.float32, layout="CHW",
                  record="msgpack", field="image", target="label", interpolation="bilinear", grayscale=False,
                  jitter=None, jitter_p=1.0, gray_p=0.0, solarize_p=0.0, solarize_threshold=128,
-                 blur_p=0.0, blur_sigma=(0.1, 2.0), blur_kernel=9):
-        self.size = _pair(size, "size")
+                 blur_p=0.0, blur_sigma=(0.1, 2.0), blur_kernel=9, views=None):
+        self.views = None
+        if views is not None:
+            given, defaults = locals(), inspect.signature(ImageDecode.__init__).parameters
+            self.views = view_list(views, size, train, {n: given[n] for n in PER_VIEW},
+                                   {n: defaults[n].default for n in PER_VIEW})
+            size = self.views[0].size
+        self.size = side_pair(size, "size")
         if interpolation not in _OPTIONS["interpolations"]:
             raise ValueError(f"interpolation must be {' or '.join(map(repr, _OPTIONS['interpolations']))}; "
                              f"got {interpolation!r}")
         self.interpolation = interpolation
         self.train = bool(train)
-        self.scale = _range(scale, "scale", 0.0)
+        self.scale = value_range(scale, "scale", 0.0)
         if self.scale[1] > 1.0:
             raise ValueError(f"scale must lie in (0, 1]; got {scale!r}")
-        self.ratio = _range(ratio, "ratio", 0.0)
+        self.ratio = value_range(ratio, "ratio", 0.0)
         if flip is None:
             flip = 0.5 if self.train else 0.0
         if isinstance(flip, bool) or not isinstance(flip, numbers.Real) or not 0.0 <= flip <= 1.0:
@@ -155,8 +143,8 @@ class ImageDecode:
         self.colour = ColourDraws(jitter, jitter_p, gray_p, solarize_p, solarize_threshold,
                                   blur_p, blur_sigma, blur_kernel)
         c = self.channels = 1 if self.grayscale else 3
-        self.mean = _three(mean if mean is not None else (0.5,) if c == 1 else IMAGENET_MEAN, "mean", count=c)
-        self.std = _three(std if std is not None else (0.5,) if c == 1 else IMAGENET_STD, "std", True, count=c)
+        self.mean = finite_values(mean if mean is not None else (0.5,) if c == 1 else IMAGENET_MEAN, "mean", count=c)
+        self.std = finite_values(std if std is not None else (0.5,) if c == 1 else IMAGENET_STD, "std", True, count=c)
         if dtype not in _DTYPES:
             raise ValueError(f"dtype must be {' or '.join(f'torch.{n}' for n in _DTYPES.values())}; got {dtype!r}")
         self.dtype = dtype
@@ -188,8 +176,19 @@ class ImageDecode:
 
     @property
     def sample_shape(self):
-        """The shape of one decoded sample."""
+        """The shape of one decoded sample; with views a tuple of them, one a View."""
+        if self.views is not None:
+            return tuple(view.shape(self.channels, self.layout) for view in self.views)
         return self.frame_shape
+
+    @property
+    def outputs(self):
+        """(dtype, shape) of each tensor of a sample: one, or one a View."""
+        return tuple((self.dtype, s) for s in (self.sample_shape if self.views is not None else [self.sample_shape]))
+
+    def samples_of(self, images):
+        """decode_records' images, one item a sample: a tensor, or with views a tuple of one a View."""
+        return list(zip(*images)) if self.views is not None else list(images)
 
     def stats(self):
         """Images decoded in this process: by the fused JPEG path, by PIL
@@ -199,8 +198,9 @@ class ImageDecode:
 
     def __repr__(self):
         kind = (f"train, scale={self.scale}, ratio={self.ratio}" if self.train else f"eval, resize={self.resize}")
-        return (f"lmdbloader.ImageDecode({self.size}, {kind}, flip={self.flip}, "
-                f"interpolation={self.interpolation!r}, {self.colour!r}, dtype={self.dtype}, "
+        head = (f"views={list(self.views)!r}" if self.views is not None else
+                f"{self.size}, {kind}, flip={self.flip}, {self.colour!r}")
+        return (f"lmdbloader.ImageDecode({head}, interpolation={self.interpolation!r}, dtype={self.dtype}, "
                 f"layout={self.layout!r}, record={self.record!r}, field={self.field!r}, target={self.target!r})")
 
     # -- one record ----------------------------------------------------------
@@ -208,7 +208,8 @@ class ImageDecode:
     def __call__(self, record):
         """A record's bytes -> the image tensor, or (image, target)."""
         images, targets = self.decode_records([record])
-        return images[0] if targets is None else (images[0], targets[0])
+        image = self.samples_of(images)[0]
+        return image if targets is None else (image, targets[0])
 
     def decode_records(self, records, out=None, where=None, targets=True):
         """Decodes records (bytes-like) into ``out`` (a contiguous tensor of
@@ -219,18 +220,18 @@ class ImageDecode:
         images, found = self._split(records, where, targets)
         out = self._output(len(records), out)
         found = batch_targets(found, where) if targets else None
-        return self._decode_into([[image] for image in images], out, where), found
+        if self.views is not None:
+            decode_views(self.views, images, out, dict(self._core_options(), layout=self.layout,
+                         dtype=_DTYPES[self.dtype]), self._counts, where)
+        else:
+            self._decode_into([[image] for image in images], out, where)
+        return out, found
 
     # -- the work ----------------------------------------------------------
 
     def _output(self, count, out):
-        shape = (count, *self.sample_shape)
-        if out is None:
-            return torch.empty(shape, dtype=self.dtype)
-        if out.dtype != self.dtype or not out.is_contiguous() or out.numel() != math.prod(shape):
-            raise ValueError(f"out must be a contiguous {self.dtype} tensor of {shape}; "
-                             f"got {out.dtype} {tuple(out.shape)}")
-        return out
+        """out, checked (with views a tuple, one tensor a View), or made."""
+        return output_tensors([(count, *shape) for _, shape in self.outputs], self.dtype, out, self.views is not None)
 
     def _split(self, records, where, want_target=True):
         """(the images: bytes-like, lists of frames, or RGB pixels as
@@ -338,7 +339,7 @@ class ImageDecode:
             self._resample(image, box, flip, ops, flat[slot], out_size, where, k)
         for k, slot, image, is_jpeg, (box, inner_size, (x, y), flip, ops) in padded:
             iw, ih = inner_size
-            self._pad(flat[slot])
+            pad_frame(flat[slot], self.mean, self.std, self.layout)
             inner = torch.empty(self._frame_shape_of(iw, ih), dtype=self.dtype)
             if is_jpeg:
                 self._decode_jpegs([image], [box], [flip], [ops], inner[None], inner_size, where, [k])
@@ -361,14 +362,6 @@ class ImageDecode:
         """decode_images' and resample_rgb's normalization and filter."""
         return dict(mean=self.mean * (3 // len(self.mean)), std=self.std * (3 // len(self.std)),
                     interpolation=self.interpolation, grayscale=self.grayscale)
-
-    def _pad(self, frame):
-        """What CenterCrop's zero padding becomes after ToTensor and Normalize."""
-        if self.dtype == torch.uint8:
-            frame.zero_()
-            return
-        fill = torch.tensor([-m / s for m, s in zip(self.mean, self.std)], dtype=self.dtype)
-        frame.copy_(fill.view(-1, 1, 1).expand_as(frame) if self.layout == "CHW" else fill.expand_as(frame))
 
     def _resample(self, image, box, flip, ops, target, size, where, k):
         if isinstance(image, np.ndarray):
@@ -412,6 +405,8 @@ class ClipDecode(ImageDecode):
     """
 
     def __init__(self, size, *, frames=8, stride=1, clips=1, record="msgpack", field="frames", **options):
+        if options.get("views") is not None:
+            raise ValueError("ClipDecode takes no views: a clip's frames share one box")
         if record in ("raw", "caffe"):
             raise ValueError(f"a clip's frames come from a msgpack list or map, or a callable; got record={record!r}")
         super().__init__(size, record=record, field=field, **options)

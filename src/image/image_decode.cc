@@ -21,6 +21,8 @@ std::string Number(double v) {
   return text;
 }
 
+}  // namespace
+
 Status CheckSpec(const OutputSpec& spec) {
   if (spec.width == 0 || spec.height == 0 || spec.width > kMaxOutputSide || spec.height > kMaxOutputSide ||
       uint64_t{spec.width} * spec.height > kMaxImagePixels) {
@@ -74,6 +76,8 @@ uint32_t ChooseScale(const CropBox& box, const OutputSpec& spec) {
   return 8;
 }
 
+namespace {
+
 // Feeds the decoder's rows to the resampler from the crop's first column.
 class ResampleSink : public RowSink {
  public:
@@ -95,31 +99,10 @@ class ResampleSink : public RowSink {
   SourcePixels format_ = SourcePixels::kRgbx;
 };
 
-// Gives back a scratch that grew past its keep size, on every return.
-class ScratchUse {
- public:
-  explicit ScratchUse(DecodeScratch::Rep* rep) : rep_(rep) {}
-  ~ScratchUse() {
-    if (rep_->bytes() > rep_->keep_bytes) rep_->Release();
-  }
-  ScratchUse(const ScratchUse&) = delete;
-  ScratchUse& operator=(const ScratchUse&) = delete;
-
- private:
-  DecodeScratch::Rep* rep_;
-};
-
 Status DecodeOne(std::string_view jpeg, const CropBox& box, const OutputSpec& spec, DecodeScratch::Rep* rep,
                  void* out) {
-  if (!LooksLikeJpeg(jpeg)) return Status::DecodeError("not a JPEG (no SOI marker)");
   JpegHeader header;
-  LMDBLOADER_RETURN_IF_ERROR(ParseJpegHeader(jpeg, &header));
-  if (!header.decodable) {
-    char what[96];
-    std::snprintf(what, sizeof(what), "(%u-bit, %u components, frame marker 0xFF%02X)", header.precision,
-                  header.components, header.sof_marker);
-    return Status::DecodeError(std::string("a JPEG variant libjpeg-turbo 2.1 does not decode ") + what);
-  }
+  LMDBLOADER_RETURN_IF_ERROR(ReadDecodableHeader(jpeg, &header));
   LMDBLOADER_RETURN_IF_ERROR(CheckBox(box, header.width, header.height));
   JpegDecodePlan plan;
   PlanJpegDecode(header, box, spec, &plan);
@@ -146,8 +129,23 @@ Status DecodeOne(std::string_view jpeg, const CropBox& box, const OutputSpec& sp
 
 }  // namespace
 
+Status ReadDecodableHeader(std::string_view jpeg, JpegHeader* header) {
+  if (!LooksLikeJpeg(jpeg)) return Status::DecodeError("not a JPEG (no SOI marker)");
+  LMDBLOADER_RETURN_IF_ERROR(ParseJpegHeader(jpeg, header));
+  if (!header->decodable) {
+    char what[96];
+    std::snprintf(what, sizeof(what), "(%u-bit, %u components, frame marker 0xFF%02X)", header->precision,
+                  header->components, header->sof_marker);
+    return Status::DecodeError(std::string("a JPEG variant libjpeg-turbo 2.1 does not decode ") + what);
+  }
+  return Status::OK();
+}
+
 void PlanJpegDecode(const JpegHeader& header, const CropBox& box, const OutputSpec& spec, JpegDecodePlan* plan) {
-  const uint32_t n = ChooseScale(box, spec);
+  PlanJpegDecodeAt(header, box, ChooseScale(box, spec), plan);
+}
+
+void PlanJpegDecodeAt(const JpegHeader& header, const CropBox& box, uint32_t n, JpegDecodePlan* plan) {
   const double f = n / 8.0;
   const uint32_t sw = JpegScaledSize(header.width, n), sh = JpegScaledSize(header.height, n);
   const double left = box.left * f, top = box.top * f, width = box.width * f, height = box.height * f;
@@ -233,10 +231,6 @@ Status ResampleRgbInto(const uint8_t* rgb, uint32_t width, uint32_t height, size
   uint32_t x_begin, x_end, y_begin, y_end;
   BoxPixels(box.left, box.left + box.width, width, &x_begin, &x_end);
   BoxPixels(box.top, box.top + box.height, height, &y_begin, &y_end);
-  OutputSpec inner;
-  void* target = out;
-  LMDBLOADER_RETURN_IF_ERROR(ColourTarget(spec, ScratchAccess::Get(scratch), &inner, &target));
-  Resampler resampler(ScratchAccess::Get(scratch));
   ResampleGeometry g;
   g.src_width = x_end - x_begin;
   g.src_rows = y_end - y_begin;
@@ -244,11 +238,19 @@ Status ResampleRgbInto(const uint8_t* rgb, uint32_t width, uint32_t height, size
   g.box_top = box.top - y_begin;
   g.box_width = box.width;
   g.box_height = box.height;
-  LMDBLOADER_RETURN_IF_ERROR(resampler.Prepare(g, inner, target));
-  for (uint32_t y = 0; y < resampler.rows_needed(); ++y) {
-    resampler.PushRow(rgb + (y_begin + y) * row_stride + size_t{x_begin} * 3, SourcePixels::kRgb);
-  }
-  if (spec.colour.count > 0) FinishColour(spec, ScratchAccess::Get(scratch), out);
+  return ResampleRows(rgb + y_begin * row_stride + size_t{x_begin} * 3, row_stride, SourcePixels::kRgb, g, spec,
+                      ScratchAccess::Get(scratch), out);
+}
+
+Status ResampleRows(const uint8_t* first, size_t row_stride, SourcePixels format, const ResampleGeometry& geometry,
+                    const OutputSpec& spec, DecodeScratch::Rep* rep, void* out) {
+  OutputSpec inner;
+  void* target = out;
+  LMDBLOADER_RETURN_IF_ERROR(ColourTarget(spec, rep, &inner, &target));
+  Resampler resampler(rep);
+  LMDBLOADER_RETURN_IF_ERROR(resampler.Prepare(geometry, inner, target));
+  for (uint32_t y = 0; y < resampler.rows_needed(); ++y) resampler.PushRow(first + y * row_stride, format);
+  if (spec.colour.count > 0) FinishColour(spec, rep, out);
   return Status::OK();
 }
 

@@ -90,7 +90,8 @@ size_t NeedBytes(const std::vector<T>& v, size_t n) {
 
 size_t DecodeScratch::Rep::bytes() const {
   return Capacity(h_start) + Capacity(h_weights) + Capacity(v_first) + Capacity(v_count) + Capacity(v_weights) +
-         Capacity(taps) + Capacity(row) + Capacity(ring) + Capacity(acc) + Capacity(colour) + Capacity(blur);
+         Capacity(taps) + Capacity(row) + Capacity(ring) + Capacity(acc) + Capacity(colour) + Capacity(blur) +
+         Capacity(decoded);
 }
 
 void DecodeScratch::Rep::Release() {
@@ -106,6 +107,7 @@ void DecodeScratch::Rep::Release() {
   std::vector<Float4>().swap(acc);
   std::vector<float>().swap(blur);
   std::vector<uint8_t>().swap(colour);
+  std::vector<uint8_t>().swap(decoded);
 }
 
 void BoxPixels(double b0, double b1, uint32_t n, uint32_t* begin, uint32_t* end) {

@@ -1,0 +1,132 @@
+"""Several views of one image from one decode (multi-crop recipes: DINOv2,
+iBOT, DINO, SwAV): :class:`View`, and how ``ImageDecode(views=...)`` draws
+and decodes a batch's crops (one ``_core.decode_views`` call a batch, each
+image decoded once)."""
+
+import math
+import numbers
+
+import numpy as np
+import torch
+
+from . import _core
+from ._colour_ops import ColourDraws, probability
+from ._crop_boxes import random_resized_crop
+from ._image_checks import side_pair, value_range
+from ._image_records import image_name, pil_rgb
+from .errors import DecodeError
+
+#: The most crops ``ImageDecode(views=...)`` cuts from one image, all views together.
+MAX_CROPS = _core.image_options()["max_view_crops"]
+
+#: ImageDecode's options that say how one crop is cut and coloured: with
+#: views each View has its own, and ImageDecode's are refused.
+PER_VIEW = ("scale", "ratio", "flip", "resize", "crop_pct", "jitter", "jitter_p", "gray_p", "solarize_p",
+            "solarize_threshold", "blur_p", "blur_sigma", "blur_kernel")
+
+
+class View:
+    """``n`` crops of each image, for ``ImageDecode(views=[View(...), ...])``:
+    torchvision's ``RandomResizedCrop(size, scale, ratio)``,
+    ``RandomHorizontalFlip(flip)``, then the colour ops as ImageDecode
+    takes them (``jitter``, ``jitter_p``, ``gray_p``, ``blur_p``,
+    ``blur_sigma``, ``blur_kernel``, ``solarize_p``,
+    ``solarize_threshold``), drawn for each crop in that order. ``size``:
+    an int or (height, width); ``n``: 1 to 64 (and the views of one decoder
+    at most 64 crops in all)."""
+
+    def __init__(self, size, *, n=1, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip=0.5, jitter=None, jitter_p=1.0,
+                 gray_p=0.0, blur_p=0.0, blur_sigma=(0.1, 2.0), blur_kernel=9, solarize_p=0.0,
+                 solarize_threshold=128):
+        self.size = side_pair(size, "View size")
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or not 1 <= n <= MAX_CROPS:
+            raise ValueError(f"View n (crops of each image) must be an integer from 1 to {MAX_CROPS}; got {n!r}")
+        self.n = int(n)
+        self.scale = value_range(scale, "View scale", 0.0)
+        if self.scale[1] > 1.0:
+            raise ValueError(f"View scale must lie in (0, 1]; got {scale!r}")
+        self.ratio = value_range(ratio, "View ratio", 0.0)
+        self.flip = probability(flip, "View flip")
+        self.colour = ColourDraws(jitter, jitter_p, gray_p, solarize_p, solarize_threshold, blur_p, blur_sigma,
+                                  blur_kernel)
+
+    def shape(self, channels, layout):
+        """One image's crops: (n, C, H, W), or (n, H, W, C) for "HWC"."""
+        h, w = self.size
+        return (self.n, channels, h, w) if layout == "CHW" else (self.n, h, w, channels)
+
+    def draw(self, width, height):
+        """One crop of a width x height image: (box, flip, colour ops or
+        None), drawn as ImageDecode draws a sample (RandomResizedCrop's
+        box, the flip, the colour ops) with torch's generator."""
+        box = random_resized_crop(width, height, self.scale, self.ratio)
+        flip = self.flip > 0 and torch.rand(1).item() < self.flip
+        return box, flip, self.colour.draw() if self.colour.active else None
+
+    def __repr__(self):
+        return (f"lmdbloader.View({self.size}, n={self.n}, scale={self.scale}, ratio={self.ratio}, "
+                f"flip={self.flip}, {self.colour!r})")
+
+
+def view_list(views, size, train, options, defaults):
+    """ImageDecode's ``views``, checked: a tuple of View. ``options``:
+    ImageDecode's PER_VIEW options as given, ``defaults`` their defaults."""
+    if not train:
+        raise ValueError("views are random crops for training: ImageDecode(views=...) takes no train=False "
+                         "(evaluate with ImageDecode(size, train=False))")
+    if size is not None:
+        raise ValueError("give ImageDecode a size or views, not both: with views each View has its size")
+    given = [name for name in PER_VIEW if options[name] != defaults[name]]
+    if given:
+        raise ValueError(f"with views, {', '.join(given)} belong to each View (lmdbloader.View(size, ...)), "
+                         "not to ImageDecode")
+    if isinstance(views, View) or not isinstance(views, (list, tuple)) or not views or \
+            not all(isinstance(v, View) for v in views):
+        raise ValueError(f"views must be a non-empty list of lmdbloader.View; got {views!r}")
+    crops = sum(v.n for v in views)
+    if crops > MAX_CROPS:
+        raise ValueError(f"views cut {crops} crops from each image; at most {MAX_CROPS}")
+    return tuple(views)
+
+
+def output_tensors(shapes, dtype, out, many):
+    """A decoder's output: ``out`` checked, or made (with ``many``, a
+    tuple of tensors of ``shapes``; else one tensor of shapes[0])."""
+    outs = [torch.empty(s, dtype=dtype) for s in shapes] if out is None else list(out) if many else [out]
+    for o, shape in zip(outs, shapes):
+        if not isinstance(o, torch.Tensor) or o.dtype != dtype or not o.is_contiguous() or \
+                o.numel() != math.prod(shape) or len(outs) != len(shapes):
+            got = f"{o.dtype} {tuple(o.shape)}" if isinstance(o, torch.Tensor) else type(o).__name__
+            raise ValueError(f"out must be {'one ' if many else 'a '}contiguous {dtype} tensor of "
+                             f"{shapes if many else shapes[0]}{' each' if many else ''}; got {got}")
+    if len(outs) != len(shapes):
+        raise ValueError(f"out must be {len(shapes)} tensors, one a View; got {len(outs)}")
+    return tuple(outs) if many else outs[0]
+
+
+def decode_views(views, images, outs, options, counts, where):
+    """Each image cut into every View's crops, into ``outs`` (one tensor of
+    (len(images), *View.shape) per View), in one C++ call: a JPEG decoded
+    once, another format decoded once by PIL, raw pixels as they are. The
+    draws: per image, per View in order, per crop, torchvision's order."""
+    sources, crops = [], []
+    for k, image in enumerate(images):
+        if isinstance(image, np.ndarray):
+            source, kind = image, "pixels"
+        else:
+            try:
+                width, height, _, is_jpeg = _core.image_info(image)
+            except DecodeError as e:
+                raise DecodeError(f"{image_name(where, k)}: {e}") from None
+            source, kind = (image, "jpeg") if is_jpeg else (pil_rgb(image, where, k), "pil")
+        if kind != "jpeg":
+            height, width = source.shape[:2]
+        counts[kind] += 1
+        sources.append(source)
+        crops.append([(v, *view.draw(width, height)) for v, view in enumerate(views) for _ in range(view.n)])
+    try:
+        _core.decode_views(sources, crops, [out.numpy() for out in outs],
+                           [(view.size[1], view.size[0]) for view in views], **options)
+    except DecodeError as e:
+        raise DecodeError(f"{image_name(where, getattr(e, 'batch_index', 0))}: {e}") from None
+    return outs

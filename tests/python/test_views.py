@@ -1,0 +1,246 @@
+"""ImageDecode(views=[View(...), ...]): several crops of each image from one
+decode. Each crop is ImageDecode's with the View's options and the same
+draws (bit for bit where the image is decoded at the scale ImageDecode
+picks), torchvision's per-crop pipeline seeded alike within 2 levels on
+average, and DINOv2's recipe comes through lmdbloader.DataLoader under
+every start method.
+
+Run with -s to see the measured differences."""
+
+import io
+
+import numpy as np
+import pytest
+import torch
+
+import lmdbloader
+from lmdbloader import vision
+from synthetic_photos import jpeg, photo
+from torchvision_cpu import import_torchvision
+
+PIL = pytest.importorskip("PIL")
+from PIL import Image  # noqa: E402
+
+skimage_data = pytest.importorskip("skimage.data")
+import_torchvision()
+import torchvision.transforms as T  # noqa: E402
+
+JITTER = dict(jitter=(0.4, 0.4, 0.2, 0.1), jitter_p=0.8, gray_p=0.2)
+GLOBAL = dict(scale=(0.32, 1.0), **JITTER)
+
+
+def dinov2_views(global_size=224, local_size=96, locals_=8):
+    """DINOv2's multi-crop: global crop 1 (blur always), global crop 2 (blur
+    0.1, solarize 0.2), the local crops (blur 0.5), each a View."""
+    return [lmdbloader.View(global_size, **GLOBAL, blur_p=1.0),
+            lmdbloader.View(global_size, **GLOBAL, blur_p=0.1, solarize_p=0.2),
+            lmdbloader.View(local_size, n=locals_, scale=(0.05, 0.32), **JITTER, blur_p=0.5)]
+
+
+def view_options(view):
+    c = view.colour
+    return dict(scale=view.scale, ratio=view.ratio, flip=view.flip, jitter=c.jitter, jitter_p=c.jitter_p,
+                gray_p=c.gray_p, blur_p=c.blur_p, blur_sigma=c.blur_sigma, blur_kernel=c.blur_kernel,
+                solarize_p=c.solarize_p, solarize_threshold=c.solarize_threshold)
+
+
+def torchvision_crop(view):
+    """torchvision's per-crop pipeline for a View on PIL images, drawing as
+    ImageDecode draws (a RandomApply of probability 1 is the transform alone)."""
+    c = view.colour
+    steps = [T.RandomResizedCrop(view.size, scale=view.scale, ratio=view.ratio,
+                                 interpolation=T.InterpolationMode.BICUBIC, antialias=True),
+             T.RandomHorizontalFlip(view.flip)]
+    if c.jitter is not None:
+        steps.append(T.RandomApply([T.ColorJitter(*c.jitter)], p=c.jitter_p))
+    if c.gray_p:
+        steps.append(T.RandomGrayscale(c.gray_p))
+    if c.blur_p:
+        blur = T.GaussianBlur(c.blur_kernel, c.blur_sigma)
+        steps.append(blur if c.blur_p == 1 else T.RandomApply([blur], p=c.blur_p))
+    if c.solarize_p:
+        steps.append(T.RandomSolarize(c.solarize_threshold, c.solarize_p))
+    return T.Compose(steps)
+
+
+def skimage_photo(name, longer):
+    img = Image.fromarray(getattr(skimage_data, name)())
+    s = longer / max(img.size)
+    return img.resize((round(img.width * s), round(img.height * s)), Image.BICUBIC)
+
+
+def sources(longer):
+    """A landscape, a portrait, a gray and an Adobe CMYK photograph, as JPEGs."""
+    out = [("landscape", skimage_photo("chelsea", longer)),
+           ("portrait", skimage_photo("coffee", longer).transpose(Image.Transpose.ROTATE_90)),
+           ("gray", skimage_photo("camera", longer).convert("L")),
+           ("cmyk", skimage_photo("astronaut", longer).convert("CMYK"))]
+    encoded = []
+    for name, img in out:
+        b = io.BytesIO()
+        img.save(b, "JPEG", quality=90)
+        encoded.append((name, b.getvalue()))
+    return encoded
+
+
+def levels(a, b):
+    return float(np.abs(np.asarray(a, np.int16) - np.asarray(b, np.int16)).mean())
+
+
+@pytest.mark.parametrize("dtype,layout", [(torch.float32, "CHW"), (torch.uint8, "HWC")])
+def test_each_crop_is_image_decode_with_the_views_options(dtype, layout):
+    """Images of 100 px: no crop alone is shrunk in the IDCT (no box is
+    twice its output), so the one decode gives each crop exactly
+    ImageDecode's output."""
+    views = dinov2_views(64, 40, locals_=4)
+    common = dict(dtype=dtype, layout=layout, record="raw", interpolation="bicubic")
+    decode = lmdbloader.ImageDecode(views=views, **common)
+    alone = [lmdbloader.ImageDecode(v.size, **view_options(v), **common) for v in views]
+    for name, data in sources(longer=100):
+        for seed in range(4):
+            torch.manual_seed(seed)
+            got = decode(data)
+            torch.manual_seed(seed)
+            for view, single, crops in zip(views, alone, got):
+                assert crops.shape == view.shape(3, layout) and crops.dtype == dtype
+                for j in range(view.n):
+                    assert torch.equal(crops[j], single(data)), (name, seed, view, j)
+
+
+def test_crops_are_torchvisions_per_crop_pipeline_seeded_alike():
+    """DINOv2's recipe (bicubic) against torchvision's per-crop transforms on
+    PIL images, one seed for both: the same draws, each crop within 2 levels
+    of 255 on average (larger boxes are decoded smaller in the IDCT)."""
+    views = dinov2_views(112, 48, locals_=4)
+    decode = lmdbloader.ImageDecode(views=views, dtype=torch.uint8, layout="HWC", record="raw",
+                                    interpolation="bicubic")
+    recipes = [torchvision_crop(v) for v in views]
+    diffs = []
+    for name, data in sources(longer=320):
+        img = Image.open(io.BytesIO(data)).convert("RGB")
+        for seed in range(6):
+            torch.manual_seed(seed)
+            got = decode(data)
+            torch.manual_seed(seed)
+            for view, recipe, crops in zip(views, recipes, got):
+                for j in range(view.n):
+                    diffs.append(levels(crops[j].numpy(), recipe(img)))
+                    assert diffs[-1] <= 6, (name, seed, view.size, j, diffs[-1])
+            crops = sum(v.n for v in views)
+            print(f"{name} seed {seed}: mean {np.mean(diffs[-crops:]):.3f} levels over {crops} crops")
+    print(f"all crops: mean {np.mean(diffs):.3f}, worst {max(diffs):.3f} levels")
+    assert np.mean(diffs) <= 2
+
+
+def test_other_formats_and_tiny_images_go_through_one_decode():
+    """A PNG (decoded once by PIL) gives ImageDecode's crops; a 1x1 JPEG
+    into 10 crops gives torchvision's (the pixel everywhere)."""
+    png = io.BytesIO()
+    photo(4, 150, 110).save(png, "PNG")
+    views = [lmdbloader.View(40, n=3, **JITTER), lmdbloader.View(24, n=2, blur_p=0.5)]
+    decode = lmdbloader.ImageDecode(views=views, dtype=torch.uint8, record="raw")
+    torch.manual_seed(5)
+    got = decode(png.getvalue())
+    torch.manual_seed(5)
+    for view, crops in zip(views, got):
+        single = lmdbloader.ImageDecode(view.size, dtype=torch.uint8, record="raw", **view_options(view))
+        for j in range(view.n):
+            assert torch.equal(crops[j], single(png.getvalue()))
+    assert decode.stats()["pil"] == 1
+    tiny = jpeg(Image.new("RGB", (1, 1), (200, 30, 90)))
+    views = [lmdbloader.View(16, n=10, **JITTER, blur_p=0.5, solarize_p=0.3)]
+    decode = lmdbloader.ImageDecode(views=views, dtype=torch.uint8, layout="HWC", record="raw")
+    img = Image.open(io.BytesIO(tiny)).convert("RGB")
+    torch.manual_seed(1)
+    got = decode(tiny)[0]
+    torch.manual_seed(1)
+    recipe = torchvision_crop(views[0])
+    for j in range(10):
+        assert np.array_equal(got[j].numpy(), np.asarray(recipe(img))), j
+
+
+def test_bad_views_are_refused():
+    view = lmdbloader.View(32)
+    for kwargs, message in [
+            (dict(views=[]), "non-empty list of lmdbloader.View"),
+            (dict(views=view), "non-empty list of lmdbloader.View"),
+            (dict(views=[view, "x"]), "non-empty list of lmdbloader.View"),
+            (dict(views=[lmdbloader.View(32, n=40), lmdbloader.View(16, n=25)]),
+             "65 crops from each image; at most 64"),
+            (dict(views=[view], train=False), "takes no train=False"),
+            (dict(size=32, views=[view]), "a size or views, not both"),
+            (dict(views=[view], scale=(0.5, 1.0), jitter=(0.4, 0.4, 0.4)), "scale, jitter belong to each View")]:
+        with pytest.raises(ValueError, match=message):
+            lmdbloader.ImageDecode(**kwargs)
+    for kwargs, message in [(dict(size=32, n=0), "n \\(crops of each image\\) must be an integer from 1 to 64"),
+                            (dict(size=32, n=65), "from 1 to 64"), (dict(size=32, n=True), "from 1 to 64"),
+                            (dict(size=0), "View size must be"), (dict(size=(32, 99999)), "View size must be"),
+                            (dict(size=32, scale=(0.5, 1.5)), "View scale must lie in"),
+                            (dict(size=32, scale=(0.0, 1.0)), "View scale must be"),
+                            (dict(size=32, ratio=(2.0, 1.0)), "View ratio"),
+                            (dict(size=32, flip=2), "View flip"), (dict(size=32, jitter=(1,)), "jitter must be"),
+                            (dict(size=32, blur_kernel=4), "blur_kernel must be an odd")]:
+        with pytest.raises(ValueError, match=message):
+            lmdbloader.View(**kwargs)
+    with pytest.raises(ValueError, match="ClipDecode takes no views"):
+        lmdbloader.ClipDecode(32, views=[view])
+    with pytest.raises(ValueError, match="size"):
+        lmdbloader.ImageDecode()
+    decode = lmdbloader.ImageDecode(views=[view], record="raw")
+    with pytest.raises(lmdbloader.DecodeError, match="image 0 of the batch"):
+        decode(b"\xff\xd8\xff\xe0 not a whole jpeg")
+    with pytest.raises(ValueError, match="one contiguous torch.float32 tensor"):
+        decode.decode_records([jpeg(photo(1, 40, 30))], out=[torch.empty(1, 1, 3, 32, 32, dtype=torch.uint8)])
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """8 small JPEG records {image, label}, as `convert --from image_folder` writes them."""
+    root = tmp_path_factory.mktemp("views")
+    for i in range(8):
+        d = root / "src" / f"class_{i % 2}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"{i:03d}.jpg").write_bytes(jpeg(photo(i, 120 + 17 * i, 100 + 9 * i), progressive=i == 3))
+    out = str(root / "corpus")
+    lmdbloader.convert(str(root / "src"), out, kind="image_folder")
+    return out
+
+
+def seed_workers(worker_id):
+    torch.manual_seed(31 + worker_id)
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_dinov2_through_the_dataloader(corpus, method):
+    """DINOv2's recipe: a batch is [[global 1, global 2, locals], labels],
+    (B, n, C, H, W) each, straight into the ring; a plain DataLoader with
+    torch's default_collate, seeded alike, gives the same batches."""
+    decode = lmdbloader.ImageDecode(views=dinov2_views(), interpolation="bicubic")
+    ds = lmdbloader.LmdbDataset(corpus, decode=decode)
+    common = dict(batch_size=4, num_workers=2, worker_init_fn=seed_workers, multiprocessing_context=method)
+    loader = lmdbloader.DataLoader(ds, **common)
+    got = [([v.clone() for v in views], y.clone()) for views, y in loader]
+    plain = list(torch.utils.data.DataLoader(ds, **common))
+    assert len(got) == len(plain) == 2
+    for (views, y), (pviews, py) in zip(got, plain):
+        assert isinstance(views, list) and len(views) == 3 and y.shape == (4,) and y.dtype == torch.int64
+        assert [tuple(v.shape) for v in views] == [(4, 1, 3, 224, 224), (4, 1, 3, 224, 224), (4, 8, 3, 96, 96)]
+        assert all(v.dtype == torch.float32 for v in views)
+        assert all(torch.equal(a, b) for a, b in zip(views, pviews)) and torch.equal(y, py)
+    assert loader.ring_stats()["in_ring"] >= 1
+    # DINOv2's collate order, crop-major: every image's first local crop, then the second, ...
+    locals_ = got[0][0][2].transpose(0, 1).flatten(0, 1)
+    assert locals_.shape == (32, 3, 96, 96) and torch.equal(locals_[4], got[0][0][2][0, 1])
+
+
+def test_getitem_is_the_dataloaders_sample(corpus):
+    decode = lmdbloader.ImageDecode(views=dinov2_views(48, 24, locals_=2), dtype=torch.uint8)
+    ds = lmdbloader.LmdbDataset(corpus, decode=decode)
+    torch.manual_seed(3)
+    samples = [ds[i] for i in range(4)]
+    batches = iter(lmdbloader.DataLoader(ds, batch_size=4))  # draws its base seed
+    torch.manual_seed(3)
+    views, y = next(batches)
+    for i, (crops, label) in enumerate(samples):
+        assert isinstance(crops, tuple) and len(crops) == 3 and y[i] == label
+        assert all(torch.equal(c, v[i]) for c, v in zip(crops, views))
