@@ -60,20 +60,6 @@ Status CheckBox(const CropBox& b, uint32_t width, uint32_t height) {
   return Status::OK();
 }
 
-// The smallest scale n/8 that keeps the box at least as large as the output
-// on both axes: the resize then only shrinks (or, for a box smaller than the
-// output, enlarges the full-size pixels as PIL would). Only 1/8, 2/8 and
-// 4/8: libjpeg-turbo has SIMD inverse DCTs for those and 8/8, and its C
-// ones for 3/8 and 5/8 to 7/8 cost more than decoding at full size
-// (measured on 350-500 px photos: 8/8 0.82 ms, 4/8 0.63, 5/8 1.00, 7/8 1.74).
-uint32_t ChooseScale(const CropBox& box, const OutputSpec& spec) {
-  if (!spec.scale_in_idct) return 8;
-  for (uint32_t n = 1; n < 8; n *= 2) {
-    if (box.width * n / 8 >= spec.width && box.height * n / 8 >= spec.height) return n;
-  }
-  return 8;
-}
-
 // Feeds the decoder's rows to the resampler from the crop's first column.
 class ResampleSink : public RowSink {
  public:
@@ -146,8 +132,22 @@ Status DecodeOne(std::string_view jpeg, const CropBox& box, const OutputSpec& sp
 
 }  // namespace
 
+// Only 1/8, 2/8 and 4/8: libjpeg-turbo has SIMD inverse DCTs for those and
+// 8/8, and its C ones for 3/8 and 5/8 to 7/8 cost more than decoding at full
+// size (measured on 350-500 px photos: 8/8 0.82 ms, 4/8 0.63, 5/8 1.00, 7/8
+// 1.74). Why the box must stay 1.5 times the output: decode_plan.h.
+uint32_t ChooseIdctScale(const CropBox& box, const OutputSpec& spec) {
+  if (!spec.scale_in_idct) return 8;
+  for (uint32_t n = 1; n < 8; n *= 2) {
+    if (box.width * n / 8 >= kIdctMinShrink * spec.width && box.height * n / 8 >= kIdctMinShrink * spec.height) {
+      return n;
+    }
+  }
+  return 8;
+}
+
 void PlanJpegDecode(const JpegHeader& header, const CropBox& box, const OutputSpec& spec, JpegDecodePlan* plan) {
-  const uint32_t n = ChooseScale(box, spec);
+  const uint32_t n = ChooseIdctScale(box, spec);
   const double f = n / 8.0;
   const uint32_t sw = JpegScaledSize(header.width, n), sh = JpegScaledSize(header.height, n);
   const double left = box.left * f, top = box.top * f, width = box.width * f, height = box.height * f;
