@@ -50,11 +50,15 @@ Variants per recipe:
    ``keys=[b"%08d" % i ...]`` (train, eval, clip);
 6. ``dali``: DALI's CPU-only pipeline (device_id=None, 2 threads) over the
    folder of files: fused crop-decode, resize, crop_mirror_normalize (the
-   clip recipe: its sequence reader over the frame folders).
+   clip recipe: its sequence reader over the frame folders; clip-train:
+   area 0.9-1.0, cubic antialiased resize, no flip; ocr: decoded to gray,
+   squashed to 32x128 by the cubic resize, normalized 0.5 / 0.5). An anchor,
+   not the same pixels: DALI's filters and its gray (libjpeg's Y plane) are
+   not PIL's.
 3-5 are skipped with a note where lmdbloader has no ImageDecode /
 ClipDecode, 6 where DALI is not installed (it is an optional, large wheel:
-``pip install -c constraints.txt nvidia-dali-cuda130``) and for clip-train, ocr
-and colour (no DALI pipeline is written for them).
+``pip install -c constraints.txt nvidia-dali-cuda130``) and for colour (no
+DALI pipeline is written for it).
 With variant 5 the cost of ``pickle.loads`` on the corpus's records is
 timed in the parent (microseconds a record) and reported beside its rate.
 
@@ -474,7 +478,22 @@ def dali_iterator(recipe, paths, batch, threads, seed):
             return fn.crop_mirror_normalize(frames, dtype=types.FLOAT, output_layout="FCHW", mean=mean, std=std,
                                             mirror=fn.random.coin_flip(probability=0.5))
         jpegs, labels = fn.readers.file(file_root=paths["folder"], random_shuffle=True, name="Reader")
-        if recipe == "train":
+        if recipe == "clip-train":
+            # open_clip's crop: area 0.9-1.0, bicubic, no flip, OpenAI's mean and std.
+            images = fn.decoders.image_random_crop(jpegs, device="cpu", output_type=types.RGB,
+                                                   random_area=list(CLIP_SCALE), random_aspect_ratio=list(RATIO),
+                                                   num_attempts=10)
+            images = fn.resize(images, resize_x=224, resize_y=224, interp_type=types.INTERP_CUBIC, antialias=True)
+            images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW",
+                                              mean=[m * 255 for m in CLIP_MEAN], std=[s * 255 for s in CLIP_STD])
+        elif recipe == "ocr":
+            # One channel decoded (libjpeg's luma), squashed to 32 x 128 whatever the aspect, bicubic.
+            images = fn.decoders.image(jpegs, device="cpu", output_type=types.GRAY)
+            images = fn.resize(images, resize_x=OCR_SIZE[1], resize_y=OCR_SIZE[0], interp_type=types.INTERP_CUBIC,
+                               antialias=True)
+            images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW", mean=[127.5],
+                                              std=[127.5])
+        elif recipe == "train":
             images = fn.decoders.image_random_crop(jpegs, device="cpu", output_type=types.RGB,
                                                    random_area=list(SCALE), random_aspect_ratio=list(RATIO),
                                                    num_attempts=10)
@@ -740,9 +759,9 @@ def available(recipe, variant):
             return f"lmdbloader.{name} is missing from this build (the fused decode path)"
     if variant == "dali" and not have_dali():
         return "DALI is not installed (optional: pip install -c constraints.txt nvidia-dali-cuda130)"
-    if variant == "dali" and recipe not in ("train", "eval", "clip"):
-        return "no DALI pipeline is written for this recipe (PIL's antialiased bicubic, convert(\"L\") and " \
-               "torchvision's colour draws have no exact DALI counterpart)"
+    if variant == "dali" and recipe not in ("train", "eval", "clip", "clip-train", "ocr"):
+        return "no DALI pipeline is written for this recipe (torchvision's colour draws have no exact DALI " \
+               "counterpart)"
     return None
 
 
@@ -997,6 +1016,10 @@ def main():
                 notes["dali"] = ("frames read and decoded whole by fn.readers.sequence (CPU; deprecated, DALI's "
                                  "video readers take encoded video), one random_resized_crop box and one flip per "
                                  "clip; no labels")
+            if recipe in ("clip-train", "ocr") and "dali" in todo:
+                notes["dali"] = ("DALI's own antialiased cubic resize (not PIL's bicubic)" +
+                                 (", its gray the JPEG's decoded luma" if recipe == "ocr" else "") +
+                                 ": the same recipe, not the same pixels")
             check = {}
             for kind in ("fused-loader", "fused-pickle"):
                 if not any(v == kind or (kind == "fused-loader" and v == "fused-collate") for v in todo):

@@ -224,10 +224,12 @@ struct OutputSpec {
 
   uint32_t channels() const { return grayscale ? 1 : 3; }
   // Let the JPEG decoder shrink by n/8 in the inverse DCT, choosing the
-  // smallest n that keeps the box at least as large as the output on both
-  // axes, so the resize never enlarges what the IDCT shrank (n is 1, 2 or 4:
-  // libjpeg-turbo's other scaled IDCTs are slower than a full-size one).
-  // Default: true. False decodes at full size, torchvision's pixels.
+  // smallest n that keeps the box at least 1.5 times the output on both
+  // axes: the antialiased resize then still shrinks it 1.5 times or more,
+  // and the result stays within about 1.4 levels of 255 of torchvision's on
+  // average (src/image/decode_plan.h has the figures; n is 1, 2 or 4: libjpeg-turbo's other scaled IDCTs are slower
+  // than a full-size one). Default: true. False decodes at full size,
+  // torchvision's pixels.
   bool scale_in_idct = true;
 
   // Bytes one image takes in the output: width * height * channels * (4 or 1).

@@ -5,7 +5,7 @@ torchvision's ImageNet recipe decodes every pixel with PIL, crops, resizes,
 converts to a float tensor and normalizes it, each step a pass over memory.
 Here a JPEG's crop box is drawn from its header alone, then only the box is
 decoded (libjpeg-turbo's region decoding), at 1/2, 1/4 or 1/8 scale in the
-IDCT when the box is at least twice the output, resized with PIL's
+IDCT when the box stays 1.5 times the output at that scale, resized with PIL's
 antialiased bilinear filter, mirrored and normalized in one pass that writes
 float32 (or uint8) straight into the output: under
 :class:`lmdbloader.DataLoader` the batch's shared-memory ring slot, with no

@@ -71,7 +71,7 @@ Status DecodeJpegViews(std::string_view jpeg, const ViewCrop* crops, size_t coun
   for (size_t k = 0; k < count; ++k) {
     Status s = CheckBox(crops[k].box, header.width, header.height);
     if (!s.ok()) return s.WithPrefix(CropName(k, count));
-    n = std::max(n, ChooseScale(crops[k].box, crops[k].spec));
+    n = std::max(n, ChooseIdctScale(crops[k].box, crops[k].spec));
   }
   // Each crop's plan at scale n/8; the region decoded holds them all.
   JpegDecodePlan plans[kMaxViewCrops];

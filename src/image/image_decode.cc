@@ -62,16 +62,16 @@ Status CheckBox(const CropBox& b, uint32_t width, uint32_t height) {
   return Status::OK();
 }
 
-// The smallest scale n/8 that keeps the box at least as large as the output
-// on both axes: the resize then only shrinks (or, for a box smaller than the
-// output, enlarges the full-size pixels as PIL would). Only 1/8, 2/8 and
-// 4/8: libjpeg-turbo has SIMD inverse DCTs for those and 8/8, and its C
-// ones for 3/8 and 5/8 to 7/8 cost more than decoding at full size
-// (measured on 350-500 px photos: 8/8 0.82 ms, 4/8 0.63, 5/8 1.00, 7/8 1.74).
-uint32_t ChooseScale(const CropBox& box, const OutputSpec& spec) {
+// Only 1/8, 2/8 and 4/8: libjpeg-turbo has SIMD inverse DCTs for those and
+// 8/8, and its C ones for 3/8 and 5/8 to 7/8 cost more than decoding at full
+// size (measured on 350-500 px photos: 8/8 0.82 ms, 4/8 0.63, 5/8 1.00, 7/8
+// 1.74). Why the box must stay 1.5 times the output: decode_plan.h.
+uint32_t ChooseIdctScale(const CropBox& box, const OutputSpec& spec) {
   if (!spec.scale_in_idct) return 8;
   for (uint32_t n = 1; n < 8; n *= 2) {
-    if (box.width * n / 8 >= spec.width && box.height * n / 8 >= spec.height) return n;
+    if (box.width * n / 8 >= kIdctMinShrink * spec.width && box.height * n / 8 >= kIdctMinShrink * spec.height) {
+      return n;
+    }
   }
   return 8;
 }
@@ -142,7 +142,7 @@ Status ReadDecodableHeader(std::string_view jpeg, JpegHeader* header) {
 }
 
 void PlanJpegDecode(const JpegHeader& header, const CropBox& box, const OutputSpec& spec, JpegDecodePlan* plan) {
-  PlanJpegDecodeAt(header, box, ChooseScale(box, spec), plan);
+  PlanJpegDecodeAt(header, box, ChooseIdctScale(box, spec), plan);
 }
 
 void PlanJpegDecodeAt(const JpegHeader& header, const CropBox& box, uint32_t n, JpegDecodePlan* plan) {

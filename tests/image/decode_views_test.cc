@@ -89,10 +89,11 @@ TEST(DecodeViewsTest, EachCropIsTheSingleCropPathAtFullScale) {
 TEST(DecodeViewsTest, ScaledCropsAgreeWhereTheirScaleIsTheDecodesOne) {
   std::mt19937 rng(4);
   const std::string jpeg = EncodeJpeg(SyntheticPhoto(900, 640, 6));
-  // Every box at least 4x its output: each alone would be decoded at 2/8.
+  // Every box 384-767 px to 64: each alone is decoded at 2/8 (kIdctMinShrink
+  // times the output at 2/8, not at 1/8).
   std::vector<ViewCrop> crops(4);
   for (size_t k = 0; k < crops.size(); ++k) {
-    crops[k].box = CropBox{double(10 + 30 * k), double(5 + 20 * k), double(400 + 50 * k), double(300 + 40 * k)};
+    crops[k].box = CropBox{double(10 + 30 * k), double(5 + 20 * k), double(400 + 50 * k), double(400 + 40 * k)};
     crops[k].spec.width = crops[k].spec.height = 64;
     crops[k].spec.flip = k % 2;
   }

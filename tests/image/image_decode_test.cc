@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "image/decode_plan.h"
 #include "image_test_util.h"
 #include "test_util.h"
 
@@ -122,6 +123,52 @@ TEST(ImageDecodeTest, ScaledDecodingIsCloseToFullScale) {
     const Difference d = Compare(FromHwc(out, ow, oh), ReferenceResize(full, left, top, w, h, ow, oh));
     EXPECT_LT(d.mean, 2.0) << "box " << w << "x" << h << " to " << ow << "x" << oh;
   }
+}
+
+// The IDCT shrinks a box by 2, 4 or 8 only while it stays 1.5 times the
+// output on both axes (decode_plan.h: nearer 1, the IDCT's low-pass, not
+// PIL's antialiasing, makes most of the shrink and the result strays 1.3-4
+// levels from PIL's); never with scale_in_idct false.
+TEST(ImageDecodeTest, TheIdctScaleKeepsTheBoxOneAndAHalfTimesTheOutput) {
+  const auto scale = [](double w, double h, uint32_t ow, uint32_t oh, bool on = true) {
+    return ChooseIdctScale(CropBox{3, 5, w, h}, Uint8Hwc(ow, oh, on));
+  };
+  // 224 px: 1/2 from 672 (336 = 1.5 x 224), 1/4 from 1344, 1/8 from 2688.
+  EXPECT_EQ(scale(224, 224, 224, 224), 8u);
+  EXPECT_EQ(scale(448, 448, 224, 224), 8u);  // 1/2 would leave the resize nothing to shrink
+  EXPECT_EQ(scale(671.9, 700, 224, 224), 8u);
+  EXPECT_EQ(scale(672, 672, 224, 224), 4u);
+  EXPECT_EQ(scale(1343, 2000, 224, 224), 4u);
+  EXPECT_EQ(scale(1344, 1344, 224, 224), 2u);
+  EXPECT_EQ(scale(2688, 2688, 224, 224), 1u);
+  EXPECT_EQ(scale(2688, 700, 224, 224), 4u);  // the shorter axis decides
+  EXPECT_EQ(scale(4000, 4000, 224, 224, false), 8u);
+  // A non-square output, each axis against its own side: 32 x 128 text lines.
+  EXPECT_EQ(scale(384, 96, 128, 32), 4u);
+  EXPECT_EQ(scale(384, 95, 128, 32), 8u);
+  // Any box and output: the scale leaves 1.5 times the output, and is the
+  // smallest that does.
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const double w = 1 + rng() % 4000, h = 1 + rng() % 4000;
+    const uint32_t ow = 1 + rng() % 400, oh = 1 + rng() % 400;
+    const uint32_t n = scale(w, h, ow, oh);
+    ASSERT_TRUE(n == 1 || n == 2 || n == 4 || n == 8) << n;
+    const auto fits = [&](uint32_t m) { return w * m / 8 >= 1.5 * ow && h * m / 8 >= 1.5 * oh; };
+    EXPECT_TRUE(n == 8 || fits(n)) << w << "x" << h << " -> " << ow << "x" << oh << ": " << n;
+    EXPECT_TRUE(n == 1 || !fits(n / 2)) << w << "x" << h << " -> " << ow << "x" << oh << ": " << n;
+  }
+  // The plan decodes at that scale: the region is the box shrunk by n/8.
+  JpegHeader header;
+  header.width = 3000;
+  header.height = 2000;
+  JpegDecodePlan plan;
+  PlanJpegDecode(header, CropBox{800, 400, 1400, 1500}, Uint8Hwc(224, 224, true), &plan);
+  EXPECT_EQ(plan.request.scale_num, 2u);
+  EXPECT_EQ(plan.request.x_begin, 200u);
+  EXPECT_EQ(plan.request.x_end, 550u);
+  EXPECT_DOUBLE_EQ(plan.geometry.box_width, 350);
+  EXPECT_DOUBLE_EQ(plan.geometry.box_height, 375);
 }
 
 TEST(ImageDecodeTest, FlipAndFloatOutput) {

@@ -116,8 +116,8 @@ def test_the_recipe_is_torchvisions_compose_seeded_alike(size):
     """RandomResizedCrop, flip, RandomApply(ColorJitter), RandomGrayscale,
     RandomSolarize: the same draws from one seed, the images within 2
     levels on average. The ops are exact on a given crop; they carry the
-    crop's own difference (boxes larger than twice the output are decoded
-    smaller in the IDCT: about a level, up to 2.5 on some crops), hue
+    crop's own difference (boxes 3 times the output or more are decoded
+    smaller in the IDCT: a third of a level, up to 1.2 on some crops), hue
     magnifying it a little where the saturation is low."""
     decode = lmdbloader.ImageDecode(size, dtype=torch.uint8, layout="HWC", record="raw", **DINO)
     plain = lmdbloader.ImageDecode(size, dtype=torch.uint8, layout="HWC", record="raw")
