@@ -169,6 +169,25 @@ class LmdbDataset(torch.utils.data.Dataset):
         firsts, others = self._keyed.positions(picked)
         return self._decoding.several(firsts, others, self._keyed.values, self._deferred)
 
+    def state_dict(self):
+        """What a resumed ``torchdata`` ``StatefulDataLoader`` needs to draw
+        what the interrupted run would have drawn next: the torch generator
+        of the process that reads (the boxes, flips and colour of
+        ImageDecode, ClipDecode and their views come from it). The loader
+        takes it in each worker, batch by batch."""
+        return {"torch_rng_state": torch.get_rng_state()}
+
+    def load_state_dict(self, state):
+        """Restores :meth:`state_dict`'s generator in a DataLoader worker.
+        Outside one (``num_workers=0``) the draws come from the main
+        process's generator, which the training script's own checkpoint
+        restores (``torch.set_rng_state``): it is left alone here."""
+        if not isinstance(state, dict):
+            raise TypeError(f"state must be what state_dict() returned; got {type(state).__name__}")
+        rng = state.get("torch_rng_state")
+        if rng is not None and torch.utils.data.get_worker_info() is not None:
+            torch.set_rng_state(rng)
+
     def column(self, name):
         """A metadata column (e.g. "label") as a read-only numpy array, one
         value per record of the file (with ``keys``: index it with

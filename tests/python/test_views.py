@@ -244,3 +244,42 @@ def test_getitem_is_the_dataloaders_sample(corpus):
     for i, (crops, label) in enumerate(samples):
         assert isinstance(crops, tuple) and len(crops) == 3 and y[i] == label
         assert all(torch.equal(c, v[i]) for c, v in zip(crops, views))
+
+
+@pytest.mark.parametrize("views", [True, False])
+def test_a_resumed_stateful_loader_draws_what_the_whole_run_drew(corpus, views):
+    """torchdata's StatefulDataLoader stopped after 3 of 8 batches and resumed
+    from its state_dict gives the uninterrupted run's crops, flips and colour
+    (the workers' torch generators travel in LmdbDataset.state_dict), not
+    just its order."""
+    stateful = pytest.importorskip("torchdata.stateful_dataloader")
+    decode = (lmdbloader.ImageDecode(views=dinov2_views(32, 16, locals_=2), dtype=torch.uint8) if views else
+              lmdbloader.ImageDecode(24, dtype=torch.uint8, jitter=(0.4, 0.4, 0.2, 0.1)))
+    ds = lmdbloader.LmdbDataset(corpus, decode=decode)
+
+    def make():
+        torch.manual_seed(7)  # the loader's base seed, as a training script sets it
+        return stateful.StatefulDataLoader(ds, batch_size=1, num_workers=2, shuffle=True,
+                                           collate_fn=lmdbloader.collate)
+
+    def tensors(batch):
+        images, labels = batch
+        return [v.clone() for v in images] if views else [images.clone()], labels.clone()
+
+    whole = [tensors(b) for b in make()]
+    first = make()
+    it = iter(first)
+    head = [tensors(b) for _, b in zip(range(3), it)]
+    state = first.state_dict()
+    del it, first
+    resumed = make()
+    resumed.load_state_dict(state)
+    tail = [tensors(b) for b in resumed]
+    assert len(head + tail) == len(whole) == 8
+    for (images, labels), (want, want_labels) in zip(head + tail, whole):
+        assert torch.equal(labels, want_labels)
+        assert all(torch.equal(a, b) for a, b in zip(images, want))
+    # A state without a generator changes nothing; what is not a state is refused.
+    ds.load_state_dict({"torch_rng_state": None})
+    with pytest.raises(TypeError, match="state_dict"):
+        ds.load_state_dict([1])
