@@ -209,13 +209,34 @@ def test_every_way_of_loading_gives_the_same_batches(corpus):
     assert x0.shape == (8, 3, 96, 96)
 
 
+def seed_workers(worker_id):
+    torch.manual_seed(41 + worker_id)
+
+
 @pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
 def test_start_methods(corpus, method):
-    ds = lmdbloader.LmdbDataset(corpus, decode=lmdbloader.ImageDecode(64, train=False))
-    loader = lmdbloader.DataLoader(ds, batch_size=16, num_workers=2, multiprocessing_context=method)
-    batches = list(loader)
-    reference = torch.stack([ds[i][0] for i in range(64)])
-    assert torch.equal(torch.cat([x for x, _ in batches]), reference)  # evaluation draws nothing
+    """Evaluation, open_clip's training crop and the OCR recipe through
+    lmdbloader.DataLoader under each start method: their shapes and dtypes,
+    and the samples a plain DataLoader seeded alike gives (evaluation draws
+    nothing: ds[i])."""
+    recipes = {
+        "eval": (lmdbloader.ImageDecode(64, train=False), (3, 64, 64), torch.float32),
+        "clip": (lmdbloader.ImageDecode(64, scale=(0.9, 1.0), flip=0, interpolation="bicubic",
+                                        mean=(0.481, 0.458, 0.408), std=(0.269, 0.261, 0.276)), (3, 64, 64),
+                 torch.float32),
+        "ocr": (lmdbloader.ImageDecode((32, 128), train=False, resize=(32, 128), interpolation="bicubic",
+                                       grayscale=True, dtype=torch.uint8), (1, 32, 128), torch.uint8),
+    }
+    for name, (decode, shape, dtype) in recipes.items():
+        ds = lmdbloader.LmdbDataset(corpus, decode=decode)
+        common = dict(batch_size=16, num_workers=2, multiprocessing_context=method, worker_init_fn=seed_workers)
+        batches = [(x.clone(), y.clone()) for x, y in lmdbloader.DataLoader(ds, **common)]
+        assert all(x.shape == (16, *shape) and x.dtype == dtype for x, _ in batches), name
+        plain = list(torch.utils.data.DataLoader(ds, **common))
+        assert all(torch.equal(a, b) and torch.equal(ya, yb) for (a, ya), (b, yb) in zip(batches, plain)), name
+        if name == "eval":
+            reference = torch.stack([ds[i][0] for i in range(64)])
+            assert torch.equal(torch.cat([x for x, _ in batches]), reference)
 
 
 def test_clips_share_one_box_and_flip(tmp_path):
