@@ -62,9 +62,11 @@ class ImageDecode:
     image), ``ToTensor``, ``Normalize``. ``size`` is an int or (height,
     width).
 
-    ``grayscale=True``: one channel, PIL's ``convert("L")`` before the resize
-    (torchvision's ``Grayscale()`` first, as OCR recipes read text lines);
-    ``mean`` and ``std`` then one number each (default 0.5 and 0.5).
+    ``grayscale=True``: one channel, the luma before the resize
+    (torchvision's ``Grayscale()`` first, as OCR recipes read text lines): a
+    JPEG's own Y, its chroma not decoded (PIL's ``draft("L")``), which is
+    ``convert("L")`` of its RGB but where that RGB clips (under a level on
+    average); ``mean`` and ``std`` then one number each (default 0.5 and 0.5).
 
     ``interpolation``: ``"bilinear"`` (the default) or ``"bicubic"``, PIL's
     antialiased filters as torchvision applies them to PIL images (CLIP,

@@ -16,6 +16,16 @@
 
 namespace lmdbloader {
 
+// How the resampler reads the decoder's pixels.
+inline SourcePixels SourcePixelsOf(JpegPixels format) {
+  switch (format) {
+    case JpegPixels::kCmykInverted: return SourcePixels::kCmykInverted;
+    case JpegPixels::kGray: return SourcePixels::kGray;
+    case JpegPixels::kRgbx: break;
+  }
+  return SourcePixels::kRgbx;
+}
+
 struct JpegDecodePlan {
   JpegRegionRequest request;  // y_end before the resampler trims it
   ResampleGeometry geometry;  // relative to (x_begin, y_begin)

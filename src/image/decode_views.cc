@@ -30,13 +30,14 @@ std::string CropName(size_t k, size_t count) {
 // into the scratch's region buffer.
 class StoreSink : public RowSink {
  public:
-  StoreSink(uint8_t* rows, uint32_t x_begin, uint32_t x_end)
-      : rows_(rows), x_begin_(x_begin), bytes_(size_t{x_end - x_begin} * 4), x_end_(x_end) {}
+  StoreSink(uint8_t* rows, uint32_t x_begin, uint32_t x_end, uint32_t pixel_bytes)
+      : rows_(rows), x_begin_(x_begin), bytes_(size_t{x_end - x_begin} * pixel_bytes), x_end_(x_end),
+        pixel_bytes_(pixel_bytes) {}
 
   bool Begin(uint32_t x0, uint32_t width, JpegPixels format) noexcept override {
-    if (x0 > x_begin_ || x0 + width < x_end_) return false;
-    offset_ = size_t{x_begin_ - x0} * 4;
-    format_ = format == JpegPixels::kRgbx ? SourcePixels::kRgbx : SourcePixels::kCmykInverted;
+    if (x0 > x_begin_ || x0 + width < x_end_ || JpegPixelBytes(format) != pixel_bytes_) return false;
+    offset_ = size_t{x_begin_ - x0} * pixel_bytes_;
+    format_ = SourcePixelsOf(format);
     return true;
   }
   void Row(const uint8_t* pixels) noexcept override {
@@ -52,6 +53,7 @@ class StoreSink : public RowSink {
   uint32_t x_begin_;
   size_t bytes_;
   uint32_t x_end_;
+  uint32_t pixel_bytes_;
   size_t offset_ = 0;
   uint32_t rows_seen_ = 0;
   SourcePixels format_ = SourcePixels::kRgbx;
@@ -88,10 +90,14 @@ Status DecodeJpegViews(std::string_view jpeg, const ViewCrop* crops, size_t coun
     request.y_begin = std::min(request.y_begin, r.y_begin);
     request.y_end = std::max(request.y_end, r.y_end);
   }
+  // Luma alone where every crop is gray and the JPEG not CMYK (jpeg_decoder.h).
+  request.gray = header.components != 4;
+  for (size_t k = 0; k < count; ++k) request.gray = request.gray && crops[k].spec.grayscale;
+  const uint32_t pixel_bytes = request.gray ? 1 : 4;
   DecodeScratch::Rep* rep = ScratchAccess::Get(scratch);
   ScratchUse use(rep);
   const uint32_t width = request.x_end - request.x_begin, rows = request.y_end - request.y_begin;
-  const size_t row_bytes = size_t{width} * 4, need = row_bytes * rows;
+  const size_t row_bytes = size_t{width} * pixel_bytes, need = row_bytes * rows;
   if (need > rep->max_bytes) {
     return Status::InvalidArgument("decoding " + std::to_string(width) + "x" + std::to_string(rows) +
                                    " pixels for " + std::to_string(count) + " crops needs " + std::to_string(need) +
@@ -102,7 +108,7 @@ Status DecodeJpegViews(std::string_view jpeg, const ViewCrop* crops, size_t coun
   } catch (const std::bad_alloc&) {
     return Status::InvalidArgument("out of memory for " + std::to_string(need) + " bytes of decoded pixels");
   }
-  StoreSink sink(rep->decoded.data(), request.x_begin, request.x_end);
+  StoreSink sink(rep->decoded.data(), request.x_begin, request.x_end, pixel_bytes);
   bool refused = false;
   LMDBLOADER_RETURN_IF_ERROR(DecodeJpegRegion(jpeg, header, request, &sink, &refused));
   if (refused || sink.rows_seen() != rows) {
@@ -111,7 +117,7 @@ Status DecodeJpegViews(std::string_view jpeg, const ViewCrop* crops, size_t coun
   for (size_t k = 0; k < count; ++k) {
     const JpegRegionRequest& r = plans[k].request;
     const uint8_t* first = rep->decoded.data() + size_t{r.y_begin - request.y_begin} * row_bytes +
-                           size_t{r.x_begin - request.x_begin} * 4;
+                           size_t{r.x_begin - request.x_begin} * pixel_bytes;
     Status s = ResampleRows(first, row_bytes, sink.format(), plans[k].geometry, crops[k].spec, rep, crops[k].out);
     if (!s.ok()) return s.WithPrefix(CropName(k, count));
   }

@@ -86,8 +86,8 @@ class ResampleSink : public RowSink {
 
   bool Begin(uint32_t x0, uint32_t width, JpegPixels format) noexcept override {
     if (x0 > x_begin_ || x0 + width < x_end_) return false;
-    offset_ = size_t{x_begin_ - x0} * 4;
-    format_ = format == JpegPixels::kRgbx ? SourcePixels::kRgbx : SourcePixels::kCmykInverted;
+    offset_ = size_t{x_begin_ - x0} * JpegPixelBytes(format);
+    format_ = SourcePixelsOf(format);
     return true;
   }
   void Row(const uint8_t* pixels) noexcept override { resampler_->PushRow(pixels + offset_, format_); }
@@ -143,6 +143,7 @@ Status ReadDecodableHeader(std::string_view jpeg, JpegHeader* header) {
 
 void PlanJpegDecode(const JpegHeader& header, const CropBox& box, const OutputSpec& spec, JpegDecodePlan* plan) {
   PlanJpegDecodeAt(header, box, ChooseIdctScale(box, spec), plan);
+  plan->request.gray = spec.grayscale;  // the luma alone, where the JPEG has one (jpeg_decoder.h)
 }
 
 void PlanJpegDecodeAt(const JpegHeader& header, const CropBox& box, uint32_t n, JpegDecodePlan* plan) {

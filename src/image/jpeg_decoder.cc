@@ -176,7 +176,8 @@ bool RunJob(JpegJob* job) {
   }
   // Pillow decodes 4-component JPEGs (CMYK, or YCCK that libjpeg turns into
   // CMYK) as Adobe's inverted CMYK; 1 and 3 components as L and RGB.
-  cinfo->out_color_space = cmyk ? JCS_CMYK : JCS_EXT_RGBX;
+  const bool gray = job->request->gray && !cmyk;
+  cinfo->out_color_space = cmyk ? JCS_CMYK : gray ? JCS_GRAYSCALE : JCS_EXT_RGBX;
   cinfo->dct_method = JDCT_ISLOW;
   cinfo->do_fancy_upsampling = TRUE;
   cinfo->do_block_smoothing = TRUE;
@@ -194,8 +195,9 @@ bool RunJob(JpegJob* job) {
     return false;
   }
   jpeg_start_decompress(cinfo);
-  if (cinfo->output_components != 4) {
-    SetMessage(job, "libjpeg gives other than 4 bytes a pixel");
+  const JpegPixels format = cmyk ? JpegPixels::kCmykInverted : gray ? JpegPixels::kGray : JpegPixels::kRgbx;
+  if (cinfo->output_components != static_cast<int>(JpegPixelBytes(format))) {
+    SetMessage(job, "libjpeg gives another number of bytes a pixel than asked");
     return false;
   }
   // One pixel of margin on the left, where jpeg_crop_scanline's iMCU
@@ -210,7 +212,7 @@ bool RunJob(JpegJob* job) {
     SetMessage(job, "could not skip to the first row");
     return false;
   }
-  if (!job->sink->Begin(x0, width, cmyk ? JpegPixels::kCmykInverted : JpegPixels::kRgbx)) {
+  if (!job->sink->Begin(x0, width, format)) {
     job->sink_refused = true;
     return false;
   }

@@ -253,6 +253,14 @@ void Resampler::ConvertRow(const uint8_t* p, SourcePixels format, Float4* dst) n
       }
       break;
     }
+    case SourcePixels::kGray: {  // already luma: every lane the level
+      const uint8_t* src = p + h_begin_;
+      for (uint32_t x = 0; x < n; ++x) {
+        const float l = float(src[x]);
+        dst[x] = Float4{l, l, l, 0.0f};
+      }
+      return;
+    }
     case SourcePixels::kCmykInverted: {
       // Pillow: unpack "CMYK;I" (each byte inverted), then cmyk2rgb:
       // out = nk - nk * c / 255 (its MULDIV255 rounding) with nk = 255 - k,

@@ -85,6 +85,7 @@ enum class SourcePixels {
   kRgbx,          // R, G, B, unused: 4 bytes
   kRgb,           // R, G, B: 3 bytes
   kCmykInverted,  // Adobe CMYK as libjpeg gives it: 4 bytes, 0 = full ink
+  kGray,          // a luma level: 1 byte (output as gray; never RGB)
 };
 
 // What is resized: rows of src_width pixels, src_rows of them (the crop),

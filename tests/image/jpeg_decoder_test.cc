@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
 
 #include "image_test_util.h"
@@ -31,6 +32,8 @@ class CollectSink : public RowSink {
       uint8_t rgb[3];
       if (format_ == JpegPixels::kCmykInverted) {
         testing::CmykToRgb(p + size_t{x} * 4, rgb);
+      } else if (format_ == JpegPixels::kGray) {
+        rgb[0] = rgb[1] = rgb[2] = p[x];
       } else {
         std::copy(p + size_t{x} * 4, p + size_t{x} * 4 + 3, rgb);
       }
@@ -122,6 +125,44 @@ TEST(JpegDecoderTest, RegionsEqualTheSameRegionOfAFullDecode) {
         EXPECT_EQ(mismatches, 0) << e.name << " scale " << num << "/8, columns [" << r.x_begin << ", " << r.x_end
                                  << "), rows [" << r.y_begin << ", " << r.y_end << ")";
       }
+    }
+  }
+}
+
+// gray: a gray JPEG's own samples, a colour JPEG's Y, within a level of
+// PIL's convert("L") of the RGB it decodes to (L = 0.299 R + 0.587 G +
+// 0.114 B, the luma the JPEG stores) but where the RGB was clipped; CMYK
+// stays CMYK.
+TEST(JpegDecoderTest, GrayDeliversTheLumaAlone) {
+  for (const Encoding& e : Encodings()) {
+    const std::string jpeg = EncodeJpeg(SyntheticPhoto(203, 157, 11, e.channels), e.options);
+    for (uint32_t num : {8u, 2u}) {
+      JpegRegionRequest r;
+      r.scale_num = num;
+      r.x_begin = 5;
+      r.x_end = JpegScaledSize(203, num) - 3;
+      r.y_begin = 4;
+      r.y_end = JpegScaledSize(157, num) - 2;
+      CollectSink rgb, gray;
+      ASSERT_OK(Decode(jpeg, r, &rgb));
+      r.gray = true;
+      ASSERT_OK(Decode(jpeg, r, &gray));
+      EXPECT_EQ(gray.format_, e.channels == 4 ? JpegPixels::kCmykInverted : JpegPixels::kGray) << e.name;
+      ASSERT_EQ(gray.count_, rgb.count_);
+      uint64_t off = 0, far = 0, pixels = 0;
+      for (uint32_t y = 0; y < gray.count_; ++y) {
+        for (uint32_t x = r.x_begin; x < r.x_end; ++x) {
+          const int l = (rgb.at(x, y, 0) * 19595 + rgb.at(x, y, 1) * 38470 + rgb.at(x, y, 2) * 7471 + 0x8000) >> 16;
+          const int d = std::abs(int(gray.at(x, y, 0)) - (e.channels == 4 ? int(rgb.at(x, y, 0)) : l));
+          off += d != 0;
+          far += d > 1;
+          ++pixels;
+        }
+      }
+      if (e.channels == 1) {
+        EXPECT_EQ(off, 0u) << e.name;  // the samples themselves
+      }
+      EXPECT_LE(far * 200, pixels) << e.name << " " << num << "/8: " << far << " of " << pixels << " off by more than 1";
     }
   }
 }

@@ -197,10 +197,12 @@ def test_bicubic_is_within_two_levels_of_torchvision(cases, scale_in_idct):
 
 @pytest.mark.parametrize("interpolation", ["bilinear", "bicubic"])
 def test_grayscale_is_pils_luma_then_the_resize(cases, interpolation):
-    """grayscale=True: PIL's convert("L") of the RGB pixels, then the crop and
-    resize (torchvision's Grayscale first), one channel; decoded at full size
-    it differs from PIL only where float sums round a near-tie the other way
-    (the bounds of the RGB tests above)."""
+    """grayscale=True: the luma, then the crop and resize (torchvision's
+    Grayscale first), one channel. From a JPEG, its Y plane (no chroma
+    decoded): PIL's convert("L") of the RGB it decodes to but where that RGB
+    was clipped (saturated colours) or a float sum rounds a near-tie the
+    other way; from RGB pixels, PIL's L exactly (the bounds of the RGB tests
+    above)."""
     for name, jpeg, box, flip, _, _ in cases[::3]:
         img = Image.open(io.BytesIO(jpeg)).convert("RGB").convert("L")
         left, top, w, h = box
@@ -210,7 +212,10 @@ def test_grayscale_is_pils_luma_then_the_resize(cases, interpolation):
         _core.decode_images([jpeg], [box], [flip], out, OUT, OUT, "CHW", "uint8", scale_in_idct=False,
                             interpolation=interpolation, grayscale=True)
         d = np.abs(out[0].astype(np.int16) - want)
-        assert d.max() <= 2 and d.mean() < 0.1, f"{name} box {box}: max {d.max()}, mean {d.mean():.4f}"
+        # Measured: mean 0.01-0.09 and 99% within 2 levels on photographs; a
+        # small saturated one enlarged 3.5-8x (coffee at 64 px): mean 0.41-0.55,
+        # 95% within 3, at most 16.
+        assert np.percentile(d, 90) <= 2 and d.mean() < 1.0, f"{name} box {box}: max {d.max()}, mean {d.mean():.4f}"
         rgb = np.asarray(Image.open(io.BytesIO(jpeg)).convert("RGB"))
         again = np.zeros((OUT, OUT, 1), np.float32)
         _core.resample_rgb(rgb, box, flip, again, OUT, OUT, "HWC", "float32", (0.5,) * 3, (0.5,) * 3,
