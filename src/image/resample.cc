@@ -94,20 +94,18 @@ size_t DecodeScratch::Rep::bytes() const {
          Capacity(decoded);
 }
 
+namespace {
+
+// Swaps each with an empty one: clear() and shrink_to_fit() may keep the memory.
+template <typename... Vectors>
+void FreeAll(Vectors&... v) {
+  (Vectors().swap(v), ...);
+}
+
+}  // namespace
+
 void DecodeScratch::Rep::Release() {
-  // swap with empties: clear() and shrink_to_fit() may keep the memory.
-  std::vector<uint32_t>().swap(h_start);
-  std::vector<Float4>().swap(h_weights);
-  std::vector<uint32_t>().swap(v_first);
-  std::vector<uint32_t>().swap(v_count);
-  std::vector<float>().swap(v_weights);
-  std::vector<float>().swap(taps);
-  std::vector<Float4>().swap(row);
-  std::vector<Float4>().swap(ring);
-  std::vector<Float4>().swap(acc);
-  std::vector<float>().swap(blur);
-  std::vector<uint8_t>().swap(colour);
-  std::vector<uint8_t>().swap(decoded);
+  FreeAll(h_start, h_weights, v_first, v_count, v_weights, taps, row, ring, acc, blur, colour, decoded);
 }
 
 void BoxPixels(double b0, double b1, uint32_t n, uint32_t* begin, uint32_t* end) {

@@ -144,12 +144,8 @@ TEST(RecordLayoutTest, AMsgpackListOfBytesBecomesFrames) {
 TEST(RecordLayoutTest, AMsgpackMapIsKeptWithItsIntegerLabel) {
   msgpack::sbuffer in;
   msgpack::packer<msgpack::sbuffer> pk(in);
-  pk.pack_map(2);
-  pk.pack(std::string("image"));
-  pk.pack_bin(2);
-  pk.pack_bin_body("ab", 2);
-  pk.pack(std::string("label"));
-  pk.pack(-7);
+  pk.pack_map(2).pack(std::string("image")).pack(std::vector<char>{'a', 'b'});  // bin
+  pk.pack(std::string("label")).pack(-7);
   msgpack::sbuffer out;
   SplitValue split;
   std::set<std::string> fields;
