@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/enum_names.h"
+#include "image/blur.h"
 
 namespace lmdbloader {
 
@@ -136,71 +137,6 @@ int MeanGray(const uint8_t* p, size_t pixels, uint32_t channels) {
   return static_cast<int>(static_cast<double>(sum) / static_cast<double>(pixels) + 0.5);
 }
 
-// torchvision's Gaussian kernel of one axis, in float32 as torch makes it:
-// linspace(-(k - 1) / 2, (k - 1) / 2, k), exp(-x^2 / (2 sigma^2)), over its sum.
-void BlurKernel(uint32_t k, float sigma, float* out) {
-  const float half = static_cast<float>(k - 1) * 0.5f;
-  float sum = 0.0f;
-  for (uint32_t i = 0; i < k; ++i) {
-    const float x = k == 1 ? 0.0f : -half + static_cast<float>(i) * (2.0f * half / static_cast<float>(k - 1));
-    const float z = x / sigma;
-    out[i] = std::exp(-0.5f * z * z);
-    sum += out[i];
-  }
-  for (uint32_t i = 0; i < k; ++i) out[i] /= sum;
-}
-
-// Index i of an axis of n, mirrored at the edges without repeating them
-// (torch's reflect padding), again where it lands outside.
-uint32_t Reflect(int64_t i, uint32_t n) {
-  if (n == 1) return 0;
-  const int64_t period = 2 * (int64_t{n} - 1);
-  i %= period;
-  if (i < 0) i += period;
-  return static_cast<uint32_t>(i < n ? i : period - i);
-}
-
-// Separable: rows into `work` (float), then columns back into p. The same
-// sum as torch's k x k kernel (the outer product of the axis kernels) but
-// for float rounding, which can move a level that lands on .5 by one.
-// `work` holds height + 1 rows of floats (the last one a column sum); no
-// allocation here (FinishColour cannot fail).
-void Blur(const ColourOp& op, uint8_t* p, uint32_t width, uint32_t height, uint32_t channels, float* work) {
-  const uint32_t k = op.kernel, r = k / 2;
-  float kernel[kMaxBlurKernel];
-  BlurKernel(k, op.value, kernel);
-  const size_t row = size_t{width} * channels;
-  for (uint32_t y = 0; y < height; ++y) {
-    const uint8_t* in = p + y * row;
-    float* out = work + y * row;
-    for (uint32_t x = 0; x < width; ++x) {
-      const bool inside = x >= r && x + r < width;  // no mirrored tap: the common case
-      for (uint32_t c = 0; c < channels; ++c) {
-        float sum = 0.0f;
-        if (inside) {
-          const uint8_t* at = in + size_t{x - r} * channels + c;
-          for (uint32_t i = 0; i < k; ++i) sum += kernel[i] * static_cast<float>(at[size_t{i} * channels]);
-        } else {
-          for (uint32_t i = 0; i < k; ++i)
-            sum += kernel[i] * static_cast<float>(in[size_t{Reflect(int64_t{x} + i - r, width)} * channels + c]);
-        }
-        out[size_t{x} * channels + c] = sum;
-      }
-    }
-  }
-  float* acc = work + size_t{height} * row;
-  for (uint32_t y = 0; y < height; ++y) {
-    std::fill(acc, acc + row, 0.0f);
-    for (uint32_t i = 0; i < k; ++i) {
-      const float w = kernel[i];
-      const float* src = work + size_t{Reflect(int64_t{y} + i - r, height)} * row;
-      for (size_t j = 0; j < row; ++j) acc[j] += w * src[j];
-    }
-    uint8_t* dst = p + y * row;
-    for (size_t j = 0; j < row; ++j) dst[j] = static_cast<uint8_t>(std::clamp(std::nearbyint(acc[j]), 0.0f, 255.0f));
-  }
-}
-
 void ApplyOne(const ColourOp& op, uint8_t* p, uint32_t width, uint32_t height, uint32_t channels, float* work) {
   const size_t pixels = size_t{width} * height;
   const size_t n = pixels * channels;
@@ -247,7 +183,7 @@ void ApplyOne(const ColourOp& op, uint8_t* p, uint32_t width, uint32_t height, u
       ApplyTable(table, p, n);
       return;
     case ColourOpKind::kBlur:
-      Blur(op, p, width, height, channels, work);
+      Blur(op.kernel, op.value, p, width, height, channels, work);
       return;
   }
 }
@@ -258,7 +194,7 @@ bool HasBlur(const ColourOps& ops) {
   return false;
 }
 
-// `work`: a float a level and a row more where ops blur, else unused.
+// `work`: BlurWorkFloats floats where ops blur, else unused.
 void ApplyAll(const ColourOps& ops, uint8_t* p, uint32_t width, uint32_t height, uint32_t channels, float* work) {
   for (uint32_t i = 0; i < ops.count; ++i) ApplyOne(ops.ops[i], p, width, height, channels, work);
 }
@@ -315,7 +251,7 @@ Status ApplyColourOps(const ColourOps& ops, uint8_t* pixels, uint32_t width, uin
   }
   std::vector<float> work;
   try {
-    if (HasBlur(ops)) work.resize((size_t{height} + 1) * width * channels);
+    if (HasBlur(ops)) work.resize(BlurWorkFloats(width, height, channels));
   } catch (const std::bad_alloc&) {
     return Status::IOError("out of memory for a blur of " + std::to_string(width) + "x" + std::to_string(height),
                            ENOMEM);
@@ -331,8 +267,7 @@ Status ColourTarget(const OutputSpec& spec, DecodeScratch::Rep* scratch, OutputS
   inner->type = PixelType::kUint8;
   inner->layout = PixelLayout::kHWC;
   inner->colour.count = 0;
-  // A blur's floats: one a level, and a row more.
-  const size_t blurred = HasBlur(spec.colour) ? inner->bytes() + size_t{spec.width} * spec.channels() : 0;
+  const size_t blurred = HasBlur(spec.colour) ? BlurWorkFloats(spec.width, spec.height, spec.channels()) : 0;
   const size_t need = inner->bytes() + blurred * sizeof(float);
   if (need > scratch->max_bytes) {
     return Status::InvalidArgument("colour ops on a " + std::to_string(spec.width) + "x" +
