@@ -15,15 +15,22 @@
 //   FusedFullScale     DecodeJpegInto without IDCT scaling (bit-exact path)
 //   ResampleRgb        ResampleRgbInto from a fully decoded image (PIL path)
 // Items are images: compare the per-item times printed in one run.
+//   Colour/OP/SIZE     one colour op (or the four of ColorJitter) on a
+//                      SIZExSIZE uint8 RGB crop as the decoders apply it
+//                      (FinishColour, uint8 HWC out); ns_px is nanoseconds a
+//                      pixel. Colour/copy is the copies each case includes.
+//                      These need no photos.
 //
 //   python3 bench/image_photos.py /tmp/photos
 //   build/bench/image_bench /tmp/photos --benchmark_min_time=1
+//   build/bench/image_bench --benchmark_filter=Colour
 #include <benchmark/benchmark.h>
 #include <dirent.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -31,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include "image/colour_ops.h"
 #include "image/decode_plan.h"
 #include "lmdbloader/image_decode.h"
 
@@ -259,27 +267,105 @@ void BM_ResampleRgb(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * Photos().size());
 }
 
-BENCHMARK(BM_FullDecode)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_RegionDecode)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_RegionScaledDecode)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_RegionScaledDecodeToEnd)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_MarkerSearch)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Resample)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Fused)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_FusedFullScale)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_ResampleRgb)->Unit(benchmark::kMillisecond);
+void RegisterPhotoBenchmarks() {
+  for (const auto& [name, fn] : std::initializer_list<std::pair<const char*, void (*)(benchmark::State&)>>{
+           {"BM_FullDecode", BM_FullDecode},
+           {"BM_RegionDecode", BM_RegionDecode},
+           {"BM_RegionScaledDecode", BM_RegionScaledDecode},
+           {"BM_RegionScaledDecodeToEnd", BM_RegionScaledDecodeToEnd},
+           {"BM_MarkerSearch", BM_MarkerSearch},
+           {"BM_Resample", BM_Resample},
+           {"BM_Fused", BM_Fused},
+           {"BM_FusedFullScale", BM_FusedFullScale},
+           {"BM_ResampleRgb", BM_ResampleRgb}})
+    benchmark::RegisterBenchmark(name, fn)->Unit(benchmark::kMillisecond);
+}
+
+// A photograph-like crop: smooth colour gradients, edges and a little noise
+// (the ops' costs depend on the levels: gray pixels skip hue's maths).
+std::vector<uint8_t> ColourCrop(uint32_t size) {
+  std::vector<uint8_t> p(size_t{size} * size * 3);
+  std::mt19937 rng(size);
+  for (uint32_t y = 0; y < size; ++y) {
+    for (uint32_t x = 0; x < size; ++x) {
+      const double u = double(x) / size, v = double(y) / size;
+      const double base[3] = {120 + 100 * std::sin(6 * u + 2 * v), 110 + 90 * std::cos(5 * v - 3 * u),
+                              (x / 16 + y / 16) % 2 ? 200 * u * v : 60 + 40 * u};
+      for (int c = 0; c < 3; ++c)
+        p[(size_t{y} * size + x) * 3 + c] = uint8_t(std::clamp(base[c] + double(rng() % 9) - 4.0, 0.0, 255.0));
+    }
+  }
+  return p;
+}
+
+void Colour(benchmark::State& state, std::vector<ColourOp> list) {
+  const uint32_t size = uint32_t(state.range(0));
+  const std::vector<uint8_t> crop = ColourCrop(size);
+  OutputSpec spec;
+  spec.width = spec.height = size;
+  spec.type = PixelType::kUint8;
+  spec.layout = PixelLayout::kHWC;
+  for (const ColourOp& op : list) spec.colour.ops[spec.colour.count++] = op;
+  DecodeScratch scratch;
+  DecodeScratch::Rep* rep = ScratchAccess::Get(&scratch);
+  std::vector<uint8_t> out(spec.bytes());
+  OutputSpec inner;
+  std::vector<uint8_t> resized(crop.size());
+  void* target = resized.data();
+  for (auto _ : state) {
+    if (!list.empty() && !ColourTarget(spec, rep, &inner, &target).ok()) std::abort();
+    std::memcpy(target, crop.data(), crop.size());  // what the resampler writes
+    if (list.empty()) {
+      std::memcpy(out.data(), target, crop.size());
+    } else {
+      FinishColour(spec, rep, out.data());
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["ns_px"] = benchmark::Counter(double(state.iterations()) * size * size * 1e-9,
+                                               benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void RegisterColourBenchmarks() {
+  using K = ColourOpKind;
+  const std::pair<const char*, std::vector<ColourOp>> cases[] = {
+      {"copy", {}},
+      {"brightness", {{K::kBrightness, 1.3f}}},
+      {"contrast", {{K::kContrast, 0.7f}}},
+      {"saturation", {{K::kSaturation, 1.2f}}},
+      {"hue", {{K::kHue, 0.07f}}},
+      {"grayscale", {{K::kGrayscale, 0}}},
+      {"solarize", {{K::kSolarize, 128}}},
+      {"jitter", {{K::kContrast, 0.8f}, {K::kHue, -0.06f}, {K::kBrightness, 1.25f}, {K::kSaturation, 0.9f}}},
+      {"blur9", {{K::kBlur, 1.0f, 9}}},
+      {"blur9s0.1", {{K::kBlur, 0.1f, 9}}},
+      {"blur23", {{K::kBlur, 2.0f, 23}}},
+  };
+  for (const auto& [name, ops] : cases) {
+    benchmark::RegisterBenchmark((std::string("Colour/") + name).c_str(),
+                                 [ops = ops](benchmark::State& s) { Colour(s, ops); })
+        ->Arg(224)
+        ->Arg(96)
+        ->Unit(benchmark::kMicrosecond);
+  }
+}
 
 }  // namespace
 }  // namespace lmdbloader
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
-  if (argc != 2 || !lmdbloader::LoadPhotos(argv[1])) {
-    std::fprintf(stderr, "usage: image_bench PHOTO_DIR [--benchmark flags]\n"
-                         "  (PHOTO_DIR holds *.jpg; python3 bench/image_photos.py PHOTO_DIR writes some)\n");
+  if (argc > 2 || (argc == 2 && !lmdbloader::LoadPhotos(argv[1]))) {
+    std::fprintf(stderr, "usage: image_bench [PHOTO_DIR] [--benchmark flags]\n"
+                         "  (PHOTO_DIR holds *.jpg; python3 bench/image_photos.py PHOTO_DIR writes some;\n"
+                         "  without it, only the colour ops run)\n");
     return 2;
   }
-  std::fprintf(stderr, "%zu photos\n", lmdbloader::Photos().size());
+  if (argc == 2) {
+    std::fprintf(stderr, "%zu photos\n", lmdbloader::Photos().size());
+    lmdbloader::RegisterPhotoBenchmarks();
+  }
+  lmdbloader::RegisterColourBenchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

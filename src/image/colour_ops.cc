@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/enum_names.h"
+#include "image/blur.h"
 
 namespace lmdbloader {
 
@@ -120,115 +121,100 @@ inline void HsvToRgb(const HsvTables& t, int h, int s, int v, uint8_t* p) {
   for (int c = 0; c < 3; ++c) p[c] = static_cast<uint8_t>(rgb[c]);
 }
 
-void ApplyTable(const uint8_t (&table)[256], uint8_t* p, size_t n) {
-  for (size_t i = 0; i < n; ++i) p[i] = table[p[i]];
+// out[i] = table[in[i]] (in may be out): eight levels a load and a store.
+void Lookup(const uint8_t (&table)[256], const uint8_t* in, size_t n, uint8_t* out) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, in + i, 8);
+    uint64_t v = 0;
+    for (int b = 0; b < 8; ++b) v |= uint64_t{table[(w >> (8 * b)) & 255]} << (8 * b);
+    std::memcpy(out + i, &v, 8);
+  }
+  for (; i < n; ++i) out[i] = table[in[i]];
 }
 
 // int(mean of L + 0.5), as ImageEnhance.Contrast takes it (ImageStat's mean
-// is the sum over the count in double).
-int MeanGray(const uint8_t* p, size_t pixels, uint32_t channels) {
+// is the sum over the count in double), of the levels through `table`.
+int MeanGray(const uint8_t* p, size_t pixels, uint32_t channels, const uint8_t* table) {
   uint64_t sum = 0;
-  if (channels == 1) {
-    for (size_t i = 0; i < pixels; ++i) sum += p[i];
+  if (table == nullptr) {
+    if (channels == 1) {
+      for (size_t i = 0; i < pixels; ++i) sum += p[i];
+    } else {
+      for (size_t i = 0; i < pixels; ++i) sum += static_cast<uint64_t>(Luma(p + i * 3));
+    }
+  } else if (channels == 1) {
+    for (size_t i = 0; i < pixels; ++i) sum += table[p[i]];
   } else {
-    for (size_t i = 0; i < pixels; ++i) sum += static_cast<uint64_t>(Luma(p + i * 3));
+    for (size_t i = 0; i < pixels; ++i, p += 3) {
+      const uint8_t rgb[3] = {table[p[0]], table[p[1]], table[p[2]]};
+      sum += static_cast<uint64_t>(Luma(rgb));
+    }
   }
   return static_cast<int>(static_cast<double>(sum) / static_cast<double>(pixels) + 0.5);
 }
 
-// torchvision's Gaussian kernel of one axis, in float32 as torch makes it:
-// linspace(-(k - 1) / 2, (k - 1) / 2, k), exp(-x^2 / (2 sigma^2)), over its sum.
-void BlurKernel(uint32_t k, float sigma, float* out) {
-  const float half = static_cast<float>(k - 1) * 0.5f;
-  float sum = 0.0f;
-  for (uint32_t i = 0; i < k; ++i) {
-    const float x = k == 1 ? 0.0f : -half + static_cast<float>(i) * (2.0f * half / static_cast<float>(k - 1));
-    const float z = x / sigma;
-    out[i] = std::exp(-0.5f * z * z);
-    sum += out[i];
-  }
-  for (uint32_t i = 0; i < k; ++i) out[i] /= sum;
-}
-
-// Index i of an axis of n, mirrored at the edges without repeating them
-// (torch's reflect padding), again where it lands outside.
-uint32_t Reflect(int64_t i, uint32_t n) {
-  if (n == 1) return 0;
-  const int64_t period = 2 * (int64_t{n} - 1);
-  i %= period;
-  if (i < 0) i += period;
-  return static_cast<uint32_t>(i < n ? i : period - i);
-}
-
-// Separable: rows into `work` (float), then columns back into p. The same
-// sum as torch's k x k kernel (the outer product of the axis kernels) but
-// for float rounding, which can move a level that lands on .5 by one.
-// `work` holds height + 1 rows of floats (the last one a column sum); no
-// allocation here (FinishColour cannot fail).
-void Blur(const ColourOp& op, uint8_t* p, uint32_t width, uint32_t height, uint32_t channels, float* work) {
-  const uint32_t k = op.kernel, r = k / 2;
-  float kernel[kMaxBlurKernel];
-  BlurKernel(k, op.value, kernel);
-  const size_t row = size_t{width} * channels;
-  for (uint32_t y = 0; y < height; ++y) {
-    const uint8_t* in = p + y * row;
-    float* out = work + y * row;
-    for (uint32_t x = 0; x < width; ++x) {
-      const bool inside = x >= r && x + r < width;  // no mirrored tap: the common case
-      for (uint32_t c = 0; c < channels; ++c) {
-        float sum = 0.0f;
-        if (inside) {
-          const uint8_t* at = in + size_t{x - r} * channels + c;
-          for (uint32_t i = 0; i < k; ++i) sum += kernel[i] * static_cast<float>(at[size_t{i} * channels]);
-        } else {
-          for (uint32_t i = 0; i < k; ++i)
-            sum += kernel[i] * static_cast<float>(in[size_t{Reflect(int64_t{x} + i - r, width)} * channels + c]);
-        }
-        out[size_t{x} * channels + c] = sum;
-      }
+// ImageEnhance.Color: each level blended with its pixel's L. A block of
+// pixels at a time: their L spread to a level each, then one loop over the
+// levels that the compiler vectorizes (Blend's float steps, min and max).
+void Saturate(uint8_t* p, size_t pixels, float f) {
+  constexpr size_t kBlock = 256;
+  alignas(64) int32_t gray[kBlock * 3];
+  for (size_t at = 0; at < pixels; at += kBlock) {
+    const size_t n = std::min(kBlock, pixels - at);
+    uint8_t* q = p + at * 3;
+    for (size_t i = 0; i < n; ++i) gray[i * 3] = gray[i * 3 + 1] = gray[i * 3 + 2] = Luma(q + i * 3);
+    for (size_t j = 0; j < n * 3; ++j) {
+      const float t = static_cast<float>(gray[j]) + f * static_cast<float>(q[j] - gray[j]);
+      q[j] = static_cast<uint8_t>(static_cast<int>(std::min(std::max(t, 0.0f), 255.0f)));
     }
   }
-  float* acc = work + size_t{height} * row;
-  for (uint32_t y = 0; y < height; ++y) {
-    std::fill(acc, acc + row, 0.0f);
-    for (uint32_t i = 0; i < k; ++i) {
-      const float w = kernel[i];
-      const float* src = work + size_t{Reflect(int64_t{y} + i - r, height)} * row;
-      for (size_t j = 0; j < row; ++j) acc[j] += w * src[j];
-    }
-    uint8_t* dst = p + y * row;
-    for (size_t j = 0; j < row; ++j) dst[j] = static_cast<uint8_t>(std::clamp(std::nearbyint(acc[j]), 0.0f, 255.0f));
-  }
 }
 
-void ApplyOne(const ColourOp& op, uint8_t* p, uint32_t width, uint32_t height, uint32_t channels, float* work) {
-  const size_t pixels = size_t{width} * height;
-  const size_t n = pixels * channels;
-  uint8_t table[256];
+// The ops that change a level whatever its pixel (brightness, contrast,
+// solarize) become a table of 256 levels; consecutive ones are composed and
+// applied in one pass, or by the caller as the image is written out.
+// Contrast's mean is taken through the table so far.
+bool TableOf(const ColourOp& op, const uint8_t* p, size_t pixels, uint32_t channels, bool pending,
+             uint8_t (&table)[256]) {
+  uint8_t next[256];
   switch (op.kind) {
     case ColourOpKind::kBrightness:
-      for (int v = 0; v < 256; ++v) table[v] = Blend(0, v, op.value);
-      ApplyTable(table, p, n);
-      return;
+      for (int v = 0; v < 256; ++v) next[v] = Blend(0, v, op.value);
+      break;
     case ColourOpKind::kContrast: {
-      const int gray = MeanGray(p, pixels, channels);
-      for (int v = 0; v < 256; ++v) table[v] = Blend(gray, v, op.value);
-      ApplyTable(table, p, n);
-      return;
+      const int gray = MeanGray(p, pixels, channels, pending ? table : nullptr);
+      for (int v = 0; v < 256; ++v) next[v] = Blend(gray, v, op.value);
+      break;
     }
+    case ColourOpKind::kSolarize:
+      for (int v = 0; v < 256; ++v) next[v] = static_cast<float>(v) < op.value ? v : 255 - v;
+      break;
+    default:
+      return false;
+  }
+  for (int v = 0; v < 256; ++v) table[v] = next[pending ? table[v] : v];
+  return true;
+}
+
+// The ops that need each pixel whole; on one channel (its own L) saturation,
+// hue and grayscale change nothing.
+void ApplyPixelOp(const ColourOp& op, uint8_t* p, uint32_t width, uint32_t height, uint32_t channels,
+                  float* work) {
+  const size_t pixels = size_t{width} * height;
+  if (op.kind == ColourOpKind::kBlur) {
+    Blur(op.kernel, op.value, p, width, height, channels, work);
+    return;
+  }
+  if (channels == 1) return;
+  switch (op.kind) {
     case ColourOpKind::kSaturation:
-      if (channels == 1) return;
-      for (size_t i = 0; i < pixels; ++i, p += 3) {
-        const int l = Luma(p);
-        p[0] = Blend(l, p[0], op.value);
-        p[1] = Blend(l, p[1], op.value);
-        p[2] = Blend(l, p[2], op.value);
-      }
+      Saturate(p, pixels, op.value);
       return;
     case ColourOpKind::kHue: {
       // torchvision's adjust_hue of a PIL image: to HSV, the hue plus
       // uint8(int32(factor * 255)) modulo 256, back to RGB.
-      if (channels == 1) return;
       const int shift = static_cast<int>(static_cast<double>(op.value) * 255.0) & 255;
       const HsvTables& tables = Hsv();
       for (size_t i = 0; i < pixels; ++i, p += 3) {
@@ -239,15 +225,9 @@ void ApplyOne(const ColourOp& op, uint8_t* p, uint32_t width, uint32_t height, u
       return;
     }
     case ColourOpKind::kGrayscale:
-      if (channels == 1) return;
       for (size_t i = 0; i < pixels; ++i, p += 3) p[0] = p[1] = p[2] = static_cast<uint8_t>(Luma(p));
       return;
-    case ColourOpKind::kSolarize:
-      for (int v = 0; v < 256; ++v) table[v] = static_cast<float>(v) < op.value ? v : 255 - v;
-      ApplyTable(table, p, n);
-      return;
-    case ColourOpKind::kBlur:
-      Blur(op, p, width, height, channels, work);
+    default:
       return;
   }
 }
@@ -258,9 +238,30 @@ bool HasBlur(const ColourOps& ops) {
   return false;
 }
 
-// `work`: a float a level and a row more where ops blur, else unused.
-void ApplyAll(const ColourOps& ops, uint8_t* p, uint32_t width, uint32_t height, uint32_t channels, float* work) {
-  for (uint32_t i = 0; i < ops.count; ++i) ApplyOne(ops.ops[i], p, width, height, channels, work);
+// Applies ops but for the last table ops, which it leaves in `table`: the
+// levels the image's levels still become; false when there are none (the
+// identity). `work`: BlurWorkFloats floats where ops blur, else unused.
+bool ApplyAll(const ColourOps& ops, uint8_t* p, uint32_t width, uint32_t height, uint32_t channels, float* work,
+              uint8_t (&table)[256]) {
+  const size_t pixels = size_t{width} * height;
+  for (int v = 0; v < 256; ++v) table[v] = static_cast<uint8_t>(v);
+  bool pending = false;
+  for (uint32_t i = 0; i < ops.count; ++i) {
+    const ColourOp& op = ops.ops[i];
+    if (TableOf(op, p, pixels, channels, pending, table)) {
+      pending = true;
+      continue;
+    }
+    const bool changes = op.kind == ColourOpKind::kBlur || channels == 3;
+    if (!changes) continue;
+    if (pending) {
+      Lookup(table, p, pixels * channels, p);
+      for (int v = 0; v < 256; ++v) table[v] = static_cast<uint8_t>(v);
+      pending = false;
+    }
+    ApplyPixelOp(op, p, width, height, channels, work);
+  }
+  return pending;
 }
 
 }  // namespace
@@ -315,12 +316,14 @@ Status ApplyColourOps(const ColourOps& ops, uint8_t* pixels, uint32_t width, uin
   }
   std::vector<float> work;
   try {
-    if (HasBlur(ops)) work.resize((size_t{height} + 1) * width * channels);
+    if (HasBlur(ops)) work.resize(BlurWorkFloats(width, height, channels));
   } catch (const std::bad_alloc&) {
     return Status::IOError("out of memory for a blur of " + std::to_string(width) + "x" + std::to_string(height),
                            ENOMEM);
   }
-  ApplyAll(ops, pixels, width, height, channels, work.data());
+  uint8_t table[256];
+  if (ApplyAll(ops, pixels, width, height, channels, work.data(), table))
+    Lookup(table, pixels, size_t{width} * height * channels, pixels);
   return Status::OK();
 }
 
@@ -331,8 +334,7 @@ Status ColourTarget(const OutputSpec& spec, DecodeScratch::Rep* scratch, OutputS
   inner->type = PixelType::kUint8;
   inner->layout = PixelLayout::kHWC;
   inner->colour.count = 0;
-  // A blur's floats: one a level, and a row more.
-  const size_t blurred = HasBlur(spec.colour) ? inner->bytes() + size_t{spec.width} * spec.channels() : 0;
+  const size_t blurred = HasBlur(spec.colour) ? BlurWorkFloats(spec.width, spec.height, spec.channels()) : 0;
   const size_t need = inner->bytes() + blurred * sizeof(float);
   if (need > scratch->max_bytes) {
     return Status::InvalidArgument("colour ops on a " + std::to_string(spec.width) + "x" +
@@ -354,30 +356,34 @@ void FinishColour(const OutputSpec& spec, DecodeScratch::Rep* scratch, void* out
   uint8_t* p = scratch->colour.data();
   const uint32_t c = spec.channels();
   const size_t pixels = size_t{spec.width} * spec.height;
-  ApplyAll(spec.colour, p, spec.width, spec.height, c, scratch->blur.data());
+  uint8_t table[256];  // the last table ops, applied as the image is written
+  const bool pending = ApplyAll(spec.colour, p, spec.width, spec.height, c, scratch->blur.data(), table);
   uint8_t* d = static_cast<uint8_t*>(out);
   if (spec.type == PixelType::kUint8) {
     if (spec.layout == PixelLayout::kHWC || c == 1) {
-      std::memcpy(d, p, pixels * c);
+      if (!pending) {
+        std::memcpy(d, p, pixels * c);
+        return;
+      }
+      Lookup(table, p, pixels * c, d);
       return;
     }
     for (size_t i = 0; i < pixels; ++i)
-      for (uint32_t ch = 0; ch < 3; ++ch) d[ch * pixels + i] = p[i * 3 + ch];
+      for (uint32_t ch = 0; ch < 3; ++ch) d[ch * pixels + i] = table[p[i * 3 + ch]];
     return;
   }
-  // The resampler's normalization: level * scale + offset in float.
-  float scale[3], offset[3];
-  for (int ch = 0; ch < 3; ++ch) {
-    scale[ch] = static_cast<float>(1.0 / (255.0 * double(spec.std[ch])));
-    offset[ch] = static_cast<float>(-double(spec.mean[ch]) / double(spec.std[ch]));
+  // The resampler's normalization, level * scale + offset in float, of
+  // each of the 256 levels through the table.
+  float levels[3][256];
+  for (uint32_t ch = 0; ch < c; ++ch) {
+    const float scale = static_cast<float>(1.0 / (255.0 * double(spec.std[ch])));
+    const float offset = static_cast<float>(-double(spec.mean[ch]) / double(spec.std[ch]));
+    for (int v = 0; v < 256; ++v) levels[ch][v] = static_cast<float>(table[v]) * scale + offset;
   }
   const bool planes = spec.layout == PixelLayout::kCHW && c == 3;
-  for (size_t i = 0; i < pixels; ++i) {
-    for (uint32_t ch = 0; ch < c; ++ch) {
-      const float v = static_cast<float>(p[i * c + ch]) * scale[ch] + offset[ch];
-      std::memcpy(d + (planes ? ch * pixels + i : i * c + ch) * 4, &v, 4);
-    }
-  }
+  for (size_t i = 0; i < pixels; ++i)
+    for (uint32_t ch = 0; ch < c; ++ch)
+      std::memcpy(d + (planes ? ch * pixels + i : i * c + ch) * 4, &levels[ch][p[i * c + ch]], 4);
 }
 
 }  // namespace lmdbloader

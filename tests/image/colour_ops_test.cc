@@ -70,6 +70,60 @@ TEST(ColourOpsTest, EachOpIsItsFormula) {
   }
 }
 
+// Each op applied alone, over the whole image, in Pillow's float steps:
+// what the composed tables and the blocked saturation must equal exactly.
+uint8_t BlendFloat(int gray, int level, float f) {
+  const float t = static_cast<float>(gray) + f * static_cast<float>(level - gray);
+  return t <= 0.0f ? 0 : t >= 255.0f ? 255 : static_cast<uint8_t>(t);
+}
+
+void OneByOne(const ColourOps& ops, std::vector<uint8_t>* image, uint32_t channels) {
+  std::vector<uint8_t>& p = *image;
+  const size_t pixels = p.size() / channels;
+  auto luma = [&](size_t i) { return channels == 1 ? p[i] : Luma(&p[i * 3]); };
+  for (uint32_t k = 0; k < ops.count; ++k) {
+    const ColourOp& op = ops.ops[k];
+    if (op.kind == ColourOpKind::kContrast) {
+      uint64_t sum = 0;
+      for (size_t i = 0; i < pixels; ++i) sum += luma(i);
+      const int mean = static_cast<int>(static_cast<double>(sum) / static_cast<double>(pixels) + 0.5);
+      for (uint8_t& v : p) v = BlendFloat(mean, v, op.value);
+    } else if (op.kind == ColourOpKind::kBrightness) {
+      for (uint8_t& v : p) v = BlendFloat(0, v, op.value);
+    } else if (op.kind == ColourOpKind::kSolarize) {
+      for (uint8_t& v : p) v = static_cast<float>(v) < op.value ? v : 255 - v;
+    } else if (channels == 3) {
+      for (size_t i = 0; i < pixels; ++i) {
+        const int l = luma(i);
+        for (int c = 0; c < 3; ++c)
+          p[i * 3 + c] = op.kind == ColourOpKind::kGrayscale ? l : BlendFloat(l, p[i * 3 + c], op.value);
+      }
+    }
+  }
+}
+
+TEST(ColourOpsTest, ComposedTablesAreTheOpsOneByOne) {
+  std::mt19937 rng(21);
+  const ColourOpKind kinds[] = {ColourOpKind::kBrightness, ColourOpKind::kContrast, ColourOpKind::kSaturation,
+                                ColourOpKind::kGrayscale, ColourOpKind::kSolarize};
+  for (int round = 0; round < 400; ++round) {
+    const uint32_t channels = round % 4 == 0 ? 1 : 3;
+    const uint32_t w = 1 + rng() % 300, h = 1 + rng() % 9;
+    std::vector<uint8_t> image = Noise(size_t{w} * h * channels, round);
+    ColourOps ops;
+    ops.count = 1 + rng() % kMaxColourOps;
+    for (uint32_t k = 0; k < ops.count; ++k) {
+      ColourOp& op = ops.ops[k];
+      op.kind = kinds[rng() % 5];
+      op.value = op.kind == ColourOpKind::kSolarize ? float(rng() % 2600) / 10.0f : float(rng() % 3000) / 1000.0f;
+    }
+    std::vector<uint8_t> want = image;
+    OneByOne(ops, &want, channels);
+    ASSERT_OK(ApplyColourOps(ops, image.data(), w, h, channels));
+    ASSERT_EQ(image, want) << "round " << round;
+  }
+}
+
 // Hue: a turn of a third takes the primaries round (red to green to blue),
 // leaves grays alone, and one channel as it is.
 TEST(ColourOpsTest, HueTurnsThePrimariesAndLeavesGrays) {
