@@ -16,14 +16,6 @@
 namespace lmdbloader {
 namespace {
 
-uint32_t Mirror(int64_t i, uint32_t n) {
-  if (n == 1) return 0;
-  const int64_t period = 2 * (int64_t{n} - 1);
-  i %= period;
-  if (i < 0) i += period;
-  return static_cast<uint32_t>(i < n ? i : period - i);
-}
-
 // Each level's row sum, then column sum, tap by tap from the first, in
 // float; rounded with nearbyint.
 std::vector<uint8_t> LoopBlur(const std::vector<uint8_t>& in, uint32_t w, uint32_t h, uint32_t c, uint32_t k,
@@ -37,35 +29,16 @@ std::vector<uint8_t> LoopBlur(const std::vector<uint8_t>& in, uint32_t w, uint32
       for (uint32_t ch = 0; ch < c; ++ch) {
         float s = 0.0f;
         for (uint32_t i = 0; i < k; ++i)
-          s += g[i] * static_cast<float>(in[(size_t{y} * w + Mirror(int64_t{x} + i - r, w)) * c + ch]);
+          s += g[i] * static_cast<float>(in[(size_t{y} * w + testing::Reflected(int64_t{x} + i - r, int(w))) * c + ch]);
         rows[(size_t{y} * w + x) * c + ch] = s;
       }
   std::vector<uint8_t> out(in.size());
   for (uint32_t y = 0; y < h; ++y)
     for (size_t j = 0; j < size_t{w} * c; ++j) {
       float s = 0.0f;
-      for (uint32_t i = 0; i < k; ++i) s += g[i] * rows[Mirror(int64_t{y} + i - r, h) * size_t{w} * c + j];
+      for (uint32_t i = 0; i < k; ++i) s += g[i] * rows[testing::Reflected(int64_t{y} + i - r, int(h)) * size_t{w} * c + j];
       out[size_t{y} * w * c + j] = static_cast<uint8_t>(std::clamp(std::nearbyint(s), 0.0f, 255.0f));
     }
-  return out;
-}
-
-// torchvision's k x k Gaussian summed directly, in double.
-std::vector<uint8_t> DirectBlur(const std::vector<uint8_t>& in, int w, int h, int c, int k, double sigma) {
-  std::vector<double> g(k);
-  double sum = 0;
-  for (int i = 0; i < k; ++i) sum += g[i] = std::exp(-0.5 * std::pow((i - (k - 1) / 2.0) / sigma, 2));
-  for (double& v : g) v /= sum;
-  std::vector<uint8_t> out(in.size());
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x)
-      for (int ch = 0; ch < c; ++ch) {
-        double t = 0;
-        for (int i = 0; i < k; ++i)
-          for (int j = 0; j < k; ++j)
-            t += g[i] * g[j] * in[(size_t{Mirror(y + i - k / 2, h)} * w + Mirror(x + j - k / 2, w)) * c + ch];
-        out[(size_t{uint32_t(y)} * w + x) * c + ch] = static_cast<uint8_t>(std::nearbyint(t));
-      }
   return out;
 }
 
@@ -100,7 +73,7 @@ TEST(BlurTest, IsTheTwoDimensionalGaussianWithinALevel) {
     const std::vector<std::pair<uint32_t, float>> kernels = {{9, 0.1f}, {9, 2.0f}, {23, 1.7f}, {5, 1.3f}};
     for (const auto& [k, sigma] : kernels) {
       const std::vector<uint8_t> got = Blurred(in, 53, 31, c, k, sigma);
-      const std::vector<uint8_t> want = DirectBlur(in, 53, 31, c, k, sigma);
+      const std::vector<uint8_t> want = testing::DirectBlur(in, 53, 31, c, k, sigma);
       int worst = 0;
       double total = 0;
       for (size_t i = 0; i < got.size(); ++i) {

@@ -162,27 +162,6 @@ TEST(ColourOpsTest, BadOpsAreRefused) {
 
 // The decoders' ops are ApplyColourOps on their uint8 HWC output, then the
 // spec's type and layout.
-// A k x k Gaussian with mirrored edges (torch's reflect padding), summed
-// directly in two dimensions, rounded half to even.
-std::vector<uint8_t> BlurRef(const std::vector<uint8_t>& in, int w, int h, int c, int k, double sigma) {
-  std::vector<double> g(k);
-  double sum = 0;
-  for (int i = 0; i < k; ++i) sum += g[i] = std::exp(-0.5 * std::pow((i - (k - 1) / 2.0) / sigma, 2));
-  for (double& v : g) v /= sum;
-  auto mirror = [](int i, int n) { return n == 1 ? 0 : i < 0 ? -i : i >= n ? 2 * (n - 1) - i : i; };
-  std::vector<uint8_t> out(in.size());
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x)
-      for (int ch = 0; ch < c; ++ch) {
-        double t = 0;
-        for (int i = 0; i < k; ++i)
-          for (int j = 0; j < k; ++j)
-            t += g[i] * g[j] * in[(mirror(y + i - k / 2, h) * w + mirror(x + j - k / 2, w)) * c + ch];
-        out[(y * w + x) * c + ch] = static_cast<uint8_t>(std::nearbyint(t));
-      }
-  return out;
-}
-
 TEST(ColourOpsTest, BlurIsTheTwoDimensionalGaussianWithMirroredEdges) {
   for (const int c : {1, 3}) {
     const std::vector<uint8_t> in = Noise(size_t{37} * 23 * c, 5 + c);
@@ -190,7 +169,7 @@ TEST(ColourOpsTest, BlurIsTheTwoDimensionalGaussianWithMirroredEdges) {
       std::vector<uint8_t> got = in;
       ColourOp op{ColourOpKind::kBlur, sigma, static_cast<uint32_t>(k)};
       ASSERT_OK(ApplyColourOps(Ops({op}), got.data(), 37, 23, c));
-      const std::vector<uint8_t> want = BlurRef(in, 37, 23, c, k, sigma);
+      const std::vector<uint8_t> want = testing::DirectBlur(in, 37, 23, c, k, sigma);
       int worst = 0;
       for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
       EXPECT_LE(worst, 1) << "kernel " << k << " sigma " << sigma << " channels " << c;

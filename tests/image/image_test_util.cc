@@ -302,4 +302,28 @@ Difference Compare(const Pixels& a, const Pixels& b) {
   return d;
 }
 
+int Reflected(int64_t i, int n) {
+  if (n == 1) return 0;
+  while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (int64_t{n} - 1) - i;
+  return static_cast<int>(i);
+}
+
+std::vector<uint8_t> DirectBlur(const std::vector<uint8_t>& in, int w, int h, int c, int k, double sigma) {
+  std::vector<double> g(k);
+  double sum = 0;
+  for (int i = 0; i < k; ++i) sum += g[i] = std::exp(-0.5 * std::pow((i - (k - 1) / 2.0) / sigma, 2));
+  for (double& v : g) v /= sum;
+  std::vector<uint8_t> out(in.size());
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int ch = 0; ch < c; ++ch) {
+        double t = 0;
+        for (int i = 0; i < k; ++i)
+          for (int j = 0; j < k; ++j)
+            t += g[i] * g[j] * in[(size_t(Reflected(y + i - k / 2, h)) * w + Reflected(x + j - k / 2, w)) * c + ch];
+        out[(size_t(y) * w + x) * c + ch] = static_cast<uint8_t>(std::nearbyint(t));
+      }
+  return out;
+}
+
 }  // namespace lmdbloader::testing

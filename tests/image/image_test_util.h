@@ -73,6 +73,17 @@ struct Difference {
 };
 Difference Compare(const Pixels& a, const Pixels& b);
 
+// Index i of an axis of n, reflected back and forth until it lands inside
+// (torch's reflect padding, edges not repeated).
+int Reflected(int64_t i, int n);
+
+// torchvision's k x k Gaussian blur of interleaved levels (w x h, c a
+// pixel) summed directly in two dimensions in double, edges mirrored
+// without repeating them (torch's reflect padding, again where a kernel is
+// wider than the image), rounded half to even: the reference for the
+// separable blur.
+std::vector<uint8_t> DirectBlur(const std::vector<uint8_t>& in, int w, int h, int c, int k, double sigma);
+
 }  // namespace lmdbloader::testing
 
 #endif  // LMDBLOADER_TESTS_IMAGE_IMAGE_TEST_UTIL_H_
