@@ -12,6 +12,9 @@ Recipes (2 persistent workers, batch 32, shuffled, 3 epochs):
   bicubic), no flip, ToTensor, Normalize(OpenAI's mean/std), same images;
 - ``ocr``: Grayscale, Resize((32, 128)) squashing, bicubic, ToTensor,
   Normalize(0.5, 0.5) -> float32 [1, 32, 128], same images;
+- ``ocr-lines``: the same OCR recipe over word crops as synthetic OCR corpora
+  (MJSynth) store them: a word over a photograph's crop, 32 px high, 50-250
+  px wide, 2-6 KB (the ``lines`` corpus: bench/image_corpus.py);
 - ``colour``: RandomResizedCrop(224, bicubic), flip, RandomApply([ColorJitter(
   0.4, 0.4, 0.2, 0.1)], 0.8), RandomGrayscale(0.2), RandomSolarize(128, 0.2),
   ToTensor, Normalize(ImageNet), same images;
@@ -74,7 +77,7 @@ files under /dev/shm its processes have open or mapped (the filesystem's own
 count, statvfs, includes other programs' use and is kept in the JSON). Writes
 bench/out/image_bench.json and .png.
 
-    python bench/image_bench.py [--recipes train,eval,clip-train,ocr,colour,dinov2,clip,coclr] [--variants pylmdb,...]
+    python bench/image_bench.py [--recipes train,eval,clip-train,ocr,ocr-lines,colour,dinov2,clip,coclr] [--variants pylmdb,...]
                                 [--repeats 3] [--videos 384] [--rss-budget 64MiB]
                                 [--workdir bench/out/image_corpora] [--out bench/out]
     python bench/image_bench.py --demo     # train recipe, variants 1 and 3 (else 2), 1,024 images
@@ -122,6 +125,7 @@ RECIPES = {
     "eval": {"corpus": "images", "unit": "images", "shape": (3, 224, 224)},
     "clip-train": {"corpus": "images", "unit": "images", "shape": (3, 224, 224)},
     "ocr": {"corpus": "images", "unit": "images", "shape": (1,) + OCR_SIZE},
+    "ocr-lines": {"corpus": "lines", "unit": "images", "shape": (1,) + OCR_SIZE},
     "colour": {"corpus": "images", "unit": "images", "shape": (3, 224, 224)},
     "dinov2": {"corpus": "images", "unit": "images",
                "shape": tuple((n, 3, size, size) for size, n, *_ in DINOV2_VIEWS)},
@@ -138,9 +142,12 @@ VARIANTS = {
 }
 BASELINE = "pylmdb"
 FUSED_API = {"train": "ImageDecode", "eval": "ImageDecode", "clip-train": "ImageDecode", "ocr": "ImageDecode",
+             "ocr-lines": "ImageDecode",
              "colour": "ImageDecode", "dinov2": "View", "clip": "ClipDecode", "coclr": "ClipDecode"}
 # Recipes whose output is fixed by the image (the rest are compared with torch seeded alike per image).
-DETERMINISTIC = ("eval", "ocr")
+DETERMINISTIC = ("eval", "ocr", "ocr-lines")
+# The OCR recipe over photographs (the image corpus) and over word crops (the lines corpus).
+OCR = ("ocr", "ocr-lines")
 FUSED = ("fused-loader", "fused-collate", "fused-pickle")
 # CoCLR's pretraining draws (TengdaHan/CoCLR: utils/augmentation.py RandomSizedCrop's
 # bottom_area=0.2 and aspect 3/4-4/3; dataset/lmdb_dataset.py double_sampler): two clips of
@@ -173,7 +180,7 @@ def torchvision_transform(recipe):
     if recipe == "clip-train":
         return T.Compose([T.RandomResizedCrop(224, scale=CLIP_SCALE, interpolation=bicubic), T.ToTensor(),
                           T.Normalize(CLIP_MEAN, CLIP_STD)])
-    if recipe == "ocr":
+    if recipe in OCR:
         # Grayscale first (PIL's convert("L")), as a text-line loader opening images in "L" mode.
         return T.Compose([T.Grayscale(), T.Resize(OCR_SIZE, interpolation=bicubic), T.ToTensor(),
                           T.Normalize(0.5, 0.5)])
@@ -405,7 +412,7 @@ def fused_decode(recipe, record="msgpack"):
         return lmdbloader.ImageDecode(224, train=True, scale=CLIP_SCALE, ratio=RATIO, flip=0.0,
                                       interpolation="bicubic", **fields,
                                       **dict(common, mean=CLIP_MEAN, std=CLIP_STD))
-    if recipe == "ocr":
+    if recipe in OCR:
         return lmdbloader.ImageDecode(OCR_SIZE, train=False, resize=OCR_SIZE, interpolation="bicubic",
                                       grayscale=True, **fields, **dict(common, mean=(0.5,), std=(0.5,)))
     if recipe == "colour":
@@ -486,7 +493,7 @@ def dali_iterator(recipe, paths, batch, threads, seed):
             images = fn.resize(images, resize_x=224, resize_y=224, interp_type=types.INTERP_CUBIC, antialias=True)
             images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW",
                                               mean=[m * 255 for m in CLIP_MEAN], std=[s * 255 for s in CLIP_STD])
-        elif recipe == "ocr":
+        elif recipe in OCR:
             # One channel decoded (libjpeg's luma), squashed to 32 x 128 whatever the aspect, bicubic.
             images = fn.decoders.image(jpegs, device="cpu", output_type=types.GRAY)
             images = fn.resize(images, resize_x=OCR_SIZE[1], resize_y=OCR_SIZE[0], interp_type=types.INTERP_CUBIC,
@@ -759,7 +766,7 @@ def available(recipe, variant):
             return f"lmdbloader.{name} is missing from this build (the fused decode path)"
     if variant == "dali" and not have_dali():
         return "DALI is not installed (optional: pip install -c constraints.txt nvidia-dali-cuda130)"
-    if variant == "dali" and recipe not in ("train", "eval", "clip", "clip-train", "ocr"):
+    if variant == "dali" and recipe not in ("train", "eval", "clip", "clip-train", *OCR):
         return "no DALI pipeline is written for this recipe (torchvision's colour draws have no exact DALI " \
                "counterpart)"
     return None
@@ -784,7 +791,7 @@ def agreement(recipe, paths, variant="fused-loader", n=8):
     else:
         reference = lmdbloader.LmdbDataset(paths["corpus"], decode=TorchvisionDecode(recipe, "lmdbloader"))
         fused = lmdbloader.LmdbDataset(paths["corpus"], decode=fused_decode(recipe))
-    compare = RECIPES[recipe]["corpus"] == "images"
+    compare = RECIPES[recipe]["corpus"] in ("images", "lines")
     worst, total, count = 0.0, 0.0, 0
     for i in range(min(n, len(reference))):
         if compare:
@@ -980,8 +987,9 @@ def main():
     import torch
     import image_corpus
     corpora = {}
-    if any(RECIPES[r]["corpus"] == "images" for r in recipes):
-        corpora["images"] = image_corpus.images(args.workdir, args.images, args.seed)
+    for kind in ("images", "lines"):
+        if any(RECIPES[r]["corpus"] == kind for r in recipes):
+            corpora[kind] = image_corpus.images(args.workdir, args.images, args.seed, kind=kind)
     if any(RECIPES[r]["corpus"] == "clips" for r in recipes):
         corpora["clips"] = image_corpus.clips(args.workdir, args.clips, args.seed)
     if any(RECIPES[r]["corpus"] == "coclr" for r in recipes):
@@ -1016,9 +1024,9 @@ def main():
                 notes["dali"] = ("frames read and decoded whole by fn.readers.sequence (CPU; deprecated, DALI's "
                                  "video readers take encoded video), one random_resized_crop box and one flip per "
                                  "clip; no labels")
-            if recipe in ("clip-train", "ocr") and "dali" in todo:
+            if recipe in ("clip-train", *OCR) and "dali" in todo:
                 notes["dali"] = ("DALI's own antialiased cubic resize (not PIL's bicubic)" +
-                                 (", its gray the JPEG's decoded luma" if recipe == "ocr" else "") +
+                                 (", its gray the JPEG's decoded luma" if recipe in OCR else "") +
                                  ": the same recipe, not the same pixels")
             check = {}
             for kind in ("fused-loader", "fused-pickle"):

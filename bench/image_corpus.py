@@ -14,6 +14,8 @@ Under WORKDIR/images-N (N JPEGs in 8 classes):
   folder/class_k/img_NNNNN.jpg   the image folder (also DALI's folder of files)
   corpus/                        `lmdbloader convert --from image_folder`: {image, label, name}
   pylmdb/                        py-lmdb: b"%08d" -> pickle.dumps((jpeg bytes, label)), b"__len__"
+Under WORKDIR/lines-N (N word crops as MJSynth's: a word of 3-12 letters in a drawn colour
+over a crop of a photograph, 32 px high, 50-250 wide; 2-6 KB each), the same three forms.
 Under WORKDIR/clips-N (N clips of 8 frames 320x240, a moving crop of one photograph):
   folder/class_k/video_NNNNN/frame_0000F.jpg   the video folder
   corpus/                        `lmdbloader convert --from video_folder`: {frames, label, name}
@@ -148,6 +150,39 @@ def clip_jpegs(index, seed=0, frames=FRAMES, width=FRAME_W, height=FRAME_H, stre
     return out, label
 
 
+def line_jpeg(index, seed=0):
+    """(JPEG bytes, class) of text line ``index``: a word rendered over a
+    crop of a source photograph, scaled to 32 px high, as synthetic OCR
+    corpora (MJSynth) store their word images."""
+    from PIL import Image, ImageDraw, ImageFont
+    rng = np.random.default_rng([seed, 5, index])
+    label = index % len(PHOTOS)
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    word = "".join(letters[int(i)] for i in rng.integers(0, len(letters), int(rng.integers(3, 13))))
+    font = ImageFont.load_default(size=int(rng.integers(22, 40)))
+    left, top, right, bottom = font.getbbox(word)
+    pad = int(rng.integers(2, 10))
+    w, h = right - left + 2 * pad, bottom - top + 2 * pad
+    src = _photos()[label]
+    x, y = int(rng.integers(0, src.size[0] - w)), int(rng.integers(0, src.size[1] - h))
+    img = src.crop((x, y, x + w, y + h))
+    ink = tuple(int(v) for v in rng.integers(0, 256, 3))
+    ImageDraw.Draw(img).text((pad - left, pad - top), word, font=font, fill=ink)
+    img = img.resize((max(8, round(w * 32 / h)), 32), Image.BICUBIC)
+    return _finish(img, rng), label
+
+
+def _make_lines(args):
+    folder, start, stop, seed = args
+    total = 0
+    for i in range(start, stop):
+        jpeg, label = line_jpeg(i, seed)
+        with open(os.path.join(folder, f"class_{label}", f"img_{i:05d}.jpg"), "wb") as f:
+            f.write(jpeg)
+        total += len(jpeg)
+    return total
+
+
 def _make_images(args):
     folder, start, stop, seed = args
     total = 0
@@ -234,24 +269,25 @@ def _fresh_class_folders(root):
     return folder
 
 
-def images(workdir, n=2048, seed=0, jobs=2, log=print):
+def images(workdir, n=2048, seed=0, jobs=2, log=print, kind="images"):
     """The image corpora (see the module's docstring), written unless cached;
-    returns dict(root, folder, corpus, pylmdb, count, mean_bytes, ...)."""
+    returns dict(root, folder, corpus, pylmdb, count, mean_bytes, ...).
+    ``kind``: "images" (photographs) or "lines" (word crops)."""
     import lmdbloader
-    root = os.path.join(os.path.abspath(workdir), f"images-{n}")
+    root = os.path.join(os.path.abspath(workdir), f"{kind}-{n}")
     stamp = {"version": VERSION, "n": n, "seed": seed, "photos": list(PHOTOS), "quality": QUALITY}
     if not _cached(root, stamp):
         t = time.perf_counter()
-        log(f"generating {n} JPEG photographs under {root} ...")
+        log(f"generating {n} JPEG {'photographs' if kind == 'images' else 'text lines'} under {root} ...")
         folder = _fresh_class_folders(root)
-        total = _generate(_make_images, folder, n, seed, jobs)
+        total = _generate(_make_images if kind == "images" else _make_lines, folder, n, seed, jobs)
         summary = lmdbloader.convert(folder, os.path.join(root, "corpus"), kind="image_folder")
         _write_pylmdb(os.path.join(root, "pylmdb"),
                       ((_read_file(os.path.join(folder, f"class_{i % len(PHOTOS)}", f"img_{i:05d}.jpg")),
                         i % len(PHOTOS)) for i in range(n)))
         _finish_stamp(root, stamp, {"count": n, "mean_bytes": total / n, "corpus_bytes": summary["bytes"],
                                     "seconds": time.perf_counter() - t})
-        log(f"  {n} images, {total / n / 1000:.0f} KB on average, in {time.perf_counter() - t:.0f} s")
+        log(f"  {n} images, {total / n / 1000:.1f} KB on average, in {time.perf_counter() - t:.0f} s")
     info = _info(root)
     return {"root": root, "folder": os.path.join(root, "folder"), "corpus": os.path.join(root, "corpus"),
             "pylmdb": os.path.join(root, "pylmdb"), **info}
