@@ -32,6 +32,7 @@ convert_video_to_lmdb.py writes UCF101 and its dataset code reads it:
 """
 
 import argparse
+import functools
 import io
 import json
 import os
@@ -172,22 +173,12 @@ def line_jpeg(index, seed=0):
     return _finish(img, rng), label
 
 
-def _make_lines(args):
+def _write_images(make, args):
+    """Images [start, stop) as ``make(index, seed)`` draws them, each into its class's folder."""
     folder, start, stop, seed = args
     total = 0
     for i in range(start, stop):
-        jpeg, label = line_jpeg(i, seed)
-        with open(os.path.join(folder, f"class_{label}", f"img_{i:05d}.jpg"), "wb") as f:
-            f.write(jpeg)
-        total += len(jpeg)
-    return total
-
-
-def _make_images(args):
-    folder, start, stop, seed = args
-    total = 0
-    for i in range(start, stop):
-        jpeg, label = photo_jpeg(i, seed)
+        jpeg, label = make(i, seed)
         with open(os.path.join(folder, f"class_{label}", f"img_{i:05d}.jpg"), "wb") as f:
             f.write(jpeg)
         total += len(jpeg)
@@ -280,7 +271,8 @@ def images(workdir, n=2048, seed=0, jobs=2, log=print, kind="images"):
         t = time.perf_counter()
         log(f"generating {n} JPEG {'photographs' if kind == 'images' else 'text lines'} under {root} ...")
         folder = _fresh_class_folders(root)
-        total = _generate(_make_images if kind == "images" else _make_lines, folder, n, seed, jobs)
+        make = photo_jpeg if kind == "images" else line_jpeg
+        total = _generate(functools.partial(_write_images, make), folder, n, seed, jobs)
         summary = lmdbloader.convert(folder, os.path.join(root, "corpus"), kind="image_folder")
         _write_pylmdb(os.path.join(root, "pylmdb"),
                       ((_read_file(os.path.join(folder, f"class_{i % len(PHOTOS)}", f"img_{i:05d}.jpg")),
