@@ -23,13 +23,13 @@ namespace lmdbloader {
 namespace {
 
 // A record's bytes as a memoryview of one byte an item, whatever its
-// buffer's format and shape, to slice views from.
+// buffer's item size and shape, to slice views from by byte offsets. (The
+// held buffer was asked for without its format: its itemsize and ndim are
+// what say whether a cast is needed.)
 py::object ByteView(const py::handle& record, const HeldBuffer& held) {
   py::object whole = py::reinterpret_steal<py::object>(PyMemoryView_FromObject(record.ptr()));
   if (!whole) throw py::error_already_set();
-  const char* format = held.view().format;
-  if (held.view().ndim != 1 || (format != nullptr && std::string_view(format) != "B"))
-    whole = whole.attr("cast")("B");
+  if (held.view().itemsize != 1 || held.view().ndim != 1) whole = whole.attr("cast")("B");
   return whole;
 }
 

@@ -244,6 +244,12 @@ def test_a_batch_of_records_splits_in_one_call_into_views_and_targets():
     with pytest.raises(lmdbloader.DecodeError, match="not msgpack") as e:
         _core.split_image_records([msgpack.packb({"image": image}), image], "msgpack", "image", None)
     assert e.value.batch_index == 1
+    # A record whose buffer has items wider than a byte, or two dimensions,
+    # is sliced by its bytes all the same.
+    record = next(r for n in range(4) if len(r := msgpack.packb({"image": image, "pad": b"x" * n})) % 4 == 0)
+    for view in (memoryview(record).cast("I"), memoryview(record).cast("B", (2, len(record) // 2))):
+        images, _ = _core.split_image_records([view], "msgpack", "image", None)
+        assert bytes(images[0]) == image
     with pytest.raises(ValueError, match="no image to split"):
         _core.split_image_records([image], "as_is")
     with pytest.raises(ValueError, match="record must be one of"):
