@@ -346,7 +346,7 @@ void RegisterImage(py::module_& m) {
         "Decodes JPEGs (bytes-like) cropped to boxes ((left, top, width, height) in source pixels), "
         "resized like PIL's BILINEAR or BICUBIC (interpolation), mirrored where flips[i] (or None), normalized for float32, into "
         "out (a writable C-contiguous buffer: image i at byte i * out_height * out_width * channels * itemsize; "
-        "one channel, PIL's convert('L') before the resize, with grayscale). "
+        "one channel, the luma before the resize, with grayscale: a JPEG's Y, else PIL's convert('L')). "
         "colours: None, or per image a list of (name, value) colour ops applied after the resize and flip. "
         "DecodeError (attribute batch_index) for an image that does not decode, or that PIL's "
         "convert('RGB') would refuse (damage or a cut anywhere, below the box too); ValueError for "

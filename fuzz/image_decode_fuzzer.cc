@@ -5,7 +5,8 @@
 //       32 treat the rest as RGB pixels (ResampleRgbInto) instead of a JPEG,
 //       64 the box reaches the last row (the JPEG is then read to its end
 //       marker, as PIL reads it; otherwise only the rest of the scan is
-//       searched for the marker that ends it)
+//       searched for the marker that ends it), 128 one gray channel (a JPEG's
+//       luma decoded alone)
 //   [1] [2] output width and height - 1
 //   [3..6] the box's left, top, width and height as fractions of the image
 //   [7] the RGB image's width - 1 (with flag 32)
@@ -51,6 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   spec.type = (flags & 2) ? lmdbloader::PixelType::kUint8 : lmdbloader::PixelType::kFloat32;
   spec.flip = flags & 4;
   spec.scale_in_idct = flags & 8;
+  spec.grayscale = flags & 128;
   spec.width = data[1] + 1u;
   spec.height = data[2] + 1u;
   const std::string_view rest(reinterpret_cast<const char*>(data + 8), size - 8);

@@ -212,10 +212,12 @@ struct OutputSpec {
   bool flip = false;
   // The resize's filter. Default: bilinear.
   Interpolation interpolation = Interpolation::kBilinear;
-  // One channel: each pixel's luma as PIL's convert("L") takes it from RGB
-  // ((19595 R + 38470 G + 7471 B + 2^15) >> 16), before the resize, as
-  // torchvision's Grayscale on a PIL image; normalized with mean[0] and
-  // std[0]. Default: false (R, G, B).
+  // One channel: each pixel's luma before the resize, as torchvision's
+  // Grayscale on a PIL image; normalized with mean[0] and std[0]. From RGB
+  // pixels (and CMYK JPEGs) PIL's convert("L"): (19595 R + 38470 G +
+  // 7471 B + 2^15) >> 16; from a JPEG of 1 or 3 components its Y plane,
+  // decoded without the chroma, which is that L of its RGB but where the
+  // RGB clips (under a level on average). Default: false (R, G, B).
   bool grayscale = false;
   // Colour changes after the resize and flip, before the normalization.
   // With any, the image is resized into the scratch first, then changed

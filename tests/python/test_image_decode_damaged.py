@@ -97,10 +97,10 @@ def pil_decodes(data):
         return False
 
 
-def ours_decodes(data, box):
-    out = np.empty((1, 3, OUT, OUT), np.float32)
+def ours_decodes(data, box, grayscale=False):
+    out = np.empty((1, 1 if grayscale else 3, OUT, OUT), np.float32)
     try:
-        _core.decode_images([data], [box], None, out, OUT, OUT)
+        _core.decode_images([data], [box], None, out, OUT, OUT, grayscale=grayscale)
         return True
     except lmdbloader.DecodeError:
         return False
@@ -128,11 +128,11 @@ def inputs():
     return out
 
 
-def check(inputs, boxes):
+def check(inputs, boxes, grayscale=False):
     wrong = []
     for label, data, width, height, pil in inputs:
         for box in boxes(width, height):
-            ours = ours_decodes(data, box)
+            ours = ours_decodes(data, box, grayscale)
             if ours != pil:
                 wrong.append(f"{label}, box {box}: PIL {'decodes' if pil else 'refuses'}, decode_images "
                              f"{'decodes' if ours else 'refuses'}")
@@ -153,4 +153,15 @@ def test_a_region_refuses_exactly_what_pil_refuses(inputs):
     rng = np.random.default_rng(7)
     wrong = check(inputs, lambda w, h: [random_resized_crop(w, h, rng) for _ in range(2)] if w else [])
     print(f"\n{2 * len(inputs)} region boxes: {len(wrong)} disagreements")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_luma_alone_refuses_exactly_what_pil_refuses(inputs):
+    """grayscale=True decodes a JPEG's Y plane alone (libjpeg skips its
+    chroma's inverse DCT): the entropy-coded data of every component is
+    still read, so damage anywhere is still found where PIL finds it."""
+    rng = np.random.default_rng(11)
+    wrong = check(inputs, lambda w, h: [(0, 0, w, h), random_resized_crop(w, h, rng)] if w else [(0, 0, 1, 1)],
+                  grayscale=True)
+    print(f"\n{2 * len(inputs)} gray decodes: {len(wrong)} disagreements")
     assert not wrong, "\n".join(wrong)
