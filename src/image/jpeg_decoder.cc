@@ -3,6 +3,7 @@
 // jpeglib.h needs size_t and FILE declared first.
 #include <csetjmp>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -216,8 +217,15 @@ bool RunJob(JpegJob* job) {
     job->sink_refused = true;
     return false;
   }
-  JSAMPARRAY row = (*cinfo->mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(cinfo), JPOOL_IMAGE,
-                                               width * 4, 1);
+  // The row starts 4 bytes past a 16-byte boundary on purpose: into an
+  // aligned row, libjpeg-turbo's SIMD colour conversion stores with
+  // non-temporal stores (movntdq), which leave the row out of the cache
+  // just before the sink reads it; unaligned, it stores normally. Measured
+  // on 350-500 px photographs: the sink's first read of each row took
+  // 85% of its conversion's samples, ~150 us an image.
+  JSAMPARRAY rows = (*cinfo->mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(cinfo), JPOOL_IMAGE,
+                                                width * 4 + 16, 1);
+  JSAMPROW row[1] = {rows[0] + (20 - reinterpret_cast<uintptr_t>(rows[0]) % 16) % 16};
   for (JDIMENSION y = r.y_begin; y < r.y_end; ++y) {
     if (jpeg_read_scanlines(cinfo, row, 1) != 1) {
       SetMessage(job, "libjpeg returned no row");

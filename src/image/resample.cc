@@ -1,6 +1,7 @@
 #include "image/resample.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -75,6 +76,18 @@ void BytesToFloats(const uint8_t* src, uint32_t n, Float4* dst) {
   }
 }
 
+std::atomic<bool> portable_loops{false};
+
+// The AVX2 loops: where the CPU has them and no test asked for the portable ones.
+inline bool UseAvx2() {
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2 && !portable_loops.load(std::memory_order_relaxed);
+#else
+  return false;
+#endif
+}
+
 template <class T>
 size_t Capacity(const std::vector<T>& v) {
   return v.capacity() * sizeof(T);
@@ -87,6 +100,10 @@ size_t NeedBytes(const std::vector<T>& v, size_t n) {
 }
 
 }  // namespace
+
+void UseResampleLoops(ResampleLoops loops) {
+  portable_loops.store(loops == ResampleLoops::kPortable, std::memory_order_relaxed);
+}
 
 size_t DecodeScratch::Rep::bytes() const {
   return Capacity(h_start) + Capacity(h_weights) + Capacity(v_first) + Capacity(v_count) + Capacity(v_weights) +
@@ -232,6 +249,12 @@ void Resampler::ConvertRow(const uint8_t* p, SourcePixels format, Float4* dst) n
   const uint32_t n = h_end_ > h_begin_ ? h_end_ - h_begin_ : 0;
   switch (format) {
     case SourcePixels::kRgbx:
+#if defined(__x86_64__)
+      if (UseAvx2()) {
+        BytesToFloatsAvx2(p + size_t{h_begin_} * 4, n, dst);
+        break;
+      }
+#endif
       BytesToFloats(p + size_t{h_begin_} * 4, n, dst);
       break;
     case SourcePixels::kRgb: {
@@ -293,6 +316,12 @@ void Resampler::HorizontalRow(const Float4* row, Float4* dst) noexcept {
   const uint32_t ow = spec_.width;
   const uint32_t* start = s_->h_start.data();
   const Float4* w = s_->h_weights.data();
+#if defined(__x86_64__)
+  if (UseAvx2() && h_taps_ > 1) {
+    HorizontalPassAvx2(row, start, w, ow, h_taps_, dst);
+    return;
+  }
+#endif
   switch (h_taps_) {
     case 1: HorizontalPass<1>(row, start, w, ow, h_taps_, dst); break;
     case 2: HorizontalPass<2>(row, start, w, ow, h_taps_, dst); break;
@@ -376,6 +405,19 @@ inline Float4 SumAt(const Float4* const* rows, const float* w, uint32_t count, u
 
 void Resampler::WriteRow(uint32_t y, const Float4* const* rows, const float* w, uint32_t count) noexcept {
   const uint32_t ow = spec_.width, oh = spec_.height;
+#if defined(__x86_64__)
+  // The vertical sums in AVX2 first, into acc (free here: windows of more
+  // than kMaxFusedTaps rows arrive already summed, count 1); the layouts
+  // below then write one row, weight 1, which rounds to itself.
+  static const float one = 1.0f;
+  Float4* const acc = s_->acc.data();
+  if (count > 1 && UseAvx2()) {
+    SumRowsAvx2(rows, w, count, ow, acc);
+    rows = &acc;
+    w = &one;
+    count = 1;
+  }
+#endif
   // Mirror by walking the output row backwards; every store goes through
   // memcpy or an unaligned store: the caller's buffer need not be aligned.
   const bool flip = spec_.flip;

@@ -123,6 +123,56 @@ TEST(ResampleTest, BicubicMatchesPilOnRandomBoxes) {
   }
 }
 
+// The AVX2 loops (where this CPU has them) and the portable ones, each
+// against PIL and against each other: the vertical sums are the same
+// additions in the same order, the horizontal ones in another order, so
+// only a near-tie may round the other way. Large shrinks (windows of more
+// than 8 taps, and of more rows than are summed while writing) included.
+TEST(ResampleTest, PortableAndAvx2LoopsAgree) {
+  struct RestoreBest {
+    ~RestoreBest() { UseResampleLoops(ResampleLoops::kBest); }
+  } restore;
+  std::mt19937 rng(8);
+  const Pixels src = SyntheticPhoto(411, 333, 6);
+  DecodeScratch scratch;
+  for (int trial = 0; trial < 40; ++trial) {
+    RandomCase c = DrawCase(rng, src, 240);
+    if (trial % 4 == 0) c = RandomCase{0, 0, src.width, src.height, 1 + c.ow / 8, 1 + c.oh / 8};
+    for (Interpolation filter : {Interpolation::kBilinear, Interpolation::kBicubic}) {
+      OutputSpec spec = Uint8Hwc(c.ow, c.oh);
+      spec.interpolation = filter;
+      std::vector<uint8_t> best, portable;
+      UseResampleLoops(ResampleLoops::kBest);
+      ASSERT_OK(Resample(src, c.box(), spec, &scratch, &best));
+      UseResampleLoops(ResampleLoops::kPortable);
+      ASSERT_OK(Resample(src, c.box(), spec, &scratch, &portable));
+      const std::string what = "trial " + std::to_string(trial) + (filter == Interpolation::kBicubic ? " bicubic" : "");
+      const Pixels want = ReferenceResize(src, c.left, c.top, c.w, c.h, c.ow, c.oh, filter);
+      ExpectMatchesPil(Compare(FromHwc(best, c.ow, c.oh), want), what + " best");
+      ExpectMatchesPil(Compare(FromHwc(portable, c.ow, c.oh), want), what + " portable");
+      const Difference d = Compare(FromHwc(best, c.ow, c.oh), FromHwc(portable, c.ow, c.oh));
+      EXPECT_LE(d.max, 2) << what;
+      EXPECT_LE(d.mean, 0.01) << what << ": " << d.differing << " of " << d.values << " differ";
+      // float32 CHW: the vertical pass's own AVX2 path.
+      spec.layout = PixelLayout::kCHW;
+      spec.type = PixelType::kFloat32;
+      std::vector<uint8_t> fbest, fportable;
+      UseResampleLoops(ResampleLoops::kBest);
+      ASSERT_OK(Resample(src, c.box(), spec, &scratch, &fbest));
+      UseResampleLoops(ResampleLoops::kPortable);
+      ASSERT_OK(Resample(src, c.box(), spec, &scratch, &fportable));
+      size_t far = 0;
+      for (size_t i = 0; i + 4 <= fbest.size(); i += 4) {
+        float a, b;
+        std::memcpy(&a, &fbest[i], 4);
+        std::memcpy(&b, &fportable[i], 4);
+        far += std::fabs(a - b) > 2.5f / (255.0f * 0.224f);
+      }
+      EXPECT_EQ(far, 0u) << what;
+    }
+  }
+}
+
 // grayscale: PIL's convert("L") (its L24 integer luma), then the resize of
 // that one channel; both filters.
 TEST(ResampleTest, GrayscaleIsPilsLumaThenItsResize) {

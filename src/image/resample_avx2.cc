@@ -1,0 +1,108 @@
+// The resize's two hottest loops compiled for AVX2 (this file alone is
+// built with -mavx2, and without fused multiply-adds); resample.cc calls
+// them only when the CPU has AVX2. A pixel is a Float4 (R, G, B, unused),
+// so one 256-bit register holds two neighbouring pixels, or one pixel
+// times two neighbouring taps: half the instructions of the SSE2 loops.
+// The sums are the same products added in another order: a level can
+// differ only where a sum lies within a float's rounding of a half.
+#include <immintrin.h>
+
+#include "image/resample.h"
+
+namespace lmdbloader {
+
+namespace {
+
+// PIL's clip8 (resample.cc's Level, as floats).
+inline __m128 LevelFloat(__m128 v) {
+  v = _mm_max_ps(_mm_min_ps(_mm_add_ps(v, _mm_set1_ps(0.5f)), _mm_set1_ps(255.5f)), _mm_setzero_ps());
+  return _mm_cvtepi32_ps(_mm_cvttps_epi32(v));
+}
+
+template <uint32_t kTaps>
+void Horizontal(const Float4* row, const uint32_t* start, const Float4* weights, uint32_t out_w, uint32_t taps,
+                Float4* dst) {
+  const uint32_t t = kTaps ? kTaps : taps;
+  for (uint32_t x = 0; x < out_w; ++x) {
+    const float* s = reinterpret_cast<const float*>(row + start[x]);
+    const float* w = reinterpret_cast<const float*>(weights + size_t{x} * t);
+    // Taps 2k and 2k + 1 side by side: the pixels they weigh are
+    // neighbours in the row, and so are their weights.
+    __m256 a = _mm256_setzero_ps();
+    uint32_t j = 0;
+    for (; j + 2 <= t; j += 2) a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_loadu_ps(s + 4 * j), _mm256_loadu_ps(w + 4 * j)));
+    __m128 sum = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    if (j < t) sum = _mm_add_ps(sum, _mm_mul_ps(_mm_loadu_ps(s + 4 * j), _mm_loadu_ps(w + 4 * j)));
+    _mm_storeu_ps(reinterpret_cast<float*>(dst + x), LevelFloat(sum));
+  }
+}
+
+inline __m256 LevelFloat(__m256 v) {
+  v = _mm256_max_ps(_mm256_min_ps(_mm256_add_ps(v, _mm256_set1_ps(0.5f)), _mm256_set1_ps(255.5f)),
+                    _mm256_setzero_ps());
+  return _mm256_cvtepi32_ps(_mm256_cvttps_epi32(v));
+}
+
+}  // namespace
+
+void SumRowsAvx2(const Float4* const* rows, const float* w, uint32_t count, uint32_t n, Float4* dst) {
+  float* d = reinterpret_cast<float*>(dst);
+  uint32_t x = 0;
+  // Four pixels at a time, the rows added in order: the SSE2 loop's sums.
+  for (; x + 4 <= n; x += 4) {
+    const float* r = reinterpret_cast<const float*>(rows[0] + x);
+    __m256 k = _mm256_set1_ps(w[0]);
+    __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(r), k), a1 = _mm256_mul_ps(_mm256_loadu_ps(r + 8), k);
+    for (uint32_t j = 1; j < count; ++j) {
+      r = reinterpret_cast<const float*>(rows[j] + x);
+      k = _mm256_set1_ps(w[j]);
+      a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_loadu_ps(r), k));
+      a1 = _mm256_add_ps(a1, _mm256_mul_ps(_mm256_loadu_ps(r + 8), k));
+    }
+    _mm256_storeu_ps(d + size_t{x} * 4, LevelFloat(a0));
+    _mm256_storeu_ps(d + size_t{x} * 4 + 8, LevelFloat(a1));
+  }
+  for (; x < n; ++x) {
+    __m128 a = _mm_mul_ps(_mm_loadu_ps(reinterpret_cast<const float*>(rows[0] + x)), _mm_set1_ps(w[0]));
+    for (uint32_t j = 1; j < count; ++j) {
+      a = _mm_add_ps(a, _mm_mul_ps(_mm_loadu_ps(reinterpret_cast<const float*>(rows[j] + x)), _mm_set1_ps(w[j])));
+    }
+    _mm_storeu_ps(d + size_t{x} * 4, LevelFloat(a));
+  }
+}
+
+void HorizontalPassAvx2(const Float4* row, const uint32_t* start, const Float4* weights, uint32_t out_w,
+                        uint32_t taps, Float4* dst) {
+  switch (taps) {
+    case 2: Horizontal<2>(row, start, weights, out_w, taps, dst); break;
+    case 3: Horizontal<3>(row, start, weights, out_w, taps, dst); break;
+    case 4: Horizontal<4>(row, start, weights, out_w, taps, dst); break;
+    case 5: Horizontal<5>(row, start, weights, out_w, taps, dst); break;
+    case 6: Horizontal<6>(row, start, weights, out_w, taps, dst); break;
+    case 7: Horizontal<7>(row, start, weights, out_w, taps, dst); break;
+    case 8: Horizontal<8>(row, start, weights, out_w, taps, dst); break;
+    case 9: Horizontal<9>(row, start, weights, out_w, taps, dst); break;
+    case 10: Horizontal<10>(row, start, weights, out_w, taps, dst); break;
+    case 11: Horizontal<11>(row, start, weights, out_w, taps, dst); break;
+    case 12: Horizontal<12>(row, start, weights, out_w, taps, dst); break;
+    default: Horizontal<0>(row, start, weights, out_w, taps, dst); break;
+  }
+}
+
+void BytesToFloatsAvx2(const uint8_t* src, uint32_t n, Float4* dst) {
+  uint32_t x = 0;
+  float* d = reinterpret_cast<float*>(dst);
+  for (; x + 4 <= n; x += 4) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + size_t{x} * 4));
+    _mm256_storeu_ps(d + size_t{x} * 4, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b)));
+    _mm256_storeu_ps(d + size_t{x} * 4 + 8, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(b, 8))));
+  }
+  for (; x < n; ++x) {
+    const __m128i b = _mm_cvtsi32_si128(static_cast<int>(uint32_t{src[x * 4]} | uint32_t{src[x * 4 + 1]} << 8 |
+                                                         uint32_t{src[x * 4 + 2]} << 16 |
+                                                         uint32_t{src[x * 4 + 3]} << 24));
+    _mm_storeu_ps(d + size_t{x} * 4, _mm_cvtepi32_ps(_mm_cvtepu8_epi32(b)));
+  }
+}
+
+}  // namespace lmdbloader
