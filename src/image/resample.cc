@@ -14,33 +14,13 @@
 #endif
 
 #include "image/resample_filter.h"
+#include "image/resample_levels.h"
 
 namespace lmdbloader {
 
 namespace {
 
-typedef int32_t Int4 __attribute__((vector_size(16)));
 typedef uint8_t Byte4 __attribute__((vector_size(4)));
-
-
-inline Float4 Splat(float v) { return Float4{v, v, v, v}; }
-
-// PIL's clip8 of a pass's sum: round half up, clamp to 0..255. The
-// bicubic filter's negative lobes can take a sum below zero, which
-// truncation alone would round toward zero from -1.5 on: clamp both ends
-// first.
-inline Int4 Level(Float4 v) {
-#if defined(__SSE2__)
-  return reinterpret_cast<Int4>(_mm_cvttps_epi32(_mm_max_ps(_mm_min_ps(v + 0.5f, Splat(255.5f)), Splat(0.0f))));
-#else
-  const Float4 top = Splat(255.5f), zero = Splat(0.0f);
-  v += 0.5f;
-  v = v < top ? v : top;
-  return __builtin_convertvector(v > zero ? v : zero, Int4);
-#endif
-}
-
-inline Float4 LevelFloat(Float4 v) { return __builtin_convertvector(Level(v), Float4); }
 
 template <uint32_t kTaps>
 void HorizontalPass(const Float4* row, const uint32_t* start, const Float4* weights, uint32_t out_w, uint32_t taps,
@@ -78,8 +58,9 @@ void BytesToFloats(const uint8_t* src, uint32_t n, Float4* dst) {
 
 std::atomic<bool> portable_loops{false};
 
-// The AVX2 loops: where the CPU has them and no test asked for the portable ones.
-inline bool UseAvx2() {
+}  // namespace
+
+bool UseAvx2ResampleLoops() {
 #if defined(__x86_64__)
   static const bool avx2 = __builtin_cpu_supports("avx2");
   return avx2 && !portable_loops.load(std::memory_order_relaxed);
@@ -87,6 +68,12 @@ inline bool UseAvx2() {
   return false;
 #endif
 }
+
+void UseResampleLoops(ResampleLoops loops) {
+  portable_loops.store(loops == ResampleLoops::kPortable, std::memory_order_relaxed);
+}
+
+namespace {
 
 template <class T>
 size_t Capacity(const std::vector<T>& v) {
@@ -100,10 +87,6 @@ size_t NeedBytes(const std::vector<T>& v, size_t n) {
 }
 
 }  // namespace
-
-void UseResampleLoops(ResampleLoops loops) {
-  portable_loops.store(loops == ResampleLoops::kPortable, std::memory_order_relaxed);
-}
 
 size_t DecodeScratch::Rep::bytes() const {
   return Capacity(h_start) + Capacity(h_weights) + Capacity(v_first) + Capacity(v_count) + Capacity(v_weights) +
@@ -187,12 +170,20 @@ Status Resampler::Prepare(const ResampleGeometry& g, const OutputSpec& spec, voi
   h_end_ = std::min(h_last, g.src_width);      // pixels converted from each source row
   const uint32_t conv = h_end_ > h_begin_ ? h_end_ - h_begin_ : 0;
   ring_row_ = vertical_first_ ? conv : ow;
+  // Horizontal first, source rows are resized two at a time (PushRow):
+  // the ring holds one more row, so that the second of a pair never
+  // overwrites a row an output still waiting for the first one reads; and
+  // the row buffer holds both.
+  ring_rows_ = v_taps_ + (vertical_first_ ? 0 : 1);
+  const size_t row_bufs = vertical_first_ ? 1 : 2;
+  row_len_ = row_len;
+  pending_ = false;
 
   const size_t need = NeedBytes(s_->h_start, ow) + NeedBytes(s_->h_weights, size_t{ow} * h_taps_) +
                       NeedBytes(s_->v_first, oh) + NeedBytes(s_->v_count, oh) +
                       NeedBytes(s_->v_weights, size_t{oh} * v_taps_) + NeedBytes(s_->taps, h_taps_) +
-                      NeedBytes(s_->row, row_len) +
-                      NeedBytes(s_->ring, size_t{v_taps_} * ring_row_) + NeedBytes(s_->acc, ow);
+                      NeedBytes(s_->row, row_bufs * row_len) +
+                      NeedBytes(s_->ring, size_t{ring_rows_} * ring_row_) + NeedBytes(s_->acc, ow);
   if (need > s_->max_bytes) {
     return Status::InvalidArgument("resizing " + std::to_string(g.src_width) + "x" + std::to_string(g.src_rows) +
                                    " pixels to " + std::to_string(ow) + "x" + std::to_string(oh) + " needs " +
@@ -206,8 +197,8 @@ Status Resampler::Prepare(const ResampleGeometry& g, const OutputSpec& spec, voi
     s_->v_count.resize(oh);
     s_->v_weights.resize(size_t{oh} * v_taps_);
     s_->taps.resize(h_taps_);
-    s_->row.resize(row_len);
-    s_->ring.resize(size_t{v_taps_} * ring_row_);
+    s_->row.resize(row_bufs * row_len);
+    s_->ring.resize(size_t{ring_rows_} * ring_row_);
     s_->acc.resize(ow);
   } catch (const std::bad_alloc&) {
     s_->Release();
@@ -250,7 +241,7 @@ void Resampler::ConvertRow(const uint8_t* p, SourcePixels format, Float4* dst) n
   switch (format) {
     case SourcePixels::kRgbx:
 #if defined(__x86_64__)
-      if (UseAvx2()) {
+      if (UseAvx2ResampleLoops()) {
         BytesToFloatsAvx2(p + size_t{h_begin_} * 4, n, dst);
         break;
       }
@@ -317,7 +308,7 @@ void Resampler::HorizontalRow(const Float4* row, Float4* dst) noexcept {
   const uint32_t* start = s_->h_start.data();
   const Float4* w = s_->h_weights.data();
 #if defined(__x86_64__)
-  if (UseAvx2() && h_taps_ > 1) {
+  if (UseAvx2ResampleLoops() && h_taps_ > 1) {
     HorizontalPassAvx2(row, start, w, ow, h_taps_, dst);
     return;
   }
@@ -335,6 +326,17 @@ void Resampler::HorizontalRow(const Float4* row, Float4* dst) noexcept {
   }
 }
 
+void Resampler::HorizontalRows(const Float4* a, const Float4* b, Float4* dst_a, Float4* dst_b) noexcept {
+#if defined(__x86_64__)
+  if (UseAvx2ResampleLoops() && h_taps_ > 1) {
+    HorizontalPairAvx2(a, b, s_->h_start.data(), s_->h_weights.data(), spec_.width, h_taps_, dst_a, dst_b);
+    return;
+  }
+#endif
+  HorizontalRow(a, dst_a);
+  HorizontalRow(b, dst_b);
+}
+
 void Resampler::VerticalRow(uint32_t y, Float4* dst) noexcept {
   const uint32_t n = ring_row_;
   const uint32_t first = s_->v_first[y];
@@ -342,27 +344,42 @@ void Resampler::VerticalRow(uint32_t y, Float4* dst) noexcept {
   const float* w = s_->v_weights.data() + size_t{y} * v_taps_;
   const Float4* ring = s_->ring.data();
   {
-    const Float4* r = ring + size_t{first % v_taps_} * n;
+    const Float4* r = ring + size_t{first % ring_rows_} * n;
     const float k = w[0];
     for (uint32_t x = 0; x < n; ++x) dst[x] = r[x] * k;
   }
   for (uint32_t j = 1; j < count; ++j) {
-    const Float4* r = ring + size_t{(first + j) % v_taps_} * n;
+    const Float4* r = ring + size_t{(first + j) % ring_rows_} * n;
     const float k = w[j];
     for (uint32_t x = 0; x < n; ++x) dst[x] += r[x] * k;
   }
 }
 
 void Resampler::PushRow(const uint8_t* pixels, SourcePixels format) noexcept {
-  if (rows_in_ >= rows_needed_) return;
-  Float4* slot = s_->ring.data() + size_t{rows_in_ % v_taps_} * ring_row_;
+  const uint32_t arrived = rows_in_ + (pending_ ? 1 : 0);
+  if (arrived >= rows_needed_) return;
+  Float4* slot = s_->ring.data() + size_t{rows_in_ % ring_rows_} * ring_row_;
   if (vertical_first_) {
     ConvertRow(pixels, format, slot);
-  } else {
+    ++rows_in_;
+  } else if (!pending_ && arrived + 1 < rows_needed_) {
+    // The first of a pair waits, converted, for the second: the pair's
+    // horizontal pass reads each weight once for both.
+    ConvertRow(pixels, format, s_->row.data());
+    pending_ = true;
+    return;
+  } else if (pending_) {
+    Float4* second = s_->row.data() + row_len_;
+    ConvertRow(pixels, format, second);
+    HorizontalRows(s_->row.data(), second, slot,
+                   s_->ring.data() + size_t{(rows_in_ + 1) % ring_rows_} * ring_row_);
+    pending_ = false;
+    rows_in_ += 2;
+  } else {  // the last row needed, alone
     ConvertRow(pixels, format, s_->row.data());
     HorizontalRow(s_->row.data(), slot);
+    ++rows_in_;
   }
-  ++rows_in_;
   // Every output row whose window ends here (windows only move down).
   while (next_out_ < spec_.height && s_->v_first[next_out_] + s_->v_count[next_out_] <= rows_in_) {
     const uint32_t y = next_out_++;
@@ -386,127 +403,9 @@ void Resampler::PushRow(const uint8_t* pixels, SourcePixels format) noexcept {
         WriteRow(y, rows, &one, 1);
         continue;
       }
-      for (uint32_t j = 0; j < count; ++j) rows[j] = s_->ring.data() + size_t{(first + j) % v_taps_} * ring_row_;
+      for (uint32_t j = 0; j < count; ++j) rows[j] = s_->ring.data() + size_t{(first + j) % ring_rows_} * ring_row_;
       WriteRow(y, rows, w, count);
     }
-  }
-}
-
-namespace {
-
-// Pixel x of the weighted sum of `count` rows.
-inline Float4 SumAt(const Float4* const* rows, const float* w, uint32_t count, uint32_t x) {
-  Float4 a = rows[0][x] * w[0];
-  for (uint32_t j = 1; j < count; ++j) a += rows[j][x] * w[j];
-  return a;
-}
-
-}  // namespace
-
-void Resampler::WriteRow(uint32_t y, const Float4* const* rows, const float* w, uint32_t count) noexcept {
-  const uint32_t ow = spec_.width, oh = spec_.height;
-#if defined(__x86_64__)
-  // The vertical sums in AVX2 first, into acc (free here: windows of more
-  // than kMaxFusedTaps rows arrive already summed, count 1); the layouts
-  // below then write one row, weight 1, which rounds to itself.
-  static const float one = 1.0f;
-  Float4* const acc = s_->acc.data();
-  if (count > 1 && UseAvx2()) {
-    SumRowsAvx2(rows, w, count, ow, acc);
-    rows = &acc;
-    w = &one;
-    count = 1;
-  }
-#endif
-  // Mirror by walking the output row backwards; every store goes through
-  // memcpy or an unaligned store: the caller's buffer need not be aligned.
-  const bool flip = spec_.flip;
-  const ptrdiff_t step = flip ? -1 : 1;
-  const size_t x0 = flip ? ow - 1 : 0;
-  const size_t plane = size_t{ow} * oh;
-  if (spec_.grayscale) {  // one channel: CHW and HWC are the same bytes
-    if (spec_.type == PixelType::kUint8) {
-      uint8_t* d = out_ + size_t{y} * ow + x0;
-      for (uint32_t x = 0; x < ow; ++x, d += step) *d = static_cast<uint8_t>(Level(SumAt(rows, w, count, x))[0]);
-    } else {
-      uint8_t* d = out_ + (size_t{y} * ow + x0) * 4;
-      for (uint32_t x = 0; x < ow; ++x, d += 4 * step) {
-        const float v = LevelFloat(SumAt(rows, w, count, x))[0] * scale_[0] + offset_[0];
-        std::memcpy(d, &v, 4);
-      }
-    }
-    return;
-  }
-  if (spec_.type == PixelType::kUint8) {
-    if (spec_.layout == PixelLayout::kHWC) {
-      uint8_t* d = out_ + (size_t{y} * ow + x0) * 3;
-      for (uint32_t x = 0; x < ow; ++x, d += 3 * step) {
-        const Int4 q = Level(SumAt(rows, w, count, x));
-        d[0] = static_cast<uint8_t>(q[0]);
-        d[1] = static_cast<uint8_t>(q[1]);
-        d[2] = static_cast<uint8_t>(q[2]);
-      }
-    } else {
-      uint8_t* d = out_ + size_t{y} * ow + x0;
-      for (uint32_t x = 0; x < ow; ++x, d += step) {
-        const Int4 q = Level(SumAt(rows, w, count, x));
-        d[0] = static_cast<uint8_t>(q[0]);
-        d[plane] = static_cast<uint8_t>(q[1]);
-        d[2 * plane] = static_cast<uint8_t>(q[2]);
-      }
-    }
-    return;
-  }
-  const Float4 scale = scale_, offset = offset_;
-  if (spec_.layout == PixelLayout::kHWC) {
-    uint8_t* d = out_ + (size_t{y} * ow + x0) * 12;
-    for (uint32_t x = 0; x < ow; ++x, d += 12 * step) {
-      const Float4 v = LevelFloat(SumAt(rows, w, count, x)) * scale + offset;
-      std::memcpy(d, &v, 12);
-    }
-    return;
-  }
-  uint8_t* row0 = out_ + size_t{y} * ow * 4;  // row y of the first plane
-  uint32_t x = 0;
-#if defined(__SSE2__)
-  // Four pixels at a time: summed, rounded, transposed to one vector a
-  // channel, normalized, stored to the three planes (reversed to mirror).
-  const __m128 sr = Splat(scale[0]), sg = Splat(scale[1]), sb = Splat(scale[2]);
-  const __m128 orr = Splat(offset[0]), og = Splat(offset[1]), ob = Splat(offset[2]);
-  for (; x + 4 <= ow; x += 4) {
-    Float4 a0 = rows[0][x] * w[0], a1 = rows[0][x + 1] * w[0];
-    Float4 a2 = rows[0][x + 2] * w[0], a3 = rows[0][x + 3] * w[0];
-    for (uint32_t j = 1; j < count; ++j) {
-      const Float4* r = rows[j] + x;
-      const float k = w[j];
-      a0 += r[0] * k;
-      a1 += r[1] * k;
-      a2 += r[2] * k;
-      a3 += r[3] * k;
-    }
-    __m128 p0 = LevelFloat(a0), p1 = LevelFloat(a1), p2 = LevelFloat(a2), p3 = LevelFloat(a3);
-    _MM_TRANSPOSE4_PS(p0, p1, p2, p3);
-    __m128 r = p0 * sr + orr, g = p1 * sg + og, b = p2 * sb + ob;
-    size_t at = x;
-    if (flip) {
-      r = _mm_shuffle_ps(r, r, _MM_SHUFFLE(0, 1, 2, 3));
-      g = _mm_shuffle_ps(g, g, _MM_SHUFFLE(0, 1, 2, 3));
-      b = _mm_shuffle_ps(b, b, _MM_SHUFFLE(0, 1, 2, 3));
-      at = ow - 4 - x;
-    }
-    uint8_t* d = row0 + at * 4;
-    _mm_storeu_ps(reinterpret_cast<float*>(d), r);
-    _mm_storeu_ps(reinterpret_cast<float*>(d + plane * 4), g);
-    _mm_storeu_ps(reinterpret_cast<float*>(d + plane * 8), b);
-  }
-#endif
-  for (; x < ow; ++x) {
-    const Float4 v = LevelFloat(SumAt(rows, w, count, x)) * scale + offset;
-    uint8_t* d = row0 + (flip ? ow - 1 - x : x) * 4;
-    const float r = v[0], g = v[1], b = v[2];
-    std::memcpy(d, &r, 4);
-    std::memcpy(d + plane * 4, &g, 4);
-    std::memcpy(d + plane * 8, &b, 4);
   }
 }
 

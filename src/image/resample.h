@@ -88,6 +88,9 @@ void UseResampleLoops(ResampleLoops loops);
 void HorizontalPassAvx2(const Float4* row, const uint32_t* start, const Float4* weights, uint32_t out_w,
                         uint32_t taps, Float4* dst);
 void BytesToFloatsAvx2(const uint8_t* src, uint32_t n, Float4* dst);
+// HorizontalPassAvx2 of two rows (a into dst_a, b into dst_b; the same sums).
+void HorizontalPairAvx2(const Float4* a, const Float4* b, const uint32_t* start, const Float4* weights,
+                        uint32_t out_w, uint32_t taps, Float4* dst_a, Float4* dst_b);
 // n pixels of the weighted sum of `count` rows, rounded to levels (the
 // vertical pass, its sums exactly the SSE2 loop's).
 void SumRowsAvx2(const Float4* const* rows, const float* w, uint32_t count, uint32_t n, Float4* dst);
@@ -137,6 +140,8 @@ class Resampler {
   void ConvertRow(const uint8_t* pixels, SourcePixels format, Float4* dst) noexcept;
   // Resizes one row across, into spec.width pixels (rounded to levels).
   void HorizontalRow(const Float4* row, Float4* dst) noexcept;
+  // Two rows across at once, each as HorizontalRow resizes it.
+  void HorizontalRows(const Float4* a, const Float4* b, Float4* dst_a, Float4* dst_b) noexcept;
   // Output row y's weighted sum of the ring's rows (ring_row_ pixels).
   void VerticalRow(uint32_t y, Float4* dst) noexcept;
   // Output row y: the weighted sum of `count` rows, rounded, normalized,
@@ -153,7 +158,10 @@ class Resampler {
   uint32_t h_taps_ = 0;
   uint32_t h_begin_ = 0;  // first source pixel any window reads
   uint32_t h_end_ = 0;    // one past the last, <= src_width
-  uint32_t v_taps_ = 0;   // rows in the ring
+  uint32_t v_taps_ = 0;   // the longest vertical window
+  uint32_t ring_rows_ = 0; // rows in the ring
+  uint32_t row_len_ = 0;  // pixels of one converted source row (s_->row holds two)
+  bool pending_ = false;  // a converted row waits in s_->row for its pair
   uint32_t ring_row_ = 0; // pixels a ring row holds
   bool vertical_first_ = false;
   uint32_t rows_needed_ = 0;

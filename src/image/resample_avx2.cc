@@ -43,6 +43,35 @@ inline __m256 LevelFloat(__m256 v) {
   return _mm256_cvtepi32_ps(_mm256_cvttps_epi32(v));
 }
 
+// Horizontal for two rows: each weight loaded once for both (the loop is
+// bound by its loads: a tap pair is one load of pixels and one of weights).
+template <uint32_t kTaps>
+void HorizontalPair(const Float4* row_a, const Float4* row_b, const uint32_t* start, const Float4* weights,
+                    uint32_t out_w, uint32_t taps, Float4* dst_a, Float4* dst_b) {
+  const uint32_t t = kTaps ? kTaps : taps;
+  for (uint32_t x = 0; x < out_w; ++x) {
+    const float* sa = reinterpret_cast<const float*>(row_a + start[x]);
+    const float* sb = reinterpret_cast<const float*>(row_b + start[x]);
+    const float* w = reinterpret_cast<const float*>(weights + size_t{x} * t);
+    __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
+    uint32_t j = 0;
+    for (; j + 2 <= t; j += 2) {
+      const __m256 k = _mm256_loadu_ps(w + 4 * j);
+      a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_loadu_ps(sa + 4 * j), k));
+      b = _mm256_add_ps(b, _mm256_mul_ps(_mm256_loadu_ps(sb + 4 * j), k));
+    }
+    __m128 suma = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    __m128 sumb = _mm_add_ps(_mm256_castps256_ps128(b), _mm256_extractf128_ps(b, 1));
+    if (j < t) {
+      const __m128 k = _mm_loadu_ps(w + 4 * j);
+      suma = _mm_add_ps(suma, _mm_mul_ps(_mm_loadu_ps(sa + 4 * j), k));
+      sumb = _mm_add_ps(sumb, _mm_mul_ps(_mm_loadu_ps(sb + 4 * j), k));
+    }
+    _mm_storeu_ps(reinterpret_cast<float*>(dst_a + x), LevelFloat(suma));
+    _mm_storeu_ps(reinterpret_cast<float*>(dst_b + x), LevelFloat(sumb));
+  }
+}
+
 }  // namespace
 
 void SumRowsAvx2(const Float4* const* rows, const float* w, uint32_t count, uint32_t n, Float4* dst) {
@@ -86,6 +115,24 @@ void HorizontalPassAvx2(const Float4* row, const uint32_t* start, const Float4* 
     case 11: Horizontal<11>(row, start, weights, out_w, taps, dst); break;
     case 12: Horizontal<12>(row, start, weights, out_w, taps, dst); break;
     default: Horizontal<0>(row, start, weights, out_w, taps, dst); break;
+  }
+}
+
+void HorizontalPairAvx2(const Float4* a, const Float4* b, const uint32_t* start, const Float4* weights,
+                        uint32_t out_w, uint32_t taps, Float4* dst_a, Float4* dst_b) {
+  switch (taps) {
+    case 2: HorizontalPair<2>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
+    case 3: HorizontalPair<3>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
+    case 4: HorizontalPair<4>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
+    case 5: HorizontalPair<5>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
+    case 6: HorizontalPair<6>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
+    case 7: HorizontalPair<7>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
+    case 8: HorizontalPair<8>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
+    case 9: HorizontalPair<9>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
+    case 10: HorizontalPair<10>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
+    case 11: HorizontalPair<11>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
+    case 12: HorizontalPair<12>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
+    default: HorizontalPair<0>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
   }
 }
 

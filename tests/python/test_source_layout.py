@@ -111,6 +111,7 @@ def test_tests_mirror_src():
 PARTS = {
     "checksum_avx2": "checksum",   # the AVX2 build of the same function, chosen at run time
     "resample_avx2": "resample",   # the resize's inner loops for AVX2, chosen at run time
+    "resample_write": "resample",  # Resampler's output rows, split from resample.cc for length
     "lmdb_walk": "lmdb_pages",     # LmdbFile's walk, split from its page checks for length
     "reader_open": "reader",       # Reader's opening, split from reader.cc for length
     "reader_corpus": "reader",     # Reader's corpus checks, likewise

@@ -146,14 +146,21 @@ def test_crop_boxes_are_torchvisions_draws_and_distribution(corpus):
     """The same draws as RandomResizedCrop.get_params under one seed (so the
     same distribution), and, under different seeds, area and aspect-ratio
     distributions that a two-sample test cannot tell apart."""
-    sizes = [(500, 375), (64, 480), (1000, 90), (224, 224), (17, 13)]
+    sizes = [(500, 375), (64, 480), (1000, 90), (224, 224), (17, 13), (401, 399)]
+    # ImageNet's, CLIP's (most tries fail on a square image), DINOv2's local crops, a squeezed ratio.
+    options = [((0.08, 1.0), (3 / 4, 4 / 3)), ((0.9, 1.0), (3 / 4, 4 / 3)), ((0.05, 0.32), (3 / 4, 4 / 3)),
+               ((0.5, 0.6), (0.2, 0.3))]
     ours, theirs = [], []
     for n in range(400):
         w, h = sizes[n % len(sizes)]
+        scale, ratio = options[n % len(options)]
         torch.manual_seed(n)
-        box = vision.random_resized_crop_box(w, h, (0.08, 1.0), (3 / 4, 4 / 3))
+        boxes = [vision.random_resized_crop_box(w, h, scale, ratio) for _ in range(5)]
+        after = torch.rand(1)
         torch.manual_seed(n)
-        assert box == tuple(T.RandomResizedCrop.get_params(Image.new("RGB", (w, h)), [0.08, 1.0], [3 / 4, 4 / 3]))
+        img = Image.new("RGB", (w, h))
+        assert boxes == [tuple(T.RandomResizedCrop.get_params(img, list(scale), list(ratio))) for _ in range(5)]
+        assert torch.equal(after, torch.rand(1))  # the generator left where torchvision leaves it
     torch.manual_seed(1)
     for _ in range(3000):
         top, left, h, w = vision.random_resized_crop_box(500, 375, (0.08, 1.0), (3 / 4, 4 / 3))
