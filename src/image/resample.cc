@@ -62,7 +62,7 @@ std::atomic<bool> portable_loops{false};
 
 bool UseAvx2ResampleLoops() {
 #if defined(__x86_64__)
-  static const bool avx2 = __builtin_cpu_supports("avx2");
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return avx2 && !portable_loops.load(std::memory_order_relaxed);
 #else
   return false;

@@ -75,14 +75,14 @@ struct ScratchAccess {
   static DecodeScratch::Rep* Get(DecodeScratch* scratch) { return scratch->rep_.get(); }
 };
 
-// Which build of the resize's inner loops runs: the AVX2 one where the CPU
-// has AVX2 (x86-64; resample_avx2.cc), else the portable one; tests run
-// both and compare. Process-wide; the default is kBest.
+// Which build of the resize's inner loops runs: the AVX2 + FMA one where
+// the CPU has both (x86-64; resample_avx2.cc), else the portable one; tests
+// run both and compare. Process-wide; the default is kBest.
 enum class ResampleLoops { kBest, kPortable };
 void UseResampleLoops(ResampleLoops loops);
 
 #if defined(__x86_64__)
-// resample_avx2.cc, built with -mavx2: the horizontal pass (windows of
+// resample_avx2.cc, built with -mavx2 -mfma: the horizontal pass (windows of
 // `taps` pixels from row + start[x], weights[x * taps ..]; its sums in
 // another order) and the bytes of n RGBX pixels to floats.
 void HorizontalPassAvx2(const Float4* row, const uint32_t* start, const Float4* weights, uint32_t out_w,
@@ -92,7 +92,7 @@ void BytesToFloatsAvx2(const uint8_t* src, uint32_t n, Float4* dst);
 void HorizontalPairAvx2(const Float4* a, const Float4* b, const uint32_t* start, const Float4* weights,
                         uint32_t out_w, uint32_t taps, Float4* dst_a, Float4* dst_b);
 // n pixels of the weighted sum of `count` rows, rounded to levels (the
-// vertical pass, its sums exactly the SSE2 loop's).
+// vertical pass).
 void SumRowsAvx2(const Float4* const* rows, const float* w, uint32_t count, uint32_t n, Float4* dst);
 #endif
 

@@ -123,11 +123,11 @@ TEST(ResampleTest, BicubicMatchesPilOnRandomBoxes) {
   }
 }
 
-// The AVX2 loops (where this CPU has them) and the portable ones, each
-// against PIL and against each other: the vertical sums are the same
-// additions in the same order, the horizontal ones in another order, so
-// only a near-tie may round the other way. Large shrinks (windows of more
-// than 8 taps, and of more rows than are summed while writing) included.
+// The AVX2 + FMA loops (where this CPU has them) and the portable ones,
+// each against PIL and against each other: the same products, summed in
+// another order and unrounded before each addition, so only a near-tie may
+// round the other way. Large shrinks (windows of more than 8 taps, and of
+// more rows than are summed while writing) included.
 TEST(ResampleTest, PortableAndAvx2LoopsAgree) {
   struct RestoreBest {
     ~RestoreBest() { UseResampleLoops(ResampleLoops::kBest); }
