@@ -94,6 +94,12 @@ void HorizontalPairAvx2(const Float4* a, const Float4* b, const uint32_t* start,
 // n pixels of the weighted sum of `count` rows, rounded to levels (the
 // vertical pass).
 void SumRowsAvx2(const Float4* const* rows, const float* w, uint32_t count, uint32_t n, Float4* dst);
+// The same sums for float32 CHW output, written as WriteRow writes them
+// (level * scale[c] + offset[c] into out[c * plane + x], mirrored where
+// `flip` within a row of n): whole blocks of 8 pixels, returning how many
+// pixels it wrote (the first ones; the caller writes the rest).
+uint32_t SumRowsToPlanesAvx2(const Float4* const* rows, const float* w, uint32_t count, uint32_t n,
+                             const float* scale, const float* offset, bool flip, float* out, size_t plane);
 #endif
 
 // The pixels of [0, n) whose centers lie in the box [b0, b1) (PIL's crop

@@ -103,6 +103,51 @@ void SumRowsAvx2(const Float4* const* rows, const float* w, uint32_t count, uint
   }
 }
 
+uint32_t SumRowsToPlanesAvx2(const Float4* const* rows, const float* w, uint32_t count, uint32_t n,
+                             const float* scale, const float* offset, bool flip, float* out, size_t plane) {
+  // After the in-lane transpose below, a channel's lanes hold pixels
+  // 0 2 4 6 | 1 3 5 7 of the block: these put them in order, or mirrored.
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  const __m256i mirrored = _mm256_setr_epi32(7, 3, 6, 2, 5, 1, 4, 0);
+  const __m256i pick = flip ? mirrored : order;
+  const __m256 sr = _mm256_set1_ps(scale[0]), sg = _mm256_set1_ps(scale[1]), sb = _mm256_set1_ps(scale[2]);
+  const __m256 orr = _mm256_set1_ps(offset[0]), og = _mm256_set1_ps(offset[1]), ob = _mm256_set1_ps(offset[2]);
+  uint32_t x = 0;
+  for (; x + 8 <= n; x += 8) {
+    const float* r = reinterpret_cast<const float*>(rows[0] + x);
+    __m256 k = _mm256_set1_ps(w[0]);
+    __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(r), k), a1 = _mm256_mul_ps(_mm256_loadu_ps(r + 8), k);
+    __m256 a2 = _mm256_mul_ps(_mm256_loadu_ps(r + 16), k), a3 = _mm256_mul_ps(_mm256_loadu_ps(r + 24), k);
+    for (uint32_t j = 1; j < count; ++j) {
+      r = reinterpret_cast<const float*>(rows[j] + x);
+      k = _mm256_set1_ps(w[j]);
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(r), k, a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(r + 8), k, a1);
+      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(r + 16), k, a2);
+      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(r + 24), k, a3);
+    }
+    a0 = LevelFloat(a0);
+    a1 = LevelFloat(a1);
+    a2 = LevelFloat(a2);
+    a3 = LevelFloat(a3);
+    // [R0 G0 B0 X0 | R1 G1 B1 X1] ... to [R0 R2 R4 R6 | R1 R3 R5 R7] a channel.
+    const __m256 t0 = _mm256_unpacklo_ps(a0, a1), t1 = _mm256_unpackhi_ps(a0, a1);
+    const __m256 t2 = _mm256_unpacklo_ps(a2, a3), t3 = _mm256_unpackhi_ps(a2, a3);
+    __m256 red = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 green = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 blue = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+    // Normalized as a multiply, then an add (the SSE2 writer's roundings).
+    red = _mm256_add_ps(_mm256_mul_ps(_mm256_permutevar8x32_ps(red, pick), sr), orr);
+    green = _mm256_add_ps(_mm256_mul_ps(_mm256_permutevar8x32_ps(green, pick), sg), og);
+    blue = _mm256_add_ps(_mm256_mul_ps(_mm256_permutevar8x32_ps(blue, pick), sb), ob);
+    float* d = out + (flip ? n - 8 - x : x);
+    _mm256_storeu_ps(d, red);
+    _mm256_storeu_ps(d + plane, green);
+    _mm256_storeu_ps(d + 2 * plane, blue);
+  }
+  return x;
+}
+
 void HorizontalPassAvx2(const Float4* row, const uint32_t* start, const Float4* weights, uint32_t out_w,
                         uint32_t taps, Float4* dst) {
   switch (taps) {

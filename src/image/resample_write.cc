@@ -24,9 +24,11 @@ void Resampler::WriteRow(uint32_t y, const Float4* const* rows, const float* w, 
   // The vertical sums in AVX2 first, into acc (free here: windows of more
   // than kMaxFusedTaps rows arrive already summed, count 1); the layouts
   // below then write one row, weight 1, which rounds to itself.
+  // Float32 CHW, the common output, sums straight into its planes.
   static const float one = 1.0f;
   Float4* const acc = s_->acc.data();
-  if (count > 1 && UseAvx2ResampleLoops()) {
+  const bool rgb_planes = !spec_.grayscale && spec_.type == PixelType::kFloat32 && spec_.layout == PixelLayout::kCHW;
+  if (count > 1 && UseAvx2ResampleLoops() && !rgb_planes) {
     SumRowsAvx2(rows, w, count, ow, acc);
     rows = &acc;
     w = &one;
@@ -83,6 +85,13 @@ void Resampler::WriteRow(uint32_t y, const Float4* const* rows, const float* w, 
   }
   uint8_t* row0 = out_ + size_t{y} * ow * 4;  // row y of the first plane
   uint32_t x = 0;
+#if defined(__x86_64__)
+  if (UseAvx2ResampleLoops()) {
+    float scales[3] = {scale[0], scale[1], scale[2]}, offsets[3] = {offset[0], offset[1], offset[2]};
+    float* first = reinterpret_cast<float*>(row0);  // only written with unaligned stores
+    x = SumRowsToPlanesAvx2(rows, w, count, ow, scales, offsets, flip, first, plane);
+  }
+#endif
 #if defined(__SSE2__)
   // Four pixels at a time: summed, rounded, transposed to one vector a
   // channel, normalized, stored to the three planes (reversed to mirror).
