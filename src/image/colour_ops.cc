@@ -75,25 +75,23 @@ inline int RoundUp(double x) {
   return k + (x - k >= 0.5 ? 1 : 0);
 }
 
-// hsv2rgb's steps that depend on the hue or the saturation alone, once.
-struct HsvTables {
-  int sector[256];
-  float remainder[256];
-  float saturation[256];
-  HsvTables() {
-    for (int i = 0; i < 256; ++i) {
-      sector[i] = static_cast<int>(std::floor(static_cast<float>(i) * 6.0 / 255.0)) % 6;
-      remainder[i] = static_cast<float>(static_cast<float>(i) * 6.0 / 255.0 -
-                                        static_cast<float>(std::floor(static_cast<float>(i) * 6.0 / 255.0)));
-      saturation[i] = static_cast<float>(static_cast<float>(i) / 255.0);
-    }
+}  // namespace
+
+HsvTables::HsvTables() {
+  for (int i = 0; i < 256; ++i) {
+    sector[i] = static_cast<int>(std::floor(static_cast<float>(i) * 6.0 / 255.0)) % 6;
+    remainder[i] = static_cast<float>(static_cast<float>(i) * 6.0 / 255.0 -
+                                      static_cast<float>(std::floor(static_cast<float>(i) * 6.0 / 255.0)));
+    saturation[i] = static_cast<float>(static_cast<float>(i) / 255.0);
   }
-};
+}
 
 const HsvTables& Hsv() {
   static const HsvTables tables;
   return tables;
 }
+
+namespace {
 
 // Pillow's hsv2rgb of one pixel: the sector and remainder in double, the
 // remainder and saturation kept in float, each level rounded half away
@@ -212,18 +210,11 @@ void ApplyPixelOp(const ColourOp& op, uint8_t* p, uint32_t width, uint32_t heigh
     case ColourOpKind::kSaturation:
       Saturate(p, pixels, op.value);
       return;
-    case ColourOpKind::kHue: {
+    case ColourOpKind::kHue:
       // torchvision's adjust_hue of a PIL image: to HSV, the hue plus
       // uint8(int32(factor * 255)) modulo 256, back to RGB.
-      const int shift = static_cast<int>(static_cast<double>(op.value) * 255.0) & 255;
-      const HsvTables& tables = Hsv();
-      for (size_t i = 0; i < pixels; ++i, p += 3) {
-        int h, s, v;
-        RgbToHsv(p, &h, &s, &v);
-        HsvToRgb(tables, (h + shift) & 255, s, v, p);
-      }
+      ShiftHue(p, pixels, static_cast<int>(static_cast<double>(op.value) * 255.0) & 255);
       return;
-    }
     case ColourOpKind::kGrayscale:
       for (size_t i = 0; i < pixels; ++i, p += 3) p[0] = p[1] = p[2] = static_cast<uint8_t>(Luma(p));
       return;
@@ -231,6 +222,28 @@ void ApplyPixelOp(const ColourOp& op, uint8_t* p, uint32_t width, uint32_t heigh
       return;
   }
 }
+
+}  // namespace
+
+void ShiftHuePortable(uint8_t* p, size_t pixels, int shift) {
+  const HsvTables& tables = Hsv();
+  for (size_t i = 0; i < pixels; ++i, p += 3) {
+    int h, s, v;
+    RgbToHsv(p, &h, &s, &v);
+    HsvToRgb(tables, (h + shift) & 255, s, v, p);
+  }
+}
+
+void ShiftHue(uint8_t* p, size_t pixels, int shift) {
+  size_t done = 0;
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) done = ShiftHueAvx2(p, pixels, shift, Hsv());
+#endif
+  ShiftHuePortable(p + done * 3, pixels - done, shift);
+}
+
+namespace {
 
 bool HasBlur(const ColourOps& ops) {
   for (uint32_t i = 0; i < ops.count; ++i)

@@ -136,6 +136,37 @@ TEST(ColourOpsTest, HueTurnsThePrimariesAndLeavesGrays) {
   EXPECT_EQ(one[1], 50);
 }
 
+// ShiftHue (the AVX2 loop where this CPU has it, the portable one on the
+// rest) against the portable loop alone: every one of the 2^24 colours for
+// two turns, and random colours for every turn in runs of every length
+// mod 8 (the tail the AVX2 loop leaves).
+TEST(ColourOpsTest, HueAvx2IsThePortableLoop) {
+  std::vector<uint8_t> every(size_t{3} << 24);
+  for (uint32_t c = 0; c < (1u << 24); ++c) {
+    every[size_t{c} * 3] = static_cast<uint8_t>(c >> 16);
+    every[size_t{c} * 3 + 1] = static_cast<uint8_t>(c >> 8);
+    every[size_t{c} * 3 + 2] = static_cast<uint8_t>(c);
+  }
+  for (int shift : {26, 229}) {
+    std::vector<uint8_t> best = every, portable = every;
+    ShiftHue(best.data(), size_t{1} << 24, shift);
+    ShiftHuePortable(portable.data(), size_t{1} << 24, shift);
+    size_t differ = 0;
+    for (size_t i = 0; i < best.size(); ++i) differ += best[i] != portable[i];
+    EXPECT_EQ(differ, 0u) << "shift " << shift;
+  }
+  std::mt19937 rng(9);
+  for (int shift = 0; shift < 256; ++shift) {
+    const size_t n = 1 + rng() % 40;
+    std::vector<uint8_t> best(n * 3);
+    for (auto& v : best) v = static_cast<uint8_t>(rng());
+    std::vector<uint8_t> portable = best;
+    ShiftHue(best.data(), n, shift);
+    ShiftHuePortable(portable.data(), n, shift);
+    EXPECT_EQ(best, portable) << "shift " << shift << ", " << n << " pixels";
+  }
+}
+
 TEST(ColourOpsTest, OneChannelIsItsOwnLuma) {
   const std::vector<uint8_t> src = Noise(64, 2);
   std::vector<uint8_t> v = src;

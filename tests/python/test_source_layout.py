@@ -112,6 +112,7 @@ PARTS = {
     "checksum_avx2": "checksum",   # the AVX2 build of the same function, chosen at run time
     "resample_avx2": "resample",   # the resize's inner loops for AVX2, chosen at run time
     "resample_write": "resample",  # Resampler's output rows, split from resample.cc for length
+    "colour_ops_avx2": "colour_ops",  # the hue's loop for AVX2, chosen at run time
     "lmdb_walk": "lmdb_pages",     # LmdbFile's walk, split from its page checks for length
     "reader_open": "reader",       # Reader's opening, split from reader.cc for length
     "reader_corpus": "reader",     # Reader's corpus checks, likewise
