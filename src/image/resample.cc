@@ -343,6 +343,12 @@ void Resampler::VerticalRow(uint32_t y, Float4* dst) noexcept {
   const uint32_t count = s_->v_count[y];
   const float* w = s_->v_weights.data() + size_t{y} * v_taps_;
   const Float4* ring = s_->ring.data();
+#if defined(__x86_64__)
+  if (UseAvx2ResampleLoops()) {
+    VerticalSumAvx2(ring, ring_rows_, n, first, count, w, dst);
+    return;
+  }
+#endif
   {
     const Float4* r = ring + size_t{first % ring_rows_} * n;
     const float k = w[0];

@@ -94,6 +94,10 @@ void HorizontalPairAvx2(const Float4* a, const Float4* b, const uint32_t* start,
 // n pixels of the weighted sum of `count` rows, rounded to levels (the
 // vertical pass).
 void SumRowsAvx2(const Float4* const* rows, const float* w, uint32_t count, uint32_t n, Float4* dst);
+// VerticalRow's sum (not rounded): n pixels, `count` rows of the ring from
+// row `first` (modulo ring_rows).
+void VerticalSumAvx2(const Float4* ring, uint32_t ring_rows, uint32_t n, uint32_t first, uint32_t count,
+                     const float* w, Float4* dst);
 // The same sums for float32 CHW output, written as WriteRow writes them
 // (level * scale[c] + offset[c] into out[c * plane + x], mirrored where
 // `flip` within a row of n): whole blocks of 8 pixels, returning how many

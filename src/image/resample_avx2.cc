@@ -103,6 +103,29 @@ void SumRowsAvx2(const Float4* const* rows, const float* w, uint32_t count, uint
   }
 }
 
+void VerticalSumAvx2(const Float4* ring, uint32_t ring_rows, uint32_t n, uint32_t first, uint32_t count,
+                     const float* w, Float4* dst) {
+  // Row by row into dst (a row of a few KB stays in the L1 cache); two
+  // pixels a register, then the odd one.
+  float* d = reinterpret_cast<float*>(dst);
+  const size_t floats = size_t{n} * 4, pairs = floats & ~size_t{7};
+  for (uint32_t j = 0; j < count; ++j) {
+    const float* r = reinterpret_cast<const float*>(ring + size_t{(first + j) % ring_rows} * n);
+    const __m256 k = _mm256_set1_ps(w[j]);
+    if (j == 0) {
+      for (size_t i = 0; i < pairs; i += 8) _mm256_storeu_ps(d + i, _mm256_mul_ps(_mm256_loadu_ps(r + i), k));
+      if (pairs < floats) _mm_storeu_ps(d + pairs, _mm_mul_ps(_mm_loadu_ps(r + pairs), _mm256_castps256_ps128(k)));
+      continue;
+    }
+    for (size_t i = 0; i < pairs; i += 8) {
+      _mm256_storeu_ps(d + i, _mm256_fmadd_ps(_mm256_loadu_ps(r + i), k, _mm256_loadu_ps(d + i)));
+    }
+    if (pairs < floats) {
+      _mm_storeu_ps(d + pairs, _mm_fmadd_ps(_mm_loadu_ps(r + pairs), _mm256_castps256_ps128(k), _mm_loadu_ps(d + pairs)));
+    }
+  }
+}
+
 uint32_t SumRowsToPlanesAvx2(const Float4* const* rows, const float* w, uint32_t count, uint32_t n,
                              const float* scale, const float* offset, bool flip, float* out, size_t plane) {
   // After the in-lane transpose below, a channel's lanes hold pixels
