@@ -117,6 +117,14 @@ Status SplitMsgpack(const ImageRecordSpec& spec, std::string_view record, ImageR
   }
   const Status unpacked = UnpackRecord(record, &out->unpacked);
   if (!unpacked.ok()) {
+    // A record that opens as a msgpack map or list (a fixmap, fixarray,
+    // map16/32 or array16/32 byte) is msgpack holding what lmdbloader does
+    // not read (an extension value, a container as a key, a cut); anything
+    // else is more likely the image itself.
+    const uint8_t first = record.empty() ? 0 : static_cast<uint8_t>(record[0]);
+    if ((first >= 0x80 && first <= 0x9f) || (first >= 0xdc && first <= 0xdf)) {
+      return Status::DecodeError("a msgpack record lmdbloader does not read: " + unpacked.message());
+    }
     return Status::DecodeError("not msgpack (" + unpacked.message() + "); " +
                                (spec.frames ? "a clip's frames are a msgpack list, or a list in a map"
                                             : "a record that is the image itself has layout 'raw'"));
