@@ -75,6 +75,31 @@ void HorizontalPair(const Float4* row_a, const Float4* row_b, const uint32_t* st
   }
 }
 
+template <uint32_t K>
+struct Taps {
+  static constexpr uint32_t value = K;
+};
+
+// f(Taps<K>()) with K = taps for windows of 2 to 12 taps (a loop unrolled
+// for its length), K = 0 (any length) for the others.
+template <typename F>
+void ForTaps(uint32_t taps, F f) {
+  switch (taps) {
+    case 2: return f(Taps<2>());
+    case 3: return f(Taps<3>());
+    case 4: return f(Taps<4>());
+    case 5: return f(Taps<5>());
+    case 6: return f(Taps<6>());
+    case 7: return f(Taps<7>());
+    case 8: return f(Taps<8>());
+    case 9: return f(Taps<9>());
+    case 10: return f(Taps<10>());
+    case 11: return f(Taps<11>());
+    case 12: return f(Taps<12>());
+    default: return f(Taps<0>());
+  }
+}
+
 }  // namespace
 
 void SumRowsAvx2(const Float4* const* rows, const float* w, uint32_t count, uint32_t n, Float4* dst) {
@@ -173,38 +198,14 @@ uint32_t SumRowsToPlanesAvx2(const Float4* const* rows, const float* w, uint32_t
 
 void HorizontalPassAvx2(const Float4* row, const uint32_t* start, const Float4* weights, uint32_t out_w,
                         uint32_t taps, Float4* dst) {
-  switch (taps) {
-    case 2: Horizontal<2>(row, start, weights, out_w, taps, dst); break;
-    case 3: Horizontal<3>(row, start, weights, out_w, taps, dst); break;
-    case 4: Horizontal<4>(row, start, weights, out_w, taps, dst); break;
-    case 5: Horizontal<5>(row, start, weights, out_w, taps, dst); break;
-    case 6: Horizontal<6>(row, start, weights, out_w, taps, dst); break;
-    case 7: Horizontal<7>(row, start, weights, out_w, taps, dst); break;
-    case 8: Horizontal<8>(row, start, weights, out_w, taps, dst); break;
-    case 9: Horizontal<9>(row, start, weights, out_w, taps, dst); break;
-    case 10: Horizontal<10>(row, start, weights, out_w, taps, dst); break;
-    case 11: Horizontal<11>(row, start, weights, out_w, taps, dst); break;
-    case 12: Horizontal<12>(row, start, weights, out_w, taps, dst); break;
-    default: Horizontal<0>(row, start, weights, out_w, taps, dst); break;
-  }
+  ForTaps(taps, [&](auto k) { Horizontal<decltype(k)::value>(row, start, weights, out_w, taps, dst); });
 }
 
 void HorizontalPairAvx2(const Float4* a, const Float4* b, const uint32_t* start, const Float4* weights,
                         uint32_t out_w, uint32_t taps, Float4* dst_a, Float4* dst_b) {
-  switch (taps) {
-    case 2: HorizontalPair<2>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
-    case 3: HorizontalPair<3>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
-    case 4: HorizontalPair<4>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
-    case 5: HorizontalPair<5>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
-    case 6: HorizontalPair<6>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
-    case 7: HorizontalPair<7>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
-    case 8: HorizontalPair<8>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
-    case 9: HorizontalPair<9>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
-    case 10: HorizontalPair<10>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
-    case 11: HorizontalPair<11>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
-    case 12: HorizontalPair<12>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
-    default: HorizontalPair<0>(a, b, start, weights, out_w, taps, dst_a, dst_b); break;
-  }
+  ForTaps(taps, [&](auto k) {
+    HorizontalPair<decltype(k)::value>(a, b, start, weights, out_w, taps, dst_a, dst_b);
+  });
 }
 
 void BytesToFloatsAvx2(const uint8_t* src, uint32_t n, Float4* dst) {

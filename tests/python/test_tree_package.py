@@ -43,3 +43,18 @@ def test_a_started_process_imports_the_tree_too():
     out = subprocess.run([sys.executable, "-c", "import lmdbloader, os; print(os.path.realpath(lmdbloader.__file__))"],
                          capture_output=True, text=True, check=True, cwd="/")
     assert out.stdout.strip() == os.path.join(SOURCE, "__init__.py")
+
+
+def test_avx2_objects_define_no_weak_symbols():
+    """A *_avx2.cc file alone is built with -mavx2. An inline function or a
+    template it emitted (a weak symbol) could be the copy the linker keeps for
+    every caller, running AVX2 instructions where the CPU has none: its
+    objects define strong symbols only (its helpers have internal linkage)."""
+    sources = glob.glob(os.path.join(ROOT, "src", "*", "*_avx2.cc"))
+    built = os.path.join(os.path.dirname(TREE_PACKAGE), "CMakeFiles", "lmdbloader.dir", "src")
+    objects = glob.glob(os.path.join(built, "*", "*_avx2.cc.o"))
+    assert sources and len(objects) == len(sources), (sources, objects)
+    for path in objects:
+        symbols = subprocess.run(["nm", "--defined-only", path], capture_output=True, text=True, check=True).stdout
+        weak = [line for line in symbols.splitlines() if line.split()[1] in ("W", "V", "u", "w", "v")]
+        assert not weak, f"{os.path.basename(path)} defines weak symbols: {weak[:3]}"
