@@ -9,6 +9,8 @@
 // mispredicted branches on the pixel's largest channel and hue sector.
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "image/colour_ops.h"
 
 namespace lmdbloader {
@@ -57,6 +59,9 @@ size_t ShiftHueAvx2(uint8_t* p, size_t pixels, int shift, const HsvTables& t) {
   const __m256d two = _mm256_set1_pd(2.0), four = _mm256_set1_pd(4.0);
   const __m256i top = _mm256_set1_epi32(255), zero = _mm256_setzero_si256();
   const __m256i turn = _mm256_set1_epi32(shift);
+  // Within each 128-bit lane, r0-3 g0-3 b0-3 (then b0-3 again) to r g b a pixel.
+  const __m256i interleave = _mm256_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1,
+                                              0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1);
   size_t i = 0;
   for (; i + 8 <= pixels; i += 8) {
     uint8_t* q = p + i * 3;
@@ -129,15 +134,17 @@ size_t ShiftHueAvx2(uint8_t* p, size_t pixels, int shift, const HsvTables& t) {
     ng = Select(flat, maxc, ng);
     nb = Select(flat, maxc, nb);
 
-    alignas(32) int32_t out[3][8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out[0]), nr);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out[1]), ng);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out[2]), nb);
-    for (int k = 0; k < 8; ++k) {
-      q[k * 3] = static_cast<uint8_t>(out[0][k]);
-      q[k * 3 + 1] = static_cast<uint8_t>(out[1][k]);
-      q[k * 3 + 2] = static_cast<uint8_t>(out[2][k]);
-    }
+    // Back to 24 bytes: levels packed to bytes, each 128-bit lane's four
+    // pixels interleaved, stored low lane (16 bytes, the last 4 rewritten
+    // next) then high lane (12 bytes), all inside this block's 24.
+    const __m256i rg = _mm256_packus_epi32(nr, ng);  // r0-3 g0-3 | r4-7 g4-7, 16-bit
+    const __m256i bb = _mm256_packus_epi32(nb, nb);  // b0-3 b0-3 | b4-7 b4-7
+    const __m256i rgbb = _mm256_shuffle_epi8(_mm256_packus_epi16(rg, bb), interleave);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm256_castsi256_si128(rgbb));
+    const __m128i high = _mm256_extracti128_si256(rgbb, 1);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(q + 12), high);
+    const int last = _mm_extract_epi32(high, 2);
+    std::memcpy(q + 20, &last, 4);
   }
   return i;
 }
