@@ -117,17 +117,19 @@ Status SplitMsgpack(const ImageRecordSpec& spec, std::string_view record, ImageR
   }
   const Status unpacked = UnpackRecord(record, &out->unpacked);
   if (!unpacked.ok()) {
-    // A record that opens as a msgpack map or list (a fixmap, fixarray,
-    // map16/32 or array16/32 byte) is msgpack holding what lmdbloader does
-    // not read (an extension value, a container as a key, a cut); anything
-    // else is more likely the image itself.
+    // The hint that the record may be the image itself only where it does
+    // not open as a msgpack map or list (a fixmap, fixarray, map16/32 or
+    // array16/32 byte): one that does is a map or list with a value
+    // lmdbloader does not read (an extension value), or a damaged one.
     const uint8_t first = record.empty() ? 0 : static_cast<uint8_t>(record[0]);
-    if ((first >= 0x80 && first <= 0x9f) || (first >= 0xdc && first <= 0xdf)) {
-      return Status::DecodeError("a msgpack record lmdbloader does not read: " + unpacked.message());
+    const bool container = (first >= 0x80 && first <= 0x9f) || (first >= 0xdc && first <= 0xdf);
+    std::string hint;
+    if (spec.frames) {
+      hint = "; a clip's frames are a msgpack list, or a list in a map";
+    } else if (!container) {
+      hint = "; a record that is the image itself has layout 'raw'";
     }
-    return Status::DecodeError("not msgpack (" + unpacked.message() + "); " +
-                               (spec.frames ? "a clip's frames are a msgpack list, or a list in a map"
-                                            : "a record that is the image itself has layout 'raw'"));
+    return Status::DecodeError("not msgpack (" + unpacked.message() + ")" + hint);
   }
   const RecordValue root = out->unpacked.root();
   if (spec.frames && root.type() == Type::kArray) {
