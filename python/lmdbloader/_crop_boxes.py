@@ -49,8 +49,9 @@ _draw = threading.local()
 
 def _log_ratio(ratio):
     """torchvision's ``torch.log(torch.tensor(ratio))``, as the two floats
-    that ``uniform_`` receives (float32 values), computed once per ratio."""
-    key = tuple(ratio)
+    that ``uniform_`` receives (of the default dtype's precision), computed
+    once per ratio and dtype."""
+    key = (tuple(ratio), torch.get_default_dtype())
     got = _log_ratios.get(key)
     if got is None:
         got = _log_ratios[key] = tuple(float(v) for v in torch.log(torch.tensor(ratio)))
@@ -68,7 +69,9 @@ def random_resized_crop_box(width, height, scale, ratio):
     lo, hi = _log_ratio(ratio)
     s0, s1 = scale[0], scale[1]
     one = getattr(_draw, "tensor", None)
-    if one is None:
+    if one is None or one.dtype != torch.get_default_dtype():
+        # torchvision's torch.empty(1) takes the default dtype, and a float64
+        # tensor draws 64 bits a value: follow it.
         one = _draw.tensor = torch.empty(1)
     for _ in range(10):
         target_area = area * one.uniform_(s0, s1).item()

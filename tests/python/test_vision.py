@@ -161,6 +161,19 @@ def test_crop_boxes_are_torchvisions_draws_and_distribution(corpus):
         img = Image.new("RGB", (w, h))
         assert boxes == [tuple(T.RandomResizedCrop.get_params(img, list(scale), list(ratio))) for _ in range(5)]
         assert torch.equal(after, torch.rand(1))  # the generator left where torchvision leaves it
+    # Under another default dtype torchvision's tensors draw 64 bits a value: so must ours.
+    default = torch.get_default_dtype()
+    try:
+        for dtype in (torch.float64, default):
+            torch.set_default_dtype(dtype)
+            torch.manual_seed(7)
+            boxes = [vision.random_resized_crop_box(500, 375, (0.08, 1.0), (3 / 4, 4 / 3)) for _ in range(5)]
+            torch.manual_seed(7)
+            img = Image.new("RGB", (500, 375))
+            assert boxes == [tuple(T.RandomResizedCrop.get_params(img, [0.08, 1.0], [3 / 4, 4 / 3]))
+                             for _ in range(5)], dtype
+    finally:
+        torch.set_default_dtype(default)
     torch.manual_seed(1)
     for _ in range(3000):
         top, left, h, w = vision.random_resized_crop_box(500, 375, (0.08, 1.0), (3 / 4, 4 / 3))
