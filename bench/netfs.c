@@ -26,7 +26,14 @@
  *
  *   netfs BACKING MOUNTPOINT [--latency-ms=1] [--in-flight=32]
  *         [--bandwidth=BYTES_PER_S] [--open-latency-ms=0]
- *         [--max-background=N] [--threads=N] [-o FUSE_OPTION,...]
+ *         [--max-background=N] [--threads=N] [--fail-control=PATH] [-o FUSE_OPTION,...]
+ *
+ * --fail-control=PATH injects the storage's transient errors: when the file
+ * PATH (outside the mount) appears, holding "OFFSET LENGTH COUNT", it is read
+ * and removed, and the next COUNT read requests of any file that overlap
+ * [OFFSET, OFFSET + LENGTH) fail with EIO (counted in read_errors), as a
+ * soft-mounted NFS share answers while its server is away; then reads pass
+ * again.
  *
  * Runs in the foreground until unmounted (fusermount3 -u MOUNTPOINT) or sent
  * SIGINT/SIGTERM/SIGHUP, which unmount. Built by bench/netfs.py.
@@ -65,6 +72,7 @@ struct options {
   char *bandwidth;
   char *max_background;
   char *threads;
+  char *fail_control;
 };
 
 static struct {
@@ -76,7 +84,35 @@ static struct {
   double bandwidth; /* bytes a second; 0: no cap */
   unsigned max_background;
   unsigned threads;
+  char *fail_control; /* NULL: no errors injected */
 } cfg;
+
+static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  uint64_t offset, length, count;
+} fail;
+
+/* Whether this read request is one to fail (--fail-control). */
+static int injected_failure(off_t offset, size_t size) {
+  if (!cfg.fail_control) return 0;
+  pthread_mutex_lock(&fail_lock);
+  FILE *f = fopen(cfg.fail_control, "r");
+  if (f) {
+    unsigned long long o = 0, l = 0, c = 0;
+    if (fscanf(f, "%llu %llu %llu", &o, &l, &c) == 3) {
+      fail.offset = o;
+      fail.length = l;
+      fail.count = c;
+    }
+    fclose(f);
+    unlink(cfg.fail_control);
+  }
+  int hit = fail.count > 0 && (uint64_t)offset < fail.offset + fail.length &&
+            fail.offset < (uint64_t)offset + size;
+  if (hit) --fail.count;
+  pthread_mutex_unlock(&fail_lock);
+  return hit;
+}
 
 static sem_t slots;
 static pthread_mutex_t link_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -270,8 +306,9 @@ static int netfs_read(const char *path, char *buf, size_t size, off_t offset,
   raise_max(&stats.peak_in_flight, now_in_flight);
   sleep_until(admitted + cfg.latency_ns);
 
-  ssize_t n = pread((int)fi->fh, buf, size, offset);
-  int err = n < 0 ? errno : 0;
+  const int injected = injected_failure(offset, size);
+  ssize_t n = injected ? -1 : pread((int)fi->fh, buf, size, offset);
+  int err = injected ? EIO : n < 0 ? errno : 0;
 
   if (n > 0 && cfg.bandwidth > 0) {
     pthread_mutex_lock(&link_lock);
@@ -340,6 +377,7 @@ static const struct fuse_opt netfs_opts[] = {
     OPT("--bandwidth=%s", bandwidth),
     OPT("--max-background=%s", max_background),
     OPT("--threads=%s", threads),
+    OPT("--fail-control=%s", fail_control),
     FUSE_OPT_END,
 };
 
@@ -390,7 +428,7 @@ int main(int argc, char *argv[]) {
     fprintf(stderr,
             "usage: %s BACKING MOUNTPOINT [--latency-ms=1] [--in-flight=32] "
             "[--bandwidth=BYTES_PER_S] [--open-latency-ms=0] [--max-background=N] "
-            "[--threads=N] [-o FUSE_OPTION,...]\n",
+            "[--threads=N] [--fail-control=PATH] [-o FUSE_OPTION,...]\n",
             argv[0]);
     return 2;
   }
@@ -403,6 +441,7 @@ int main(int argc, char *argv[]) {
       parse_number("threads", o.threads, 0, 0, &threads)) {
     return 2;
   }
+  cfg.fail_control = o.fail_control;
   cfg.latency_ns = (uint64_t)(latency * 1e6);
   cfg.open_latency_ns = (uint64_t)(open_latency * 1e6);
   cfg.in_flight = (unsigned)in_flight;

@@ -91,9 +91,10 @@ class Mount:
     """The backing directory mounted through netfs; see the module docstring."""
 
     def __init__(self, backing, latency_ms=1.0, in_flight=32, bandwidth=None, open_latency_ms=0.0,
-                 binary=None, timeout=10.0, extra_args=()):
+                 binary=None, timeout=10.0, extra_args=(), inject_errors=False):
         """extra_args: more of netfs.c's options (--max-background=12,
-        --threads=10: libfuse's and the kernel's defaults) or -o options."""
+        --threads=10: libfuse's and the kernel's defaults) or -o options.
+        inject_errors: reads can be made to fail (fail_next_reads)."""
         self.backing = os.path.realpath(backing)
         self.options = {"latency_ms": latency_ms, "in_flight": in_flight, "bandwidth": bandwidth or 0,
                         "open_latency_ms": open_latency_ms}
@@ -103,8 +104,10 @@ class Mount:
         self.final_stats = None
         self._owner = os.getpid()
         self._proc = None
+        self._fail_control = self.root + ".fail" if inject_errors else None
+        injecting = [f"--fail-control={self._fail_control}"] if inject_errors else []
         cmd = [self.binary, self.backing, self.root, f"--latency-ms={latency_ms}", f"--in-flight={in_flight}",
-               f"--bandwidth={bandwidth or 0}", f"--open-latency-ms={open_latency_ms}", *extra_args]
+               f"--bandwidth={bandwidth or 0}", f"--open-latency-ms={open_latency_ms}", *injecting, *extra_args]
         _live.add(self)
         try:
             with open(self.log, "wb") as log:
@@ -119,6 +122,17 @@ class Mount:
         except BaseException:
             self.close()
             raise
+
+    def fail_next_reads(self, count, offset=0, length=1 << 62):
+        """The next `count` read requests that overlap [offset, offset +
+        length) of any file fail with EIO, then reads pass again (a mount
+        made with inject_errors=True)."""
+        if self._fail_control is None:
+            raise RuntimeError("this mount was made without inject_errors=True")
+        tmp = self._fail_control + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(f"{offset} {length} {count}\n")
+        os.replace(tmp, self._fail_control)  # the daemon never reads half of it
 
     def _log_text(self):
         try:
@@ -168,6 +182,10 @@ class Mount:
                 break
             subprocess.run(["fusermount3", *args, self.root], capture_output=True, check=False)
             time.sleep(0.05)
+        if self._fail_control:
+            for leftover in (self._fail_control, self._fail_control + ".tmp"):
+                if os.path.exists(leftover):
+                    os.unlink(leftover)
         text = self._log_text()
         if "netfs stats: " in text:
             self.final_stats = json.loads(text.rsplit("netfs stats: ", 1)[1].splitlines()[0])

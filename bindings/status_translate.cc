@@ -48,6 +48,7 @@ void TranslateStatus(const Status& s) {
       exc.attr("lmdb_format") = s.reason_detail();
       break;
     case Status::Reason::kBatchItem: exc.attr("batch_index") = s.reason_detail(); break;
+    case Status::Reason::kShortRead:  // a truncated file, told by its message
     case Status::Reason::kNone: break;
   }
   PyErr_SetObject(type.ptr(), exc.ptr());

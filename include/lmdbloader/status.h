@@ -42,6 +42,8 @@ class [[nodiscard]] Status {
     kNotLmdb,     // the file is not an LMDB file at all (kCorruption)
     kLmdbFormat,  // an LMDB data format this library does not read (kUnsupported); detail: the format
     kBatchItem,   // one item of a batch failed; detail: its index in the batch
+    kShortRead,   // a read met the end of its file before its bytes (kCorruption): truncated, or the storage
+                  // answered short once (a network file system); read again before calling it truncated
   };
 
   Status() = default;  // OK

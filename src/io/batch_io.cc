@@ -29,7 +29,8 @@ constexpr uint64_t kMaxPiece = 1ull << 30;
 
 Status EndOfFile(const ReadRequest& r, uint64_t at) {
   return Status::Corruption("pread " + *r.path + ": unexpected end of file at offset " + std::to_string(at) +
-                            " (was the file truncated?)");
+                            " (was the file truncated?)")
+      .WithReason(Status::Reason::kShortRead);
 }
 
 Status ReadError(const ReadRequest& r, int err) { return Status::FromErrno(err, "pread", *r.path); }

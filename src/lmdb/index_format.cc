@@ -72,6 +72,7 @@ std::string EncodeIndexHeader(const IndexHeader& h) {
   Put(&out, h.meta_bytes);
   Put(&out, h.meta_sum);
   Put(&out, h.file_size);
+  Put(&out, id.ctime_ns);
   out.resize(kIndexPage - 8, '\0');
   Put<uint64_t>(&out, Checksum(out));
   return out;
@@ -96,7 +97,8 @@ Status DecodeIndexHeader(std::string_view page, const std::string& path, uint64_
       !f.Get(&id.txnid) || !f.Get(&id.page_size) || !f.Get(&id.meta_sum) || !f.Get(&name_size) ||
       name_size > kMaxDbName || !f.GetBytes(&h->db_name, name_size) || !f.Get(&h->records) ||
       !f.Get(&h->entry_size) || !f.Get(&h->entries_offset) || !f.Get(&h->blob_offset) || !f.Get(&h->blob_bytes) ||
-      !f.Get(&h->meta_offset) || !f.Get(&h->meta_bytes) || !f.Get(&h->meta_sum) || !f.Get(&h->file_size))
+      !f.Get(&h->meta_offset) || !f.Get(&h->meta_bytes) || !f.Get(&h->meta_sum) || !f.Get(&h->file_size) ||
+      !f.Get(&id.ctime_ns))
     return damaged("truncated header");
   if (h->entry_size != (h->sequential_keys() ? kNarrowEntry : kWideEntry)) return damaged("bad entry size");
   if (h->file_size != file_size) return damaged("its size differs from the size its header gives");

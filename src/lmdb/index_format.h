@@ -1,4 +1,4 @@
-// The saved record index's layout (version 4), laid out so that a process can
+// The saved record index's layout (version 5), laid out so that a process can
 // read the few entries a batch needs with pread instead of holding the index:
 // a 10^8-record database's index is a file of 1.6-2.4 GB that no process's
 // RSS counts, where a resident one cost 29 bytes a record in every process.
@@ -35,7 +35,8 @@
 namespace lmdbloader {
 
 inline constexpr uint64_t kIndexPage = 4096;
-inline constexpr uint32_t kIndexVersion = 4;
+// 5: the data file's ctime joined its identity (4's files are rebuilt).
+inline constexpr uint32_t kIndexVersion = 5;
 inline constexpr uint32_t kNarrowEntry = 16;
 inline constexpr uint32_t kWideEntry = 24;
 inline constexpr uint64_t kBlobPayload = kIndexPage - 8;  // key bytes in a key blob page

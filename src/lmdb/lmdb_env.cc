@@ -240,6 +240,7 @@ Status LmdbEnv::Open(const DataLocation& location, bool lock, const std::string&
   e->identity_.inode = st.st_ino;
   e->identity_.size = static_cast<uint64_t>(st.st_size);
   e->identity_.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  e->identity_.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
   e->identity_.txnid = e->meta_.txnid;
   e->identity_.page_size = e->meta_.page_size;
   e->identity_.meta_sum = e->meta_.sum;

@@ -31,13 +31,17 @@ struct FileIdentity {
   uint64_t inode = 0;
   uint64_t size = 0;
   int64_t mtime_ns = 0;
+  // The inode's change time: every write moves it, and unlike the mtime no
+  // tool puts it back (`rsync -t --inplace` and `tar -x` restore the mtime of
+  // a file they rewrote in place). A chmod, chown or new hard link moves it too.
+  int64_t ctime_ns = 0;
   uint64_t txnid = 0;      // LMDB's last committed transaction
   uint32_t page_size = 0;  // LMDB page size
   // XXH3-64 of the meta page read (its trees, last page and transaction id):
   // a file of the same size and mtime on a recycled inode still differs here.
   uint64_t meta_sum = 0;
   bool operator==(const FileIdentity& o) const {
-    return device == o.device && inode == o.inode && size == o.size && mtime_ns == o.mtime_ns &&
+    return device == o.device && inode == o.inode && size == o.size && mtime_ns == o.mtime_ns && ctime_ns == o.ctime_ns &&
            txnid == o.txnid && page_size == o.page_size && meta_sum == o.meta_sum;
   }
 };

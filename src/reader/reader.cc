@@ -9,10 +9,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
+#include <string>
 
 #include "base/checksum.h"
 #include "io/batch_io.h"
 #include "io/open_file.h"
+#include "io/read_retry.h"
 #include "io/residency.h"
 #include "corpus/corpus_format.h"
 #include "lmdb/paged_index.h"
@@ -22,7 +25,7 @@ namespace lmdbloader {
 
 Status Reader::Rep::CheckSnapshot() const {
   // Only a plain LMDB, always a single part, is watched.
-  const Part& p = *parts_.front();
+  Part& p = *parts_.front();
   if (!p.watched) return Status::OK();
   // After the reads it vouches for: a page of the snapshot opened at
   // transaction T is freed by a commit of T+1 at the earliest and reused by
@@ -30,14 +33,47 @@ Status Reader::Rep::CheckSnapshot() const {
   // read after the records means they were the snapshot's.
   std::atomic_thread_fence(std::memory_order_acquire);  // the records' loads before the id's
   uint64_t now = 0;
-  LMDBLOADER_RETURN_IF_ERROR(ReadCommittedTxnid(p.fd, p.meta_pages ? p.meta_pages->data() : nullptr,
-                                                p.index.identity.page_size, p.location.data_path, &now));
-  if (p.meta_pages && p.meta_pages->shrank()) return ShrankUnderMapping(p);
+  std::shared_ptr<Mapping> meta = std::atomic_load(&p.meta_pages);
+  const uint32_t page_size = p.index.identity.page_size;
+  LMDBLOADER_RETURN_IF_ERROR(
+      ReadCommittedTxnid(p.fd, meta ? meta->data() : nullptr, page_size, p.location.data_path, &now));
+  if (meta && meta->shrank()) {
+    // Zeros were read: the file shrank, or the storage failed to read the
+    // pages (EIO from NFS or FUSE raises the same fault). A file of its size
+    // still is mapped again, and its ids read through pread meanwhile, so
+    // that one failed read leaves nothing broken.
+    LMDBLOADER_RETURN_IF_ERROR(MappedReadFailed(p, meta));
+    std::shared_ptr<Mapping> fresh;
+    if (!Mapping::Map(p.fd, 2ull * page_size, p.location.data_path, &fresh).ok()) fresh.reset();
+    std::atomic_compare_exchange_strong(&p.meta_pages, &meta, fresh);
+    LMDBLOADER_RETURN_IF_ERROR(WithReadRetries(
+        [&] { return ReadCommittedTxnid(p.fd, nullptr, page_size, p.location.data_path, &now); }));
+  }
   if (now == p.index.identity.txnid) return Status::OK();
   return Status::IOError(p.location.data_path + ": a writer committed to it since it was opened (transaction " +
                          std::to_string(p.index.identity.txnid) + ", now " + std::to_string(now) +
                          "), and without the lock file nothing keeps the pages read from being reused: "
                          "open it with lock=True (--lock) while a writer may change it, or reopen it");
+}
+
+Status Reader::Rep::CheckUnchanged(Part* const* parts, size_t count) const {
+  // Under lock=True the environment holds the snapshot the index describes,
+  // and writers change the file around it.
+  if (options_.lock) return Status::OK();
+  for (size_t k = 0; k < count; ++k) {
+    if (std::find(parts, parts + k, parts[k]) != parts + k) continue;
+    Part& p = *parts[k];
+    struct stat st;
+    if (::fstat(p.fd, &st) != 0) return Status::FromErrno(errno, "fstat", p.location.data_path);
+    Status same = SameFile(p.location.data_path, st, p.index.identity);
+    if (!same.ok()) {
+      // A file of a set is indexed again at its next read (EnsureOpen).
+      p.changed.store(true);
+      changes_seen_.fetch_add(1);
+      return same;
+    }
+  }
+  return Status::OK();
 }
 
 Status Reader::Rep::Locate(uint64_t index, Part** part, uint64_t* local) const {
@@ -73,6 +109,12 @@ Status Reader::Rep::ValueSizesOf(const uint64_t* indices, size_t count, uint64_t
   std::vector<ValueLocation> at(count);
   PartPins pins;
   LMDBLOADER_RETURN_IF_ERROR(LocateAll(indices, count, parts.data(), locals.data(), at.data(), &pins));
+  if (file_set_ && !CheckUnchanged(parts.data(), count).ok()) {
+    // A file written since it was indexed: indexed again (EnsureOpen), so
+    // that the sizes are those the batch's read then finds.
+    pins.Release();
+    LMDBLOADER_RETURN_IF_ERROR(LocateAll(indices, count, parts.data(), locals.data(), at.data(), &pins));
+  }
   for (size_t k = 0; k < count; ++k) sizes[k] = at[k].size;
   return Status::OK();
 }
@@ -178,7 +220,7 @@ Status Reader::Rep::ReadRequests(const ReadRequest* requests, Part* const* parts
                             POSIX_FADV_WILLNEED);
     }
   }
-  Status s = count == 1 ? PreadFully(requests[0]) : io_->ReadAll(requests, count);
+  Status s = WithReadRetries([&] { return count == 1 ? PreadFully(requests[0]) : io_->ReadAll(requests, count); });
   if (cache_policy_ == CachePolicy::kDrop)
     for (size_t k = 0; k < count; ++k) DropFromPageCache(requests[k].fd, requests[k].offset, requests[k].size);
   return s;
@@ -190,12 +232,12 @@ Status Reader::Rep::CopyOut(Part& part, uint64_t local, const ValueLocation& at,
   if (mode_ == AccessMode::kPread) {
     LMDBLOADER_RETURN_IF_ERROR(PreadAt(part, offset, size, dst));
   } else {
-    std::shared_ptr<Mapping> map = std::atomic_load(&part.map);
-    std::memcpy(dst, map->data() + offset, size);
-    if (map->shrank()) return ShrankUnderMapping(part);
+    LMDBLOADER_RETURN_IF_ERROR(CopyMapped(part, offset, size, dst));
     LMDBLOADER_RETURN_IF_ERROR(NoteMapped(part, offset, size));
   }
   LMDBLOADER_RETURN_IF_ERROR(CheckSnapshot());
+  Part* self[1] = {&part};
+  LMDBLOADER_RETURN_IF_ERROR(CheckUnchanged(self, 1));
   LMDBLOADER_RETURN_IF_ERROR(VerifyRecord(part, local, dst, size));
   records_read_.fetch_add(1, std::memory_order_relaxed);
   bytes_read_.fetch_add(size, std::memory_order_relaxed);
@@ -214,26 +256,39 @@ Status Reader::Rep::LocateOne(uint64_t index, Part** part, uint64_t* local, Valu
   return LocateAll(&index, 1, part, local, at, pins);
 }
 
+Status Reader::Rep::RereadChanged(const std::function<Status()>& read) {
+  const uint64_t seen = changes_seen_.load();
+  Status s = read();
+  // A file of a set found written since it was indexed is indexed again at
+  // its next read (EnsureOpen): that read, once, gives the file's bytes now.
+  if (!s.ok() && file_set_ && changes_seen_.load() != seen) s = read();
+  return s;
+}
+
 Status Reader::ReadInto(uint64_t index, char* dst, uint64_t capacity) {
-  Rep::Part* part = nullptr;
-  uint64_t local = 0;
-  ValueLocation at;
-  Rep::PartPins pins;
-  LMDBLOADER_RETURN_IF_ERROR(rep_->LocateOne(index, &part, &local, &at, &pins));
-  if (capacity < at.size)
-    return Status::InvalidArgument("buffer of " + std::to_string(capacity) + " bytes is too small for record " +
-                                   std::to_string(index) + " (" + std::to_string(at.size) + " bytes)");
-  return rep_->CopyOut(*part, local, at, dst);
+  return rep_->RereadChanged([&] {
+    Rep::Part* part = nullptr;
+    uint64_t local = 0;
+    ValueLocation at;
+    Rep::PartPins pins;
+    LMDBLOADER_RETURN_IF_ERROR(rep_->LocateOne(index, &part, &local, &at, &pins));
+    if (capacity < at.size)
+      return Status::InvalidArgument("buffer of " + std::to_string(capacity) + " bytes is too small for record " +
+                                     std::to_string(index) + " (" + std::to_string(at.size) + " bytes)");
+    return rep_->CopyOut(*part, local, at, dst);
+  });
 }
 
 Status Reader::Read(uint64_t index, std::string* value) {
-  Rep::Part* part = nullptr;
-  uint64_t local = 0;
-  ValueLocation at;
-  Rep::PartPins pins;
-  LMDBLOADER_RETURN_IF_ERROR(rep_->LocateOne(index, &part, &local, &at, &pins));
-  value->resize(at.size);
-  return rep_->CopyOut(*part, local, at, value->data());
+  return rep_->RereadChanged([&] {
+    Rep::Part* part = nullptr;
+    uint64_t local = 0;
+    ValueLocation at;
+    Rep::PartPins pins;
+    LMDBLOADER_RETURN_IF_ERROR(rep_->LocateOne(index, &part, &local, &at, &pins));
+    value->resize(at.size);
+    return rep_->CopyOut(*part, local, at, value->data());
+  });
 }
 
 Status Reader::ReadBatch(const uint64_t* indices, size_t count, char* const* dsts) {
@@ -242,18 +297,32 @@ Status Reader::ReadBatch(const uint64_t* indices, size_t count, char* const* dst
     if (indices[k] >= rep_->size_) return Status::OutOfRange(OutOfRangeMessage(rep_->path_, indices[k], rep_->size_));
   for (size_t first = 0; first < count;) {
     const size_t n = rep_->FileSetChunk(indices + first, count - first);
-    LMDBLOADER_RETURN_IF_ERROR(rep_->ReadBatchOf(indices + first, n, dsts + first));
+    // The caller sized dsts by ValueSizes: a retry after a file was indexed
+    // again reads into them only while the sizes stay (ReadBatchOf).
+    std::vector<uint64_t> sizes;
+    LMDBLOADER_RETURN_IF_ERROR(
+        rep_->RereadChanged([&] { return rep_->ReadBatchOf(indices + first, n, dsts + first, &sizes); }));
     first += n;
   }
   return Status::OK();
 }
 
-Status Reader::Rep::ReadBatchOf(const uint64_t* indices, size_t count, char* const* dsts) {
+Status Reader::Rep::ReadBatchOf(const uint64_t* indices, size_t count, char* const* dsts,
+                                std::vector<uint64_t>* sizes) {
   std::vector<Part*> parts(count);
   std::vector<uint64_t> locals(count);
   std::vector<ValueLocation> at(count);
   PartPins pins;
   LMDBLOADER_RETURN_IF_ERROR(LocateAll(indices, count, parts.data(), locals.data(), at.data(), &pins));
+  if (sizes->empty()) {
+    for (size_t k = 0; k < count; ++k) sizes->push_back(at[k].size);
+  } else {
+    for (size_t k = 0; k < count; ++k)
+      if (at[k].size != (*sizes)[k])
+        return Status::Corruption(parts[k]->location.data_path + ": the file changed since it was indexed, and record " +
+                                  std::to_string(indices[k]) + " is " + std::to_string(at[k].size) + " bytes now, not " +
+                                  std::to_string((*sizes)[k]) + ": read the batch again");
+  }
   if (mode_ == AccessMode::kMmap || count == 1) {
     Prefetch(indices, count);
     for (size_t k = 0; k < count; ++k) LMDBLOADER_RETURN_IF_ERROR(CopyOut(*parts[k], locals[k], at[k], dsts[k]));
@@ -270,6 +339,7 @@ Status Reader::Rep::ReadBatchOf(const uint64_t* indices, size_t count, char* con
   }
   LMDBLOADER_RETURN_IF_ERROR(ReadRequests(requests.data(), parts.data(), count));
   LMDBLOADER_RETURN_IF_ERROR(CheckSnapshot());
+  LMDBLOADER_RETURN_IF_ERROR(CheckUnchanged(parts.data(), count));
   // Checksums a corpus keeps in its file (a paged index) come in one batch too.
   std::vector<uint64_t> sums;
   if (options_.verify_checksums != ChecksumPolicy::kOff)
@@ -304,8 +374,16 @@ Status Reader::View(uint64_t index, RecordView* view) {
   LMDBLOADER_RETURN_IF_ERROR(rep_->NoteMapped(*part, offset, size));
   std::shared_ptr<Mapping> map = std::atomic_load(&part->map);
   Status verified = rep_->VerifyRecord(*part, local, map->data() + offset, size);
-  if (map->shrank()) return rep_->ShrankUnderMapping(*part);
+  if (map->shrank()) {
+    // The view would point at zeros: a mapping of its own, read again.
+    LMDBLOADER_RETURN_IF_ERROR(rep_->RemapAfterFailedRead(*part, map));
+    map = std::atomic_load(&part->map);
+    verified = rep_->VerifyRecord(*part, local, map->data() + offset, size);
+    if (map->shrank()) return rep_->MappedReadFailed(*part, map, /*lasting=*/true);
+  }
   LMDBLOADER_RETURN_IF_ERROR(rep_->CheckSnapshot());
+  Rep::Part* self[1] = {part};
+  LMDBLOADER_RETURN_IF_ERROR(rep_->CheckUnchanged(self, 1));
   LMDBLOADER_RETURN_IF_ERROR(verified);
   *view = RecordView(map->data() + offset, size, map);
   rep_->records_read_.fetch_add(1, std::memory_order_relaxed);
@@ -356,19 +434,59 @@ Status Reader::ViewBatch(const uint64_t* indices, size_t count, RecordView* view
   return Status::OK();
 }
 
-Status Reader::Rep::ShrankUnderMapping(const Part& part) const {
+Status Reader::Rep::MappedReadFailed(const Part& part, const std::shared_ptr<Mapping>& map, bool lasting) const {
+  (void)map;
   struct stat st;
-  std::string now = ::fstat(part.fd, &st) == 0 ? std::to_string(st.st_size) + " bytes now" : "size unknown now";
-  return Status::IOError(part.location.data_path + ": the file shrank under its mapping (" +
-                         std::to_string(part.index.identity.size) + " bytes when opened, " + now +
-                         "): a read reached past its end (it is being rewritten or was truncated); reopen it");
+  const std::string& path = part.location.data_path;
+  if (::fstat(part.fd, &st) != 0) {
+    // A dead FUSE daemon (ENOTCONN) or a lost server: say so, not "shrank".
+    const int err = errno;
+    return Status::IOError(path + ": reading it through its mapping failed, and so does fstat (" +
+                               std::strerror(err) + ")",
+                           err);
+  }
+  const uint64_t now = static_cast<uint64_t>(st.st_size);
+  if (now < part.index.identity.size)
+    return Status::IOError(path + ": the file shrank under its mapping (" + std::to_string(part.index.identity.size) +
+                           " bytes when opened, " + std::to_string(now) +
+                           " bytes now): a read reached past its end (it is being rewritten or was truncated); "
+                           "reopen it");
+  if (!lasting) return Status::OK();
+  return Status::IOError(path + ": reading it through its mapping failed " + std::to_string(kReadRetries + 1) +
+                             " times (an I/O error from its storage; the file's size is unchanged): " +
+                             std::strerror(EIO),
+                         EIO);
+}
+
+Status Reader::Rep::RemapAfterFailedRead(Part& part, const std::shared_ptr<Mapping>& failed) {
+  LMDBLOADER_RETURN_IF_ERROR(MappedReadFailed(part, failed));
+  std::lock_guard<std::mutex> lock(reopen_mu_);
+  if (std::atomic_load(&part.map) != failed) return Status::OK();  // another thread mapped it again
+  std::shared_ptr<Mapping> fresh;
+  LMDBLOADER_RETURN_IF_ERROR(Mapping::Map(part.fd, part.index.identity.size, part.location.data_path, &fresh));
+  std::atomic_store(&part.map, fresh);
+  governor_->Attach(part.slot, fresh->data(), fresh->size());
+  return Status::OK();
+}
+
+Status Reader::Rep::CopyMapped(Part& part, uint64_t offset, uint64_t size, char* dst) {
+  for (int attempt = 0;; ++attempt) {
+    std::shared_ptr<Mapping> map = std::atomic_load(&part.map);
+    std::memcpy(dst, map->data() + offset, size);
+    if (!map->shrank()) return Status::OK();
+    if (attempt == kReadRetries) return MappedReadFailed(part, map, /*lasting=*/true);
+    // The rest of that mapping reads as zeros from now on (fault_guard.h):
+    // a fresh one, then the bytes again.
+    LMDBLOADER_RETURN_IF_ERROR(RemapAfterFailedRead(part, map));
+    WaitBeforeRetry(attempt);
+  }
 }
 
 Status Reader::CheckMappings() const {
   if (rep_->mode_ != AccessMode::kMmap) return rep_->CheckSnapshot();
   for (const auto& p : rep_->parts_) {
     std::shared_ptr<Mapping> map = std::atomic_load(&p->map);
-    if (map && map->shrank()) return rep_->ShrankUnderMapping(*p);
+    if (map && map->shrank()) return rep_->MappedReadFailed(*p, map, /*lasting=*/true);
   }
   return rep_->CheckSnapshot();
 }

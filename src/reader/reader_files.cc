@@ -76,6 +76,12 @@ Status Reader::Rep::OpenFileSet(const std::string& name, const std::vector<std::
 
 Status Reader::Rep::EnsureOpen(Part* part) {
   part->last_use = ++use_clock_;
+  // Written since it was indexed (a read saw it, CheckUnchanged): its index
+  // goes, and the file is indexed again below, once no read holds it.
+  if (part->changed.load() && part->pins.load() == 0) {
+    ClosePart(part);
+    part->changed.store(false);
+  }
   if (part->fd >= 0) return Status::OK();
   // Least recently used first among those no read holds (a batch's own
   // files are pinned as they open): all held means one over for a moment.
@@ -94,11 +100,16 @@ Status Reader::Rep::EnsureOpen(Part* part) {
     open_parts_.erase(std::find(open_parts_.begin(), open_parts_.end(), p));
   }
   if (part->indexed) {
-    // Its index is still held: only the descriptor is opened again.
-    LMDBLOADER_RETURN_IF_ERROR(OpenDataFile(part->location.data_path, part->index.identity, &part->fd));
-    AdviseReads(part->fd);
-    open_parts_.push_back(part);
-    return Status::OK();
+    // Its index is still held: only the descriptor is opened again, if the
+    // file is the one indexed; one written since is indexed again.
+    Status same = OpenDataFile(part->location.data_path, part->index.identity, true, &part->fd);
+    if (same.ok()) {
+      AdviseReads(part->fd);
+      open_parts_.push_back(part);
+      return Status::OK();
+    }
+    if (same.code() != Status::Code::kCorruption) return same;
+    ClosePart(part);
   }
   // An index: what every file's together hold stays within the index's
   // share of the budget, and a paged one (it holds a descriptor of its
@@ -120,8 +131,9 @@ Status Reader::Rep::EnsureOpen(Part* part) {
   std::string source;
   Status s = OpenPart(part->location.path, part, &source);
   if (s.ok() && part->index.size() != counted)
-    s = Status::Corruption("open " + part->location.data_path + ": its meta page counts " + std::to_string(counted) +
-                           " records, its tree holds " + std::to_string(part->index.size()));
+    s = Status::Corruption("open " + part->location.data_path + ": its meta page counted " + std::to_string(counted) +
+                           " records when the set was opened, its tree holds " + std::to_string(part->index.size()) +
+                           " (damaged, or written in place since with another count: reopen the set)");
   if (s.ok() && !part->manifest.empty())
     s = Status::InvalidArgument("open " + part->location.path +
                                 ": an lmdbloader corpus is read alone or in a shard set, not in a set of files");

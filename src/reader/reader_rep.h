@@ -11,9 +11,11 @@
 #define LMDBLOADER_SRC_READER_REP_H_
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <cerrno>
 #include <map>
 #include <memory>
@@ -37,9 +39,17 @@ class BatchIo;
 class ResidencyGovernor;
 struct ReadRequest;
 
+// Corruption naming `path` when `st` (its fstat now) is not the file that
+// `identity` was taken of: another inode, or the same one written since
+// (its size, mtime or ctime moved: `cp` or `rsync --inplace` onto it, even
+// with the old mtime put back), so that offsets in its index may point at
+// other bytes.
+Status SameFile(const std::string& path, const struct stat& st, const FileIdentity& identity);
+
 // Opens a part's data file, checking it is the file `identity` describes
-// (Corruption naming it when replaced or truncated since it was indexed).
-Status OpenDataFile(const std::string& path, const FileIdentity& identity, int* fd);
+// (Corruption naming it when replaced or truncated since it was indexed;
+// with `unchanged`, also when written since, as SameFile says).
+Status OpenDataFile(const std::string& path, const FileIdentity& identity, bool unchanged, int* fd);
 
 inline std::string OutOfRangeMessage(const std::string& path, uint64_t index, uint64_t size) {
   return "index " + std::to_string(index) + " out of range for " + path + " (" +
@@ -80,8 +90,10 @@ struct Reader::Rep {
     PartPins() = default;
     PartPins(const PartPins&) = delete;
     PartPins& operator=(const PartPins&) = delete;
-    ~PartPins() {
+    ~PartPins() { Release(); }
+    void Release() {
       for (Part* p : held) p->pins.fetch_sub(1);
+      held.clear();
     }
   };
   struct Part {
@@ -115,6 +127,9 @@ struct Reader::Rep {
     uint64_t last_use = 0;
     uint64_t records = 0;    // file sets: the count its meta page gives
     uint64_t file_size = 0;  // file sets: the data file's size when listed
+    // A read found the file written since it was indexed (CheckUnchanged):
+    // a file set indexes it again at its next read.
+    std::atomic<bool> changed{false};
     ~Part() {
       if (fd >= 0) ::close(fd);
     }
@@ -128,7 +143,9 @@ struct Reader::Rep {
   // from at most half of max_open_parts_ files. All of them otherwise.
   size_t FileSetChunk(const uint64_t* indices, size_t count) const;
   // One chunk (FileSetChunk) of Reader::ReadBatch.
-  Status ReadBatchOf(const uint64_t* indices, size_t count, char* const* dsts);
+  // `sizes`: empty, it gets the records' sizes; else they must be those
+  // (Corruption when a file indexed again since holds other sizes).
+  Status ReadBatchOf(const uint64_t* indices, size_t count, char* const* dsts, std::vector<uint64_t>* sizes);
   // Reader::Prefetch's and Reader::Remap's work, which the reads do too
   // (ReadBatchOf and Reader::ViewBatch prefetch; NoteMapped remaps).
   void Prefetch(const uint64_t* indices, size_t count);
@@ -158,7 +175,22 @@ struct Reader::Rep {
   Status ChooseReadPath(const std::string& data_path, uint64_t data_bytes);
   // POSIX_FADV_RANDOM on a data descriptor where reads are exact over a link.
   void AdviseReads(int fd) const;
-  Status ShrankUnderMapping(const Part& part) const;
+  // After a read through `map` found zeros (fault_guard.h): IOError when the
+  // file shrank (or fstat fails: a dead FUSE daemon), else OK, or with
+  // `lasting` an IOError with EIO: the storage failed the read.
+  Status MappedReadFailed(const Part& part, const std::shared_ptr<Mapping>& map, bool lasting = false) const;
+  // A fresh mapping for `part` in place of `failed` (unless another thread
+  // made one already): the failed one reads as zeros from then on.
+  Status RemapAfterFailedRead(Part& part, const std::shared_ptr<Mapping>& failed);
+  // mmap mode: copies a record out of its part's mapping, mapping again and
+  // reading again (read_retry.h) while the storage fails the read.
+  Status CopyMapped(Part& part, uint64_t offset, uint64_t size, char* dst);
+  // After reads from parts[0..count): Corruption naming a file that was
+  // written since it was indexed (SameFile), which the bytes read may come from.
+  Status CheckUnchanged(Part* const* parts, size_t count) const;
+  // read(), and once more when it failed on a file of a set written since it
+  // was indexed: the second read indexes that file again (EnsureOpen).
+  Status RereadChanged(const std::function<Status()>& read);
   // IOError naming the file when a writer committed to a plain LMDB opened
   // without the lock file since it was opened: its pages are the snapshot's
   // only until a later writer reuses them, so what was read may be wrong.
@@ -248,6 +280,7 @@ struct Reader::Rep {
   std::atomic<uint64_t> bytes_read_{0};
   std::atomic<uint64_t> bytes_since_remap_{0};
   std::atomic<uint64_t> remaps_{0};
+  mutable std::atomic<uint64_t> changes_seen_{0};  // files found written since indexed (CheckUnchanged)
 };
 
 }  // namespace lmdbloader
