@@ -42,7 +42,7 @@ Status Reader::Rep::CheckSnapshot() const {
     // pages (EIO from NFS or FUSE raises the same fault). A file of its size
     // still is mapped again, and its ids read through pread meanwhile, so
     // that one failed read leaves nothing broken.
-    LMDBLOADER_RETURN_IF_ERROR(MappedReadFailed(p, meta));
+    LMDBLOADER_RETURN_IF_ERROR(MappedReadFailed(p));
     std::shared_ptr<Mapping> fresh;
     if (!Mapping::Map(p.fd, 2ull * page_size, p.location.data_path, &fresh).ok()) fresh.reset();
     std::atomic_compare_exchange_strong(&p.meta_pages, &meta, fresh);
@@ -379,7 +379,7 @@ Status Reader::View(uint64_t index, RecordView* view) {
     LMDBLOADER_RETURN_IF_ERROR(rep_->RemapAfterFailedRead(*part, map));
     map = std::atomic_load(&part->map);
     verified = rep_->VerifyRecord(*part, local, map->data() + offset, size);
-    if (map->shrank()) return rep_->MappedReadFailed(*part, map, /*lasting=*/true);
+    if (map->shrank()) return rep_->MappedReadFailed(*part, /*lasting=*/true);
   }
   LMDBLOADER_RETURN_IF_ERROR(rep_->CheckSnapshot());
   Rep::Part* self[1] = {part};
@@ -434,8 +434,7 @@ Status Reader::ViewBatch(const uint64_t* indices, size_t count, RecordView* view
   return Status::OK();
 }
 
-Status Reader::Rep::MappedReadFailed(const Part& part, const std::shared_ptr<Mapping>& map, bool lasting) const {
-  (void)map;
+Status Reader::Rep::MappedReadFailed(const Part& part, bool lasting) const {
   struct stat st;
   const std::string& path = part.location.data_path;
   if (::fstat(part.fd, &st) != 0) {
@@ -459,7 +458,7 @@ Status Reader::Rep::MappedReadFailed(const Part& part, const std::shared_ptr<Map
 }
 
 Status Reader::Rep::RemapAfterFailedRead(Part& part, const std::shared_ptr<Mapping>& failed) {
-  LMDBLOADER_RETURN_IF_ERROR(MappedReadFailed(part, failed));
+  LMDBLOADER_RETURN_IF_ERROR(MappedReadFailed(part));
   std::lock_guard<std::mutex> lock(reopen_mu_);
   if (std::atomic_load(&part.map) != failed) return Status::OK();  // another thread mapped it again
   std::shared_ptr<Mapping> fresh;
@@ -474,7 +473,7 @@ Status Reader::Rep::CopyMapped(Part& part, uint64_t offset, uint64_t size, char*
     std::shared_ptr<Mapping> map = std::atomic_load(&part.map);
     std::memcpy(dst, map->data() + offset, size);
     if (!map->shrank()) return Status::OK();
-    if (attempt == kReadRetries) return MappedReadFailed(part, map, /*lasting=*/true);
+    if (attempt == kReadRetries) return MappedReadFailed(part, /*lasting=*/true);
     // The rest of that mapping reads as zeros from now on (fault_guard.h):
     // a fresh one, then the bytes again.
     LMDBLOADER_RETURN_IF_ERROR(RemapAfterFailedRead(part, map));
@@ -486,7 +485,7 @@ Status Reader::CheckMappings() const {
   if (rep_->mode_ != AccessMode::kMmap) return rep_->CheckSnapshot();
   for (const auto& p : rep_->parts_) {
     std::shared_ptr<Mapping> map = std::atomic_load(&p->map);
-    if (map && map->shrank()) return rep_->MappedReadFailed(*p, map, /*lasting=*/true);
+    if (map && map->shrank()) return rep_->MappedReadFailed(*p, /*lasting=*/true);
   }
   return rep_->CheckSnapshot();
 }

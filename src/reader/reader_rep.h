@@ -175,10 +175,10 @@ struct Reader::Rep {
   Status ChooseReadPath(const std::string& data_path, uint64_t data_bytes);
   // POSIX_FADV_RANDOM on a data descriptor where reads are exact over a link.
   void AdviseReads(int fd) const;
-  // After a read through `map` found zeros (fault_guard.h): IOError when the
+  // After a read through a mapping of `part` found zeros (fault_guard.h): IOError when the
   // file shrank (or fstat fails: a dead FUSE daemon), else OK, or with
   // `lasting` an IOError with EIO: the storage failed the read.
-  Status MappedReadFailed(const Part& part, const std::shared_ptr<Mapping>& map, bool lasting = false) const;
+  Status MappedReadFailed(const Part& part, bool lasting = false) const;
   // A fresh mapping for `part` in place of `failed` (unless another thread
   // made one already): the failed one reads as zeros from then on.
   Status RemapAfterFailedRead(Part& part, const std::shared_ptr<Mapping>& failed);
