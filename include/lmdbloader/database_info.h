@@ -16,6 +16,7 @@ struct DatabaseInfo {
   std::string data_path;
   uint64_t file_bytes = 0;
   uint32_t page_size = 0;
+  uint32_t lmdb_format = 1;  // LMDB's data format: 1 (LMDB 0.9) or 3 (LMDB 1.0)
   uint32_t depth = 0;
   uint64_t branch_pages = 0;
   uint64_t leaf_pages = 0;

@@ -54,6 +54,7 @@ namespace lmdbloader {
 struct ReaderStats {
   uint64_t rss_budget = 0;        // bytes; 0 = unbounded
   std::string mode;               // "pread" or "mmap"
+  uint32_t lmdb_format = 1;       // LMDB's data format of its (first) file: 1 (LMDB 0.9) or 3 (LMDB 1.0)
   uint64_t records = 0;           // records in the database
   uint64_t process_rss = 0;       // this process's RSS (/proc/self/statm)
   uint64_t process_file_rss = 0;  // its resident file-backed + shmem pages

@@ -69,6 +69,7 @@ struct ReportFieldsOf<ReaderStats> {
   static constexpr auto kFields = std::make_tuple(
       Field("rss_budget", &ReaderStats::rss_budget, InCommand("rss_budget_bytes")),
       Field("mode", &ReaderStats::mode, InCommand()),
+      Field("lmdb_format", &ReaderStats::lmdb_format, InCommand()),
       Field("records", &ReaderStats::records),
       Field("process_rss", &ReaderStats::process_rss),
       Field("process_file_rss", &ReaderStats::process_file_rss),
@@ -105,6 +106,7 @@ struct ReportFieldsOf<DatabaseInfo> {
       Field("data_path", &DatabaseInfo::data_path, InCommand("data_file")),
       Field("file_bytes", &DatabaseInfo::file_bytes, InCommand()),
       Field("page_size", &DatabaseInfo::page_size, InCommand()),
+      Field("lmdb_format", &DatabaseInfo::lmdb_format, InCommand()),
       Field("depth", &DatabaseInfo::depth, InCommand()),
       Field("branch_pages", &DatabaseInfo::branch_pages, InCommand()),
       Field("leaf_pages", &DatabaseInfo::leaf_pages, InCommand()),

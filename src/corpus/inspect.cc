@@ -28,6 +28,7 @@ Status InspectOne(const std::string& path, const std::string& db_name, DatabaseI
   info->data_path = location.data_path;
   info->file_bytes = env->identity().size;
   info->page_size = env->meta().page_size;
+  info->lmdb_format = env->meta().format;
   info->depth = tree.depth;
   info->branch_pages = tree.branch_pages;
   info->leaf_pages = tree.leaf_pages;
@@ -49,7 +50,11 @@ Status ListNamedDatabases(const std::string& path, std::vector<std::string>* nam
   LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(location, false, "", &env));
   const LmdbMeta meta = env->meta();
   return env->file().Walk(meta, meta.main_tree, [&](const LmdbItem& item) {
-    if (item.named_database) names->emplace_back(item.key);
+    if (!item.named_database) return Status::OK();
+    // LMDB 1.0 stores the name's terminating NUL too; py-lmdb 3 lists it without.
+    std::string_view name = item.key;
+    if (meta.format == 3 && !name.empty() && name.back() == '\0') name.remove_suffix(1);
+    names->emplace_back(name);
     return Status::OK();
   });
 }
@@ -123,6 +128,7 @@ Status InspectDatabase(const std::string& path, const std::string& db_name, Data
     LMDBLOADER_RETURN_IF_ERROR(InspectOne(part.path, db_name, &one));
     info->file_bytes += one.file_bytes;
     info->page_size = one.page_size;
+    info->lmdb_format = one.lmdb_format;
     info->depth = std::max(info->depth, one.depth);
     info->branch_pages += one.branch_pages;
     info->leaf_pages += one.leaf_pages;

@@ -73,6 +73,7 @@ std::string EncodeIndexHeader(const IndexHeader& h) {
   Put(&out, h.meta_sum);
   Put(&out, h.file_size);
   Put(&out, id.ctime_ns);
+  Put(&out, id.page_header);
   out.resize(kIndexPage - 8, '\0');
   Put<uint64_t>(&out, Checksum(out));
   return out;
@@ -98,7 +99,7 @@ Status DecodeIndexHeader(std::string_view page, const std::string& path, uint64_
       name_size > kMaxDbName || !f.GetBytes(&h->db_name, name_size) || !f.Get(&h->records) ||
       !f.Get(&h->entry_size) || !f.Get(&h->entries_offset) || !f.Get(&h->blob_offset) || !f.Get(&h->blob_bytes) ||
       !f.Get(&h->meta_offset) || !f.Get(&h->meta_bytes) || !f.Get(&h->meta_sum) || !f.Get(&h->file_size) ||
-      !f.Get(&id.ctime_ns))
+      !f.Get(&id.ctime_ns) || !f.Get(&id.page_header))
     return damaged("truncated header");
   if (h->entry_size != (h->sequential_keys() ? kNarrowEntry : kWideEntry)) return damaged("bad entry size");
   if (h->file_size != file_size) return damaged("its size differs from the size its header gives");

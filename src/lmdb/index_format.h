@@ -35,7 +35,8 @@
 namespace lmdbloader {
 
 inline constexpr uint64_t kIndexPage = 4096;
-// 5: the data file's ctime joined its identity (4's files are rebuilt).
+// 5: the data file's ctime and LMDB page header size joined its identity
+// (4's files are rebuilt).
 inline constexpr uint32_t kIndexVersion = 5;
 inline constexpr uint32_t kNarrowEntry = 16;
 inline constexpr uint32_t kWideEntry = 24;

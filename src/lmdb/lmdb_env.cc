@@ -192,6 +192,13 @@ Status LmdbEnv::Open(const DataLocation& location, bool lock, const std::string&
   LMDBLOADER_RETURN_IF_ERROR(e->file_.Open(where));
   // liblmdb sees the file only after its meta pages passed the checks.
   LMDBLOADER_RETURN_IF_ERROR(e->file_.ReadMeta(0, &e->meta_));
+  if (lock && e->meta_.format != 1)
+    return Status::Unsupported("open " + where + " with lock=True: an LMDB " +
+                               std::string(e->meta_.format == 3 ? "1.0 file (data format 3)" : "file of another format") +
+                               " is read without LMDB's lock, by lmdbloader's own page reader; lock=True takes a "
+                               "snapshot through liblmdb " + std::to_string(MDB_VERSION_MAJOR) + "." +
+                               std::to_string(MDB_VERSION_MINOR) + ", which reads data format 1 only")
+        .WithReason(Status::Reason::kLmdbFormat, e->meta_.format);
   if (lock) {
     LMDBLOADER_RETURN_IF_ERROR(SharedEnvironment(location, e->file_.fd(), &e->env_));
     e->pid_ = ::getpid();
@@ -214,7 +221,7 @@ Status LmdbEnv::Open(const DataLocation& location, bool lock, const std::string&
       if (found.ok()) {
         uint64_t committed = 0;
         LMDBLOADER_RETURN_IF_ERROR(
-            ReadCommittedTxnid(e->file_.fd(), nullptr, e->meta_.page_size, where, &committed));
+            ReadCommittedTxnid(e->file_.fd(), nullptr, e->meta_.page_size, e->meta_.header_size, where, &committed));
         const bool same_trees = SameMainTree(*e->env_, e->txn_, e->meta_.main_tree);
         if (same_trees && (committed == txnid || attempt == kAttempts)) break;
         if (!same_trees && attempt == kAttempts)
@@ -243,6 +250,7 @@ Status LmdbEnv::Open(const DataLocation& location, bool lock, const std::string&
   e->identity_.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
   e->identity_.txnid = e->meta_.txnid;
   e->identity_.page_size = e->meta_.page_size;
+  e->identity_.page_header = e->meta_.header_size;
   e->identity_.meta_sum = e->meta_.sum;
   *out = std::move(e);
   return Status::OK();

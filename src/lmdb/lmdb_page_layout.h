@@ -1,4 +1,5 @@
-// LMDB's page layout as mdb.c (file format version 1) writes it: the
+// LMDB's page layout as mdb.c writes it (data format 1, LMDB 0.9, and data
+// format 3, LMDB 1.0, which lib1/mdb.c of py-lmdb 3 writes): the
 // constants and byte loads the checked page reader (lmdb_pages.cc: meta
 // pages, named trees) and its walk (lmdb_walk.cc) share, and what only the
 // walk reads of tree pages (node flags, key order, overflow runs). Private
@@ -17,11 +18,18 @@
 namespace lmdbloader {
 namespace lmdb_layout {
 
-// From LMDB's mdb.c (file format version 1).
+// From LMDB's mdb.c.
 constexpr uint32_t kMagic = 0xBEEFC0DE;
-constexpr uint32_t kDataVersion = 1;
-constexpr uint64_t kHeaderSize = 16;  // PAGEHDRSZ
-constexpr uint64_t kNodeSize = 8;     // NODESIZE
+constexpr uint32_t kDataVersion = 1;     // LMDB 0.9
+constexpr uint32_t kDataVersion10 = 3;   // LMDB 1.0
+constexpr uint64_t kHeaderSize = 16;     // PAGEHDRSZ of format 1
+constexpr uint64_t kHeaderSize10 = 24;   // format 3: mp_txnid after mp_pgno
+constexpr uint64_t kNodeSize = 8;        // NODESIZE (both formats)
+// An F_BIGDATA node's data: the first overflow page's number (format 1), or
+// MDB_ovpage {pgno, txnid, pages} (format 3), its page number first.
+constexpr uint64_t kBigRef = 8, kBigRef10 = 24;
+// MDB_ENCRYPT in the meta page's flags (LMDB 1.0): the pages are encrypted.
+constexpr uint16_t kEnvEncrypted = 0x2000;
 constexpr uint16_t kPageBranch = 0x01, kPageLeaf = 0x02, kPageOverflow = 0x04, kPageMeta = 0x08,
                    kPageLeaf2 = 0x20, kPageSub = 0x40;
 constexpr uint16_t kNodeBig = 0x01, kNodeSubData = 0x02, kNodeDupData = 0x04;
@@ -35,7 +43,8 @@ constexpr int kMaxDepth = 32;  // liblmdb's CURSOR_STACK
 constexpr uint64_t kMaxLeafBatchBytes = 1u << 20;
 constexpr uint64_t kMaxBranchBatchBytes = 256u << 10;
 constexpr uint64_t kMaxReadBytes = 128u << 10;
-constexpr uint64_t kMetaSize = 152;  // header + MDB_meta up to mm_txnid
+constexpr uint64_t kMetaSize = 152;    // format 1's header + MDB_meta up to mm_txnid
+constexpr uint64_t kMetaSize10 = 160;  // format 3's
 
 template <typename T>
 inline T Load(const char* p) {
@@ -78,20 +87,35 @@ inline int Compare(std::string_view a, std::string_view b, bool integer, bool re
   return reversed ? CompareReversed(a, b) : CompareBytes(a, b);
 }
 
+// The page header's last 8 bytes (pad, flags, lower, upper; or the overflow
+// run's length) end it in both formats; format 3's is 8 bytes longer before.
+// Format 3 also counts mp_lower, mp_upper and the node offsets from the end
+// of the header (PAGEBASE), so that 64 KiB pages fit 16 bits: `base` (0 or
+// the header's size) is added back, and lower and upper here are offsets in
+// the page in both formats.
 struct PageHeader {
   uint64_t pgno;
-  uint16_t pad, flags, lower, upper;
+  uint32_t pad, flags, lower, upper;
   uint32_t pages;  // overflow pages: the run's length (shares lower/upper)
-  static PageHeader Parse(const char* p) {
-    return PageHeader{Load<uint64_t>(p), Load<uint16_t>(p + 8), Load<uint16_t>(p + 10),
-                      Load<uint16_t>(p + 12), Load<uint16_t>(p + 14), Load<uint32_t>(p + 12)};
+  static PageHeader Parse(const char* p, uint64_t header_size, uint64_t base) {
+    const char* q = p + header_size - 8;
+    return PageHeader{Load<uint64_t>(p), Load<uint16_t>(q), Load<uint16_t>(q + 2),
+                      static_cast<uint32_t>(Load<uint16_t>(q + 4) + base),
+                      static_cast<uint32_t>(Load<uint16_t>(q + 6) + base), Load<uint32_t>(q + 4)};
   }
 };
 
+// What format 3 adds to mp_lower, mp_upper and node offsets (PAGEBASE).
+inline uint64_t PageBase(const LmdbMeta& meta) { return meta.format == kDataVersion10 ? meta.header_size : 0; }
+
 // Pages needed by an overflow value of `size` bytes (mdb.c's OVPAGES).
-inline uint64_t OverflowPages(uint64_t size, uint32_t page_size) {
-  return (kHeaderSize - 1 + size) / page_size + 1;
+inline uint64_t OverflowPages(uint64_t size, uint32_t page_size, uint64_t header_size) {
+  return (header_size - 1 + size) / page_size + 1;
 }
+
+// Where a node's data starts after its key: format 3 pads keys to an even
+// length (NODEDATA's EVEN(mn_ksize)).
+inline uint64_t KeySpan(uint64_t ksize, uint32_t format) { return format == kDataVersion10 ? (ksize + 1) & ~1ull : ksize; }
 
 }  // namespace lmdb_layout
 

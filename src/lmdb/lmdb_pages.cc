@@ -70,11 +70,11 @@ Status LmdbFile::ReadPages(const uint64_t* pgnos, uint64_t count, uint32_t page_
   return Status::OK();
 }
 
-Status ReadCommittedTxnid(int fd, const char* mapped_meta_pages, uint32_t page_size, const std::string& path,
-                          uint64_t* txnid) {
+Status ReadCommittedTxnid(int fd, const char* mapped_meta_pages, uint32_t page_size, uint32_t header_size,
+                          const std::string& path, uint64_t* txnid) {
   uint64_t ids[2];
   for (int m = 0; m < 2; ++m) {
-    const uint64_t at = m * uint64_t{page_size} + kLmdbMetaTxnidAt;
+    const uint64_t at = m * uint64_t{page_size} + LmdbMetaTxnidAt(header_size);
     if (mapped_meta_pages) {
       ids[m] = Load<uint64_t>(mapped_meta_pages + at);
     } else if (::pread(fd, &ids[m], 8, static_cast<off_t>(at)) != 8) {
@@ -91,17 +91,29 @@ Status LmdbFile::ReadMeta(uint64_t want_txnid, LmdbMeta* out) {
     return Status::Corruption(not_lmdb + " (" + why + ")").WithReason(Status::Reason::kNotLmdb);
   };
   if (file_size_ == 0) return not_lmdb_because("it is empty");
-  char first[kMetaSize];
+  char first[kMetaSize10];
   if (file_size_ < kMetaSize) return not_lmdb_because("only " + std::to_string(file_size_) + " bytes");
-  if (::pread(fd_, first, kMetaSize, 0) != static_cast<ssize_t>(kMetaSize))
+  const size_t got = static_cast<size_t>(std::min<uint64_t>(file_size_, kMetaSize10));
+  std::memset(first, 0, sizeof first);
+  if (::pread(fd_, first, got, 0) != static_cast<ssize_t>(got))
     return Status::FromErrno(errno ? errno : EIO, "pread", path_);
-  const uint32_t page_size = Load<uint32_t>(first + 40);  // the free tree's pad
+  // The format from where the meta sits: after a 16-byte page header (LMDB
+  // 0.9, data format 1) or a 24-byte one (LMDB 1.0, data format 3).
+  uint64_t hsize = kHeaderSize;
+  uint32_t format = kDataVersion;
+  if (Load<uint32_t>(first + kHeaderSize) != kMagic && Load<uint32_t>(first + kHeaderSize10) == kMagic &&
+      Load<uint32_t>(first + kHeaderSize10 + 4) == kDataVersion10) {
+    hsize = kHeaderSize10;
+    format = kDataVersion10;
+  }
+  const size_t meta_size = hsize + (kMetaSize - kHeaderSize);  // through mm_txnid
+  const uint32_t page_size = Load<uint32_t>(first + hsize + 24);  // the free tree's pad
   LmdbMeta metas[2];
   for (int m = 0; m < 2; ++m) {
-    char buf[kMetaSize];
+    char buf[kMetaSize10];
     const std::string which = "meta page " + std::to_string(m);
     if (m == 0) {
-      std::memcpy(buf, first, kMetaSize);
+      std::memcpy(buf, first, sizeof buf);
     } else {
       if (page_size < 512 || page_size > 65536 || (page_size & (page_size - 1)) != 0)
         return Status::Corruption("open " + path_ + ": damaged meta page 0: page size " +
@@ -109,39 +121,41 @@ Status LmdbFile::ReadMeta(uint64_t want_txnid, LmdbMeta* out) {
       if (file_size_ < 2ull * page_size)
         return Status::Corruption("open " + path_ + ": truncated: " + std::to_string(file_size_) +
                                   " bytes hold no second meta page");
-      if (::pread(fd_, buf, kMetaSize, page_size) != static_cast<ssize_t>(kMetaSize))
+      if (::pread(fd_, buf, meta_size, page_size) != static_cast<ssize_t>(meta_size))
         return Status::FromErrno(errno ? errno : EIO, "pread", path_);
     }
-    PageHeader h = PageHeader::Parse(buf);
-    if (!(h.flags & kPageMeta) || Load<uint32_t>(buf + 16) != kMagic) {
+    PageHeader h = PageHeader::Parse(buf, hsize, 0);  // flags only
+    if (!(h.flags & kPageMeta) || Load<uint32_t>(buf + hsize) != kMagic) {
       if (m == 0) {
-        // LMDB 1.0 (data format 3: py-lmdb's lib_version=1, lmdb-js) has a
-        // longer page header, so its meta sits further into the page.
+        // Another LMDB data format than 0.9's and 1.0's (a future one, or
+        // MDB_DEVEL's 999) may sit after a header of another length.
         for (size_t at = 0; at + 8 <= 64; at += 4) {
-          if (at == 16 || Load<uint32_t>(first + at) != kMagic) continue;
-          const uint32_t format = Load<uint32_t>(first + at + 4);
-          return Status::Unsupported("open " + path_ + ": LMDB data format " + std::to_string(format) +
-                                     (format == 3 ? " (LMDB 1.0)" : "") +
-                                     " is not supported: lmdbloader reads LMDB 0.9 files (data format 1)")
-              .WithReason(Status::Reason::kLmdbFormat, format);
+          if (at == kHeaderSize || Load<uint32_t>(first + at) != kMagic) continue;
+          const uint32_t other = Load<uint32_t>(first + at + 4);
+          return Status::Unsupported("open " + path_ + ": LMDB data format " + std::to_string(other) +
+                                     " is not supported: lmdbloader reads LMDB 0.9 files (data format 1) and "
+                                     "LMDB 1.0 files (data format 3)")
+              .WithReason(Status::Reason::kLmdbFormat, other);
         }
         return not_lmdb_because("no LMDB meta page at offset 0");
       }
       return Status::Corruption("open " + path_ + ": damaged " + which + " (bad flags or magic)");
     }
-    uint32_t version = Load<uint32_t>(buf + 20);
-    if (version != kDataVersion)
+    uint32_t version = Load<uint32_t>(buf + hsize + 4);
+    if (version != format)
       return Status::Corruption("open " + path_ + ": " + which + " has LMDB format version " +
-                                std::to_string(version) + ", this reader knows version 1");
+                                std::to_string(version) + ", meta page 0 has version " + std::to_string(format));
     LmdbMeta& meta = metas[m];
+    meta.format = format;
+    meta.header_size = static_cast<uint32_t>(hsize);
     meta.page = m;
-    meta.map_size = Load<uint64_t>(buf + 32);
-    LmdbTree::Parse(std::string_view(buf + 40, LmdbTree::kDiskSize), &meta.free_tree);
-    LmdbTree::Parse(std::string_view(buf + 88, LmdbTree::kDiskSize), &meta.main_tree);
-    meta.last_pgno = Load<uint64_t>(buf + 136);
-    meta.txnid = Load<uint64_t>(buf + kLmdbMetaTxnidAt);
+    meta.map_size = Load<uint64_t>(buf + hsize + 16);
+    LmdbTree::Parse(std::string_view(buf + hsize + 24, LmdbTree::kDiskSize), &meta.free_tree);
+    LmdbTree::Parse(std::string_view(buf + hsize + 72, LmdbTree::kDiskSize), &meta.main_tree);
+    meta.last_pgno = Load<uint64_t>(buf + hsize + 120);
+    meta.txnid = Load<uint64_t>(buf + LmdbMetaTxnidAt(meta.header_size));
     meta.page_size = meta.free_tree.pad;
-    meta.sum = Checksum(buf, kMetaSize);
+    meta.sum = Checksum(buf, meta_size);
   }
   // LMDB reads the meta with the higher transaction id.
   int pick = metas[1].txnid > metas[0].txnid ? 1 : 0;
@@ -152,6 +166,23 @@ Status LmdbFile::ReadMeta(uint64_t want_txnid, LmdbMeta* out) {
   }
   LmdbMeta& meta = metas[pick];
   const std::string where = "open " + path_ + ": damaged meta page " + std::to_string(pick) + ": ";
+  if (format == kDataVersion10) {
+    // What LMDB 1.0 can add to a file that nothing here can undo: pages
+    // encrypted with the writer's key, or checked by the writer's own
+    // checksum function (its size kept in the last 2 bytes of page 0).
+    if (meta.free_tree.flags & kEnvEncrypted)
+      return Status::Unsupported("open " + path_ + ": the LMDB 1.0 file is encrypted (MDB_ENCRYPT): lmdbloader "
+                                 "cannot decrypt its pages")
+          .WithReason(Status::Reason::kLmdbFormat, format);
+    uint16_t sum_size = 0;
+    if (::pread(fd_, &sum_size, 2, static_cast<off_t>(page_size) - 2) != 2)
+      return Status::FromErrno(errno ? errno : EIO, "pread", path_);
+    if (sum_size != 0)
+      return Status::Unsupported("open " + path_ + ": the LMDB 1.0 file carries page checksums of " +
+                                 std::to_string(sum_size) + " bytes from the writer's own checksum function "
+                                 "(mdb_env_set_checksum), which lmdbloader cannot compute")
+          .WithReason(Status::Reason::kLmdbFormat, format);
+  }
   if (meta.page_size != page_size)
     return Status::Corruption(where + "page size " + std::to_string(meta.page_size) + " differs from meta page 0's " +
                               std::to_string(page_size));
@@ -202,8 +233,12 @@ Status LmdbFile::ReadMeta(uint64_t want_txnid, LmdbMeta* out) {
 
 Status LmdbFile::FindNamedTree(const LmdbMeta& meta, std::string_view name, LmdbTree* tree) {
   bool found = false;
+  // LMDB 1.0 keeps a database's name with its terminating NUL (mdb_dbi_open
+  // takes strlen + 1 bytes), and py-lmdb 3 lists it so: b"name\0".
+  std::string key(name);
+  if (meta.format == kDataVersion10) key.push_back('\0');
   Status s = Walk(meta, meta.main_tree, [&](const LmdbItem& item) -> Status {
-    if (!item.named_database || item.key != name) return Status::OK();
+    if (!item.named_database || item.key != key) return Status::OK();
     if (!LmdbTree::Parse(item.value, tree))
       return Status::Corruption("walk " + path_ + ": the header of database '" + std::string(name) + "' is damaged");
     found = true;

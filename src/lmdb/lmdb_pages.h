@@ -63,6 +63,10 @@ struct LmdbTree {
 
 // The meta page LMDB reads first (the newer of the two).
 struct LmdbMeta {
+  // LMDB's data format: 1 (LMDB 0.9) or 3 (LMDB 1.0, which adds the creating
+  // transaction's id to every page header and lays nodes out on even offsets).
+  uint32_t format = 1;
+  uint32_t header_size = 16;  // PAGEHDRSZ: 16 in format 1, 24 in format 3
   uint32_t page_size = 0;
   uint64_t map_size = 0;
   uint64_t last_pgno = 0;
@@ -73,16 +77,16 @@ struct LmdbMeta {
   LmdbTree main_tree;
 };
 
-// Where a meta page keeps mm_txnid: the page header (16 bytes), then
-// MDB_meta's magic, version, address, map size, two trees and last page.
-inline constexpr size_t kLmdbMetaTxnidAt = 144;
+// Where a meta page keeps mm_txnid: after the page header (`header_size`
+// bytes), MDB_meta's magic, version, address, map size, two trees and last page.
+inline constexpr size_t LmdbMetaTxnidAt(uint32_t header_size) { return header_size + 128; }
 
 // LMDB's last committed transaction as the file says now: the higher of the
 // two meta pages' ids (a commit writes the meta page it did not write last).
 // Reads `mapped_meta_pages` (the file's first two pages, mapped) when given,
 // else the file through `fd`. IOError naming `path` when pread fails.
-Status ReadCommittedTxnid(int fd, const char* mapped_meta_pages, uint32_t page_size, const std::string& path,
-                          uint64_t* txnid);
+Status ReadCommittedTxnid(int fd, const char* mapped_meta_pages, uint32_t page_size, uint32_t header_size,
+                          const std::string& path, uint64_t* txnid);
 
 // One item of a walk: a key and where its value lies in the file. For a
 // MDB_DUPSORT tree, one item per (key, duplicate) pair, the duplicate as the

@@ -41,9 +41,10 @@ Status LmdbFile::WalkTree(WalkState& st, uint64_t root) {
 
 Status LmdbFile::WalkPage(WalkState& st, uint64_t pgno, int level, const char* page) {
   const uint32_t psize = st.meta.page_size;
+  const uint64_t hsize = st.meta.header_size, base = PageBase(st.meta);
   if (++st.pages_visited > st.max_pgno)
     return Damaged(pgno, "the walk reached more pages than the file has (a cycle?)");
-  PageHeader h = PageHeader::Parse(page);
+  PageHeader h = PageHeader::Parse(page, hsize, base);
   if (h.pgno != pgno) return Damaged(pgno, "its header says page " + std::to_string(h.pgno));
   const bool bottom = level == st.tree.depth - 1;
   const uint16_t want = bottom ? kPageLeaf : kPageBranch;
@@ -57,16 +58,16 @@ Status LmdbFile::WalkPage(WalkState& st, uint64_t pgno, int level, const char* p
   // neither bounds the layout (1-byte entries move mp_upper up and mp_lower
   // past the entries' end). VisitLeaf checks that the entries fit.
   const bool leaf2 = h.flags & kPageLeaf2;
-  if (h.lower < kHeaderSize || (h.lower & 1) || (!leaf2 && (h.lower > h.upper || h.upper > psize)))
+  if (h.lower < hsize || (h.lower & 1) || (!leaf2 && (h.lower > h.upper || h.upper > psize)))
     return Damaged(pgno, "free-space bounds " + std::to_string(h.lower) + ".." + std::to_string(h.upper) +
                              " do not fit the page");
   if (bottom) return VisitLeaf(st, page, pgno);
 
-  const uint64_t n = (h.lower - kHeaderSize) / 2;
+  const uint64_t n = (h.lower - hsize) / 2;
   if (n == 0) return Damaged(pgno, "a branch page with no children");
   std::vector<uint64_t> children(n);
   for (uint64_t i = 0; i < n; ++i) {
-    uint64_t ptr = Load<uint16_t>(page + kHeaderSize + 2 * i);
+    uint64_t ptr = Load<uint16_t>(page + hsize + 2 * i) + base;
     if (ptr < h.upper || ptr + kNodeSize > psize)
       return Damaged(pgno, "node " + std::to_string(i) + " at offset " + std::to_string(ptr) + " is outside the page");
     uint64_t ksize = Load<uint16_t>(page + ptr + 6);
@@ -130,9 +131,10 @@ LmdbItem Duplicate(std::string_view outer_key, uint64_t leaf_pgno, uint64_t dup_
 
 Status LmdbFile::VisitLeaf(WalkState& st, const char* page, uint64_t pgno) {
   const uint32_t psize = st.meta.page_size;
+  const uint64_t hsize = st.meta.header_size, base = PageBase(st.meta);
   const uint64_t page_offset = pgno * psize;
-  PageHeader h = PageHeader::Parse(page);
-  const uint64_t n = (h.lower - kHeaderSize) / 2;
+  PageHeader h = PageHeader::Parse(page, hsize, base);
+  const uint64_t n = (h.lower - hsize) / 2;
   if (n == 0) return Damaged(pgno, "a leaf page with no entries");
   const bool dupsort = !st.dup_tree && (st.tree.flags & kLmdbDupSort);
   const bool integer = st.dup_tree ? (st.tree.flags & kLmdbIntegerDup) : (st.tree.flags & kLmdbIntegerKey);
@@ -151,27 +153,28 @@ Status LmdbFile::VisitLeaf(WalkState& st, const char* page, uint64_t pgno) {
 
   if (h.flags & kPageLeaf2) {  // DUPFIXED duplicates: n values of pad bytes each
     const uint64_t ks = h.pad;
-    if (ks == 0 || ks != st.tree.pad || kHeaderSize + n * ks > psize)
+    if (ks == 0 || ks != st.tree.pad || hsize + n * ks > psize)
       return Damaged(pgno, "fixed-size entries of " + std::to_string(ks) + " bytes do not fit the page");
     for (uint64_t i = 0; i < n; ++i) {
-      std::string_view dup(page + kHeaderSize + i * ks, ks);
+      std::string_view dup(page + hsize + i * ks, ks);
       LMDBLOADER_RETURN_IF_ERROR(ordered(dup, i));
       LMDBLOADER_RETURN_IF_ERROR(
-          st.visit(Duplicate(st.outer_key, st.outer_pgno, pgno, st.items++, dup, page_offset + kHeaderSize + i * ks)));
+          st.visit(Duplicate(st.outer_key, st.outer_pgno, pgno, st.items++, dup, page_offset + hsize + i * ks)));
     }
     return Status::OK();
   }
 
   for (uint64_t i = 0; i < n; ++i) {
-    uint64_t ptr = Load<uint16_t>(page + kHeaderSize + 2 * i);
+    uint64_t ptr = Load<uint16_t>(page + hsize + 2 * i) + base;
     if (ptr < h.upper || ptr + kNodeSize > psize)
       return Damaged(pgno, "node " + std::to_string(i) + " at offset " + std::to_string(ptr) + " is outside the page");
     const char* node = page + ptr;
     const uint64_t dsize = Load<uint16_t>(node) | (uint64_t{Load<uint16_t>(node + 2)} << 16);
     const uint16_t flags = Load<uint16_t>(node + 4);
     const uint64_t ksize = Load<uint16_t>(node + 6);
-    const uint64_t data_pos = ptr + kNodeSize + ksize;
+    const uint64_t data_pos = ptr + kNodeSize + KeySpan(ksize, st.meta.format);
     if (data_pos > psize) return Damaged(pgno, "the key of node " + std::to_string(i) + " runs past the page");
+    const char* data = page + data_pos;
     std::string_view key(node + kNodeSize, ksize);
     LMDBLOADER_RETURN_IF_ERROR(ordered(key, i));
     if (flags & ~(kNodeBig | kNodeSubData | kNodeDupData))
@@ -191,7 +194,7 @@ Status LmdbFile::VisitLeaf(WalkState& st, const char* page, uint64_t pgno) {
           (subtree && dsize != LmdbTree::kDiskSize))
         return Damaged(pgno, "the duplicates of node " + std::to_string(i) + " run past the page");
       LMDBLOADER_RETURN_IF_ERROR(
-          VisitDuplicates(st, key, node + kNodeSize + ksize, dsize, page_offset + data_pos, subtree, pgno));
+          VisitDuplicates(st, key, data, dsize, page_offset + data_pos, subtree, pgno));
       continue;
     }
 
@@ -200,14 +203,15 @@ Status LmdbFile::VisitLeaf(WalkState& st, const char* page, uint64_t pgno) {
     item.value_size = dsize;
     if (flags & kNodeBig) {
       if (flags & kNodeSubData) return Damaged(pgno, "node " + std::to_string(i) + " has contradictory flags");
-      if (data_pos + 8 > psize) return Damaged(pgno, "the overflow page number of node " + std::to_string(i) + " runs past the page");
-      const uint64_t ov = Load<uint64_t>(node + kNodeSize + ksize);
-      const uint64_t pages = OverflowPages(dsize, psize);
+      const uint64_t ref = st.meta.format == kDataVersion10 ? kBigRef10 : kBigRef;
+      if (data_pos + ref > psize) return Damaged(pgno, "the overflow page number of node " + std::to_string(i) + " runs past the page");
+      const uint64_t ov = Load<uint64_t>(data);
+      const uint64_t pages = OverflowPages(dsize, psize, hsize);
       if (ov < 2 || ov > st.max_pgno || pages > st.max_pgno + 1 - ov)
         return Damaged(pgno, "the value of node " + std::to_string(i) + " (" + std::to_string(dsize) +
                                  " bytes on overflow page " + std::to_string(ov) + ") lies past page " +
                                  std::to_string(st.max_pgno) + ", " + st.Outside(ov + pages - 1));
-      item.value_offset = ov * psize + kHeaderSize;
+      item.value_offset = ov * psize + hsize;
       item.on_overflow_pages = true;
     } else {
       if (data_pos + dsize > psize) return Damaged(pgno, "the value of node " + std::to_string(i) + " runs past the page");
@@ -215,7 +219,7 @@ Status LmdbFile::VisitLeaf(WalkState& st, const char* page, uint64_t pgno) {
         return Damaged(pgno, "node " + std::to_string(i) + " claims a named database but holds " +
                                  std::to_string(dsize) + " bytes");
       item.value_offset = page_offset + data_pos;
-      item.value = std::string_view(node + kNodeSize + ksize, dsize);
+      item.value = std::string_view(data, dsize);
       item.named_database = flags & kNodeSubData;
     }
     item.leaf_pgno = pgno;
@@ -253,17 +257,18 @@ Status LmdbFile::VisitDuplicates(WalkState& st, std::string_view key, const char
                             std::to_string(st.items));
   } else {
     // A sub-page inside the node: a page header, then nodes whose keys are the duplicates.
-    if (data_size < kHeaderSize) return Damaged(pgno, "a duplicate sub-page is shorter than a page header");
-    PageHeader h = PageHeader::Parse(data);
+    const uint64_t hsize = st.meta.header_size, base = PageBase(st.meta);
+    if (data_size < hsize) return Damaged(pgno, "a duplicate sub-page is shorter than a page header");
+    PageHeader h = PageHeader::Parse(data, hsize, base);
     // As on whole pages, mp_upper of a fixed-size (P_LEAF2) sub-page does not
     // bound its entries; the loop below checks they fit the node.
     const bool leaf2 = h.flags & kPageLeaf2;
-    if (!(h.flags & kPageLeaf) || !(h.flags & kPageSub) || h.lower < kHeaderSize || (h.lower & 1) ||
+    if (!(h.flags & kPageLeaf) || !(h.flags & kPageSub) || h.lower < hsize || (h.lower & 1) ||
         (!leaf2 && (h.lower > h.upper || h.upper > data_size)))
       return Damaged(pgno, "a duplicate sub-page has a damaged header");
     if (leaf2 && !(saved_tree.flags & kLmdbDupFixed))
       return Damaged(pgno, "a fixed-size duplicate sub-page in a database without MDB_DUPFIXED");
-    const uint64_t n = (h.lower - kHeaderSize) / 2;
+    const uint64_t n = (h.lower - hsize) / 2;
     if (n == 0) return Damaged(pgno, "a duplicate sub-page with no entries");
     const bool integer = saved_tree.flags & kLmdbIntegerDup, reversed = saved_tree.flags & kLmdbReverseDup;
     std::string prev;
@@ -271,11 +276,11 @@ Status LmdbFile::VisitDuplicates(WalkState& st, std::string_view key, const char
       std::string_view dup;
       uint64_t at = 0;
       if (h.flags & kPageLeaf2) {
-        if (h.pad == 0 || kHeaderSize + n * h.pad > data_size) return Damaged(pgno, "a fixed-size sub-page overflows");
-        at = kHeaderSize + i * h.pad;
+        if (h.pad == 0 || hsize + n * h.pad > data_size) return Damaged(pgno, "a fixed-size sub-page overflows");
+        at = hsize + i * h.pad;
         dup = std::string_view(data + at, h.pad);
       } else {
-        uint64_t ptr = Load<uint16_t>(data + kHeaderSize + 2 * i);
+        uint64_t ptr = Load<uint16_t>(data + hsize + 2 * i) + base;
         if (ptr < h.upper || ptr + kNodeSize > data_size) return Damaged(pgno, "a duplicate node lies outside its sub-page");
         uint64_t ksize = Load<uint16_t>(data + ptr + 6);
         uint64_t dsize = Load<uint16_t>(data + ptr) | (uint64_t{Load<uint16_t>(data + ptr + 2)} << 16);
@@ -305,15 +310,16 @@ Status LmdbFile::VisitDuplicates(WalkState& st, std::string_view key, const char
 
 Status LmdbFile::CheckOverflow(const LmdbMeta& meta, uint64_t value_offset, uint64_t value_size) {
   const uint32_t psize = meta.page_size;
-  if (value_offset < kHeaderSize || (value_offset - kHeaderSize) % psize != 0)
+  const uint64_t hsize = meta.header_size;
+  if (value_offset < hsize || (value_offset - hsize) % psize != 0)
     return Status::Corruption("verify " + path_ + ": a value at offset " + std::to_string(value_offset) +
                               " does not start an overflow page");
-  const uint64_t pgno = (value_offset - kHeaderSize) / psize;
-  char buf[kHeaderSize];
-  if (::pread(fd_, buf, kHeaderSize, static_cast<off_t>(pgno * psize)) != static_cast<ssize_t>(kHeaderSize))
+  const uint64_t pgno = (value_offset - hsize) / psize;
+  char buf[kHeaderSize10];
+  if (::pread(fd_, buf, hsize, static_cast<off_t>(pgno * psize)) != static_cast<ssize_t>(hsize))
     return Status::Corruption("verify " + path_ + ": overflow page " + std::to_string(pgno) + " cannot be read");
-  PageHeader h = PageHeader::Parse(buf);
-  if (h.pgno != pgno || !(h.flags & kPageOverflow) || h.pages < OverflowPages(value_size, psize))
+  PageHeader h = PageHeader::Parse(buf, hsize, PageBase(meta));
+  if (h.pgno != pgno || !(h.flags & kPageOverflow) || h.pages < OverflowPages(value_size, psize, hsize))
     return Damaged(pgno, "not the overflow page run of a " + std::to_string(value_size) + "-byte value");
   return Status::OK();
 }

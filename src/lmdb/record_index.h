@@ -37,12 +37,13 @@ struct FileIdentity {
   int64_t ctime_ns = 0;
   uint64_t txnid = 0;      // LMDB's last committed transaction
   uint32_t page_size = 0;  // LMDB page size
+  uint32_t page_header = 16;  // LMDB's page header: 16 bytes (LMDB 0.9) or 24 (1.0)
   // XXH3-64 of the meta page read (its trees, last page and transaction id):
   // a file of the same size and mtime on a recycled inode still differs here.
   uint64_t meta_sum = 0;
   bool operator==(const FileIdentity& o) const {
     return device == o.device && inode == o.inode && size == o.size && mtime_ns == o.mtime_ns && ctime_ns == o.ctime_ns &&
-           txnid == o.txnid && page_size == o.page_size && meta_sum == o.meta_sum;
+           txnid == o.txnid && page_size == o.page_size && page_header == o.page_header && meta_sum == o.meta_sum;
   }
 };
 

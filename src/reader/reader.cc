@@ -34,9 +34,9 @@ Status Reader::Rep::CheckSnapshot() const {
   std::atomic_thread_fence(std::memory_order_acquire);  // the records' loads before the id's
   uint64_t now = 0;
   std::shared_ptr<Mapping> meta = std::atomic_load(&p.meta_pages);
-  const uint32_t page_size = p.index.identity.page_size;
+  const uint32_t page_size = p.index.identity.page_size, header = p.index.identity.page_header;
   LMDBLOADER_RETURN_IF_ERROR(
-      ReadCommittedTxnid(p.fd, meta ? meta->data() : nullptr, page_size, p.location.data_path, &now));
+      ReadCommittedTxnid(p.fd, meta ? meta->data() : nullptr, page_size, header, p.location.data_path, &now));
   if (meta && meta->shrank()) {
     // Zeros were read: the file shrank, or the storage failed to read the
     // pages (EIO from NFS or FUSE raises the same fault). A file of its size
@@ -47,7 +47,7 @@ Status Reader::Rep::CheckSnapshot() const {
     if (!Mapping::Map(p.fd, 2ull * page_size, p.location.data_path, &fresh).ok()) fresh.reset();
     std::atomic_compare_exchange_strong(&p.meta_pages, &meta, fresh);
     LMDBLOADER_RETURN_IF_ERROR(WithReadRetries(
-        [&] { return ReadCommittedTxnid(p.fd, nullptr, page_size, p.location.data_path, &now); }));
+        [&] { return ReadCommittedTxnid(p.fd, nullptr, page_size, header, p.location.data_path, &now); }));
   }
   if (now == p.index.identity.txnid) return Status::OK();
   return Status::IOError(p.location.data_path + ": a writer committed to it since it was opened (transaction " +
@@ -512,6 +512,7 @@ ReaderStats Reader::stats() {
   ReaderStats s;
   s.rss_budget = rep_->options_.rss_budget;
   s.mode = AccessModeName(rep_->mode_);
+  s.lmdb_format = rep_->parts_.front()->index.identity.page_header == 24 ? 3 : 1;
   s.records = rep_->size_;
   StatmProbe statm;
   // stats() reports what it can: an unreadable statm leaves the two at 0.

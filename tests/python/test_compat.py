@@ -237,8 +237,8 @@ def test_compacting_copy_of_a_damaged_file_is_an_error_and_leaves_nothing(with_f
 
 @pytest.mark.skipif(not hasattr(lmdb.Environment, "lib_version"), reason="py-lmdb before 3.0 has one engine")
 def test_lib_version_and_lmdb_1_0_files(tmp_path):
-    """py-lmdb 3 bundles LMDB 0.9 and 1.0 engines; compat reads 0.9 files and
-    answers lib_version= as a py-lmdb build holding only that engine."""
+    """py-lmdb 3 bundles LMDB 0.9 and 1.0 engines; compat reads both formats
+    and answers lib_version= (and lib_version()) as py-lmdb 3 does."""
     plain, newer = str(tmp_path / "plain"), str(tmp_path / "newer")
     for path, engine in ((plain, 0), (newer, 1)):
         with lmdb.open(path, map_size=1 << 20, lib_version=engine) as env, env.begin(write=True) as txn:
@@ -248,18 +248,16 @@ def test_lib_version_and_lmdb_1_0_files(tmp_path):
         with module.open(path, readonly=True, lock=False, **kw) as env, env.begin() as txn:
             return env.lib_version()[0], txn.get(b"k")
 
-    for kw in ({}, {"lib_version": 0}, {"lib_version": -1}, {"lib_version": 7}):
-        assert _outcome(lambda: opened(compat, plain, **kw)) == _outcome(lambda: opened(lmdb, plain, **kw)), kw
-    assert _outcome(lambda: opened(compat, newer, lib_version=0)) == _outcome(
-        lambda: opened(lmdb, newer, lib_version=0))
+    for path in (plain, newer):
+        for kw in ({}, {"lib_version": 0}, {"lib_version": 1}, {"lib_version": -1}, {"lib_version": 7}):
+            assert _outcome(lambda: opened(compat, path, **kw)) == _outcome(lambda: opened(lmdb, path, **kw)), kw
+    assert opened(compat, newer) == (1, b"v")
     assert compat.version(lib_version=0) == compat.version()
-    with pytest.raises(compat.Error, match="lib_version=1: this build has no LMDB 1.x engine"):
-        compat.version(lib_version=1)
-    # A file written by LMDB 1.0: py-lmdb reads it; lmdbloader says why it cannot.
-    with pytest.raises(compat.Error, match=f"{newer}: LMDB data format v3 is not supported"):
-        compat.open(newer, readonly=True, lock=False)
-    with pytest.raises(lmdbloader.UnsupportedError, match="data.mdb: LMDB data format 3 .LMDB 1.0. is not supported"):
-        lmdbloader.Reader(newer)
+    assert compat.version(lib_version=1) == lmdb.version(lib_version=1)
+    with pytest.raises(compat.Error, match="lib_version=2: this build has no LMDB 2.x engine"):
+        compat.version(lib_version=2)
+    r = lmdbloader.Reader(newer, index_dir="none")
+    assert (r[0], r.stats()["lmdb_format"]) == (b"v", 3)
     for name in ("ProblemError", "BadChecksumError", "CryptoFailError", "EnvEncryptionError"):
         assert issubclass(getattr(compat, name), compat.Error)
 

@@ -9,7 +9,8 @@ own, 1-byte fixed duplicates, deletes that leave pages allocated past the
 end of the file, several transactions, copies made by env.copy (plain and
 compacted), files written with other page sizes. Every read path is compared with
 py-lmdb's: Reader (by position, key, batch, view), compat (iteration both
-ways, get, getmulti, stat). Nothing may be refused and nothing read
+ways, get, getmulti, stat). Each in LMDB 0.9's data format and in LMDB
+1.0's (py-lmdb 3's lib_version=1). Nothing may be refused and nothing read
 differently. A hardened page walker that refuses what liblmdb writes is a
 bug, not caution.
 """
@@ -70,8 +71,10 @@ def database_specs(draw):
     # Read as written, or as env.copy() writes it (mdb_env_copy), plain or
     # compacted (pages renumbered, no free pages).
     copy = draw(st.sampled_from([None, "plain", "compact"]))
+    # LMDB 0.9's data format or LMDB 1.0's (py-lmdb 3 bundles both).
+    lib_version = draw(st.sampled_from([0, 1]))
     return dict(flags=flags, named=named, key_size=key_size, value_size=value_size, keys=keys, dups=dups,
-                deletes=deletes, commits=commits, seed=seed, copy=copy)
+                deletes=deletes, commits=commits, seed=seed, copy=copy, lib_version=lib_version)
 
 
 def _key(spec, k, rng):
@@ -95,7 +98,7 @@ def write_database(spec, path):
     import random
 
     rng = random.Random(spec["seed"])
-    env = lmdb.open(path, max_dbs=4, map_size=1 << 28)
+    env = lmdb.open(path, max_dbs=4, map_size=1 << 28, lib_version=spec.get("lib_version", 0))
     name = b"data" if spec["named"] else None
     db = env.open_db(name, **spec["flags"]) if name else env.open_db(None)
     keys = [_key(spec, k, rng) for k in range(spec["keys"])]
@@ -207,12 +210,59 @@ def test_every_database_pylmdb_writes_reads_as_pylmdb_reads_it(spec):
     check_database(spec)
 
 
+@pytest.mark.parametrize("lib_version", [0, 1])
 @pytest.mark.parametrize("value_size", [1, 2, 3, 100])
-def test_fixed_size_duplicates_in_sub_pages_read(value_size):
+def test_fixed_size_duplicates_in_sub_pages_read(value_size, lib_version):
     # 1-byte entries move a P_LEAF2 sub-page's mp_upper past its end: still valid.
     check_database(dict(flags={"dupsort": True, "dupfixed": True, "integerkey": False, "reverse_key": False},
                         named=True, key_size=None, value_size=value_size, keys=5, dups=3, deletes=0.0,
-                        commits=1, seed=1))
+                        commits=1, seed=1, lib_version=lib_version))
+
+
+# Every page kind in LMDB 1.0's format at least once: odd key lengths (1.0
+# pads them), overflow values, sub-pages, trees of duplicates, named databases.
+@pytest.mark.parametrize("named,flags,dups,value_size", [
+    (False, {}, 1, None),
+    (True, {"dupsort": False, "integerkey": True, "reverse_key": False}, 1, None),
+    (True, {"dupsort": True, "dupfixed": False, "integerdup": False, "integerkey": False, "reverse_key": True}, 7, None),
+    (True, {"dupsort": True, "dupfixed": False, "integerdup": False, "integerkey": False, "reverse_key": False}, 300, None),
+    (True, {"dupsort": True, "dupfixed": True, "integerdup": True, "integerkey": False, "reverse_key": False}, 40, 8),
+])
+def test_lmdb_1_0_files_read_as_pylmdb_reads_them(named, flags, dups, value_size):
+    for copy in (None, "compact"):
+        check_database(dict(flags=flags, named=named, key_size=4 if flags.get("integerkey") else None,
+                            value_size=value_size, keys=60, dups=dups, deletes=0.3, commits=3, seed=11, copy=copy,
+                            lib_version=1))
+
+
+def test_an_lmdb_1_0_file_under_lock_true_is_refused_naming_why(tmp_path):
+    path = str(tmp_path / "db")
+    with lmdb.open(path, map_size=1 << 22, lib_version=1) as env, env.begin(write=True) as txn:
+        txn.put(b"k", b"v")
+    assert lmdbloader.Reader(path, index_dir="none")[0] == b"v"
+    with pytest.raises(lmdbloader.UnsupportedError, match=r"data\.mdb with lock=True: an LMDB 1\.0 file"):
+        lmdbloader.Reader(path, lock=True)
+
+
+@pytest.mark.parametrize("what", ["encrypted", "checksums"])
+def test_lmdb_1_0_encryption_and_page_checksums_are_refused_naming_them(tmp_path, what):
+    """py-lmdb writes neither; liblmdb 1.0 marks them in the meta page (the
+    MDB_ENCRYPT flag) and in page 0's last 2 bytes (the checksum size)."""
+    path = str(tmp_path / "db")
+    with lmdb.open(path, map_size=1 << 22, lib_version=1) as env, env.begin(write=True) as txn:
+        txn.put(b"k", b"v")
+    with open(os.path.join(path, "data.mdb"), "r+b") as f:
+        if what == "encrypted":
+            for page in (0, 1):  # the free tree's md_flags: after the header, magic, version, address, map size
+                f.seek(page * 4096 + 24 + 24 + 4)
+                flags = struct.unpack("<H", f.read(2))[0]
+                f.seek(page * 4096 + 24 + 24 + 4)
+                f.write(struct.pack("<H", flags | 0x2000))
+        else:
+            f.seek(4096 - 2)
+            f.write(struct.pack("<H", 16))
+    with pytest.raises(lmdbloader.UnsupportedError, match="encrypted" if what == "encrypted" else "checksums"):
+        lmdbloader.Reader(path, index_dir="none")
 
 
 def test_meta_page_counting_pages_past_the_end_of_the_file_reads(tmp_path):

@@ -38,14 +38,25 @@ def flag_arg(value, default):
     return default if value is None else bool(value)
 
 
+# The LMDB releases whose data formats lmdbloader reads, by major version, as
+# py-lmdb 3 names its two engines: liblmdb's own (0.9) and the LMDB 1.0 that
+# py-lmdb 3.0 bundles (1.0.2), whose files lmdbloader's page reader reads.
+LMDB_1_0 = (1, 0, 2)
+
+
+def engine_version(lib_version):
+    """(major, minor, patch) of engine ``lib_version`` (0 or 1)."""
+    return LMDB_1_0 if lib_version == 1 else tuple(_core.lmdb_version())
+
+
 def check_engine(lib_version):
-    """py-lmdb's check of ``lib_version=``: None or the major version of the
-    one engine there is."""
+    """py-lmdb 3's check of ``lib_version=``: None (either format, as the
+    file has it), or 0 or 1, the major version of an engine there is."""
     if lib_version is None:
         return
     if lib_version < 0:
         raise OverflowError("Integer argument must be >= 0")
-    if lib_version != _core.lmdb_version()[0]:
+    if lib_version not in (_core.lmdb_version()[0], LMDB_1_0[0]):
         raise Error(f"lib_version={lib_version}: this build has no LMDB {lib_version}.x engine.")
 
 

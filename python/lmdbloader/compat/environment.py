@@ -14,6 +14,7 @@ from ._arguments import (
     SIZE_MAX,
     as_key,
     check_engine,
+    engine_version,
     flag_arg,
     refuse_write,
     uint_arg,
@@ -38,11 +39,11 @@ _OPEN_OPTION_KINDS = {k: v for k, v in OPTION_KINDS.items() if k not in _PYLMDB_
 
 
 def version(subpatch=False, lib_version=None):
-    """liblmdb's version, ``(major, minor, patch)``, as py-lmdb's ``lmdb.version()``.
-    lmdbloader reads one engine's files, LMDB 0.9's: ``lib_version`` may name
-    it (0) and nothing else, as in a py-lmdb build with a single engine."""
+    """LMDB's version, ``(major, minor, patch)``, as py-lmdb 3's ``lmdb.version()``:
+    liblmdb's (0.9) by default, and with ``lib_version=1`` the LMDB 1.0
+    release whose files lmdbloader also reads (1.0.2, py-lmdb 3.0's)."""
     check_engine(lib_version)
-    v = tuple(_core.lmdb_version())
+    v = engine_version(lib_version)
     return v + (0,) if subpatch else v
 
 
@@ -122,6 +123,11 @@ class Environment(EnvironmentBase):
                              index_dir=index_dir)
         self._names = None
         state.main = Database(self, self._open_reader(None), None)
+        # LMDB's data format 1 is LMDB 0.9's, 3 LMDB 1.0's: lib_version=None
+        # opens either, as py-lmdb 3's default does, a named engine only its own.
+        self._engine = 1 if state.main.reader.stats()["lmdb_format"] == 3 else 0
+        if lib_version is not None and lib_version != self._engine:
+            raise InvalidError(f"{path}: MDB_INVALID: File is not an LMDB file")
         if map_size >= MAPPABLE:
             raise MemoryError(f"{path}: Cannot allocate memory")
         self._named = {}
@@ -182,8 +188,9 @@ class Environment(EnvironmentBase):
         return db
 
     def lib_version(self):
-        """The engine reading this environment, as py-lmdb's ``Environment.lib_version()``."""
-        return version()
+        """The engine reading this environment, as py-lmdb's ``Environment.lib_version()``:
+        (1, 0, 2) for an LMDB 1.0 file."""
+        return engine_version(self._engine)
 
     def dbs(self, txn=None):
         """Names of the named databases, as py-lmdb's ``Environment.dbs()``."""
