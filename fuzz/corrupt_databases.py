@@ -66,9 +66,11 @@ def build_bases(root, rng):
         "integerkey": dict(records=[(struct.pack("=Q", i * 977), b"v%d" % i) for i in range(200)], flags=dict(integerkey=True)),
         "dupsort": dict(records=[(b"k%d" % (i % 7), b"dup%04d" % i) for i in range(300)], flags=dict(dupsort=True)),
     }
+    # Each in LMDB 0.9's data format and in LMDB 1.0's (py-lmdb 3's lib_version=1).
+    foreign.update({n + "_lmdb10": dict(spec, lib_version=1) for n, spec in list(foreign.items())})
     for n, spec in foreign.items():
         path = os.path.join(root, n)
-        with lmdb.open(path, map_size=1 << 24, max_dbs=2) as env:
+        with lmdb.open(path, map_size=1 << 24, max_dbs=2, lib_version=spec.get("lib_version", 0)) as env:
             db = env.open_db(spec.get("db", b"flagged"), **spec.get("flags", {})) if ("db" in spec or "flags" in spec) else None
             with env.begin(write=True, db=db) as txn:
                 for k, v in spec["records"]:

@@ -25,10 +25,12 @@ def lmdb_files(root):
                          dupsort=True, dupfixed=True, integerdup=True),
         "named": dict(records=[(b"n%d" % i, b"y" * i) for i in range(40)], db=b"named"),
     }
+    # Each in LMDB 0.9's data format and in LMDB 1.0's (py-lmdb 3's lib_version=1).
+    specs.update({name + "-lmdb10": dict(spec, lib_version=1) for name, spec in list(specs.items())})
     out = []
     for name, spec in specs.items():
         path = os.path.join(root, name)
-        with lmdb.open(path, map_size=1 << 22, max_dbs=2) as env:
+        with lmdb.open(path, map_size=1 << 22, max_dbs=2, lib_version=spec.get("lib_version", 0)) as env:
             flags = {k: spec[k] for k in ("integerkey", "dupsort", "dupfixed", "integerdup") if k in spec}
             # Flags live on named databases ("named": the one the harness walks).
             db = env.open_db(b"named", **flags) if (flags or spec.get("db")) else None
