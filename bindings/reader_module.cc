@@ -100,6 +100,12 @@ void RegisterReader(py::module_& m) {
         ThrowIfError(s);
         return py::int_(pos);
       })
+      .def("file_set_members", [](const Reader& r) {
+        py::list out;
+        for (const FileSetMember& m : r.FileSetMembers())
+          out.append(py::make_tuple(py::bytes(m.path), m.first, m.records));  // file system bytes: fsdecode'd
+        return out;
+      })
       .def("lower_bound", [](Reader& r, const py::bytes& key) {
         uint64_t pos = 0;
         ThrowIfError(r.LowerBound(std::string_view(key), &pos));

@@ -33,8 +33,11 @@ class Reader:
     order; or a list of paths, in its order. Each file is opened (its
     descriptors, its record index) while it is read, a bounded number at once
     (a quarter of the descriptor limit, 64 at most), so neither the
-    descriptors nor the memory grow with the file count; ``skip_bad_files``
-    leaves out files that do not open as an LMDB (``stats()["files_skipped"]``).
+    descriptors nor the memory grow with the file count. What looks like one
+    of the set's databases and is none (a ``*.lmdb`` file that is no LMDB, a
+    folder named ``*.lmdb`` or holding lock.mdb without data.mdb) is an
+    error naming it; ``skip_bad_files`` leaves such files out
+    (``stats()["files_skipped"]``); :attr:`files` lists those read.
     Keys are each file's own: ``get(key)`` finds the first file holding it.
 
     Positions follow key order; for an lmdbloader corpus position i is record i.
@@ -251,10 +254,23 @@ class Reader:
 
     def where(self, index):
         """How messages name the record at ``index`` (negative counts from the
-        end): ``"record 5 of /data/train.lmdb"``."""
+        end): ``"record 5 of /data/train.lmdb"``; in a set of files, the file
+        too: ``"record 35 of MJ (record 5 of MJ/MJ_valid)"``."""
         position = int(index)
         position += len(self) if position < 0 else 0
+        files = self.files
+        for path, first, records in files:
+            if first <= position < first + records and len(files) > 1:
+                return f"record {position} of {self.path} (record {position - first} of {path})"
         return f"record {position} of {self.path}"
+
+    @property
+    def files(self):
+        """A set of files (a folder, a glob, a list): its databases in the
+        order read, as (path, first position, records) tuples; files left
+        out by ``skip_bad_files`` are not among them. () for one database or
+        a shard set."""
+        return tuple((os.fsdecode(path), first, records) for path, first, records in self._c.file_set_members())
 
     def key(self, index):
         return self._c.key(index)

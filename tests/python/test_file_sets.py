@@ -7,7 +7,9 @@ equal to py-lmdb's, in order.
 """
 
 import glob
+import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -148,3 +150,52 @@ def test_the_locality_sampler_and_rank_split_read_whole_files(file_set, tmp_path
         files_per_batch = [len({i // PER_FILE for i in order[b:b + 64]}) for b in range(0, len(order), 64)]
         assert max(files_per_batch) <= 32, files_per_batch[:10]  # 64 records of a shuffle would touch ~64 files
     assert sorted(seen) == list(range(n))
+
+
+def write_lmdb(path, records, subdir=True):
+    env = lmdb.open(str(path), map_size=1 << 22, subdir=subdir)
+    with env.begin(write=True) as txn:
+        for k, v in records:
+            txn.put(k, v)
+    env.close()
+    return str(path)
+
+
+def mixed_set(root):
+    """a.lmdb (a single file, 30 records), b.lmdb/ (a folder, 40), c.mdb (a single file, 50)."""
+    root.mkdir()
+    for name, n, subdir in (("a.lmdb", 30, False), ("b.lmdb", 40, True), ("c.mdb", 50, False)):
+        write_lmdb(root / name, [(b"%04d" % r, b"%s %d" % (name.encode(), r)) for r in range(n)], subdir)
+    return root
+
+
+def test_every_layout_of_a_member_is_read_and_files_says_where(tmp_path):
+    root = mixed_set(tmp_path / "set")
+    (root / "logs").mkdir()  # a folder that does not look like a database is not the set's
+    r = lmdbloader.Reader(str(root), index_dir=str(tmp_path / "idx"))
+    assert len(r) == 120 and r.stats()["files_skipped"] == 0
+    assert r.files == ((str(root / "a.lmdb"), 0, 30), (str(root / "b.lmdb"), 30, 40), (str(root / "c.mdb"), 70, 50))
+    assert r[30] == b"b.lmdb 0" and r[119] == b"c.mdb 49"
+    assert r.index_of(b"0005") == 5
+    assert r.where(75) == f"record 75 of {root} (record 5 of {root / 'c.mdb'})"
+    assert lmdbloader.Reader(str(root / "b.lmdb")).files == ()
+
+
+@pytest.mark.parametrize("damage, named, error, what, left", [
+    (lambda root: (root / "x.lmdb").mkdir(), "x.lmdb", OSError, "x.lmdb looks like an LMDB folder but holds no data.mdb",
+     120),
+    (lambda root: os.unlink(root / "b.lmdb" / "data.mdb"), "b.lmdb", OSError, "b.lmdb/data.mdb: No such file", 80),
+    (lambda root: (root / "d.lmdb").write_bytes(b""), "d.lmdb", lmdbloader.CorruptedError, "d.lmdb", 120),
+    (lambda root: (root / "c.mdb").write_bytes(b"j" * 9000), "c.mdb", lmdbloader.CorruptedError, "c.mdb", 70),
+])
+def test_a_member_that_looks_like_a_database_and_is_none_is_named_or_skipped(tmp_path, damage, named, error, what,
+                                                                                 left):
+    root = mixed_set(tmp_path / "set")
+    damage(root)
+    for source in (str(root), str(root / "*")):
+        with pytest.raises(error, match=what):
+            lmdbloader.Reader(source, index_dir=str(tmp_path / "idx"))
+        r = lmdbloader.Reader(source, index_dir=str(tmp_path / "idx"), skip_bad_files=True)
+        assert len(r) == left and r.stats()["files_skipped"] == 1
+        assert named not in [os.path.basename(p) for p, _, _ in r.files]
+        assert r.get_batch([0, len(r) - 1]) == [b"a.lmdb 0", b"c.mdb 49" if named != "c.mdb" else b"b.lmdb 39"]
