@@ -214,6 +214,12 @@ class Reader {
   // the order read, files left out by skip_bad_files not among them. Empty
   // for one database or a shard set.
   std::vector<FileSetMember> FileSetMembers() const;
+  // Find within one database of a set of files, for keys that several of
+  // them hold (each of a folder of OCR sets has num-samples, image-000000001,
+  // ...): the set's position of `key` in member `member` (FileSetMembers()
+  // order). NotFound when that file lacks it; OutOfRange past the last
+  // member; InvalidArgument when this Reader reads no set of files.
+  Status FindInMember(size_t member, std::string_view key, uint64_t* index) const;
   // First position whose key is >= `key`; size() when none. A corpus keyed
   // by names that are not in byte order (converted with --order shuffle):
   // the position of the smallest name >= `key`. Corruption when a paged

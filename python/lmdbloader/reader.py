@@ -1,6 +1,7 @@
 """lmdbloader.Reader: random access to an LMDB database under a memory budget."""
 
 import json
+import numbers
 import os
 
 import numpy as np
@@ -275,9 +276,15 @@ class Reader:
     def key(self, index):
         return self._c.key(index)
 
-    def index_of(self, key):
-        """Position of ``key``; KeyError when absent."""
-        pos = self._c.find(_as_key(key))
+    def index_of(self, key, file=None):
+        """Position of ``key``; KeyError when absent. In a set of files,
+        ``key`` is looked for in the first file holding it, or with ``file``
+        (an index into :attr:`files`) in that file alone: keys that every
+        file holds, as each OCR set's ``num-samples``."""
+        if file is None:
+            pos = self._c.find(_as_key(key))
+        else:
+            pos = self._c.find_in_member(_file_number(file, len(self.files)), _as_key(key))
         if pos is None:
             raise KeyError(key)
         return pos
@@ -356,6 +363,14 @@ class Reader:
             arr = np.frombuffer(self._c.read_column(name), dtype=dtype)
             self._columns[name] = arr
         return arr
+
+
+def _file_number(file, count):
+    if isinstance(file, bool) or not isinstance(file, numbers.Integral):
+        raise TypeError(f"file must be an int (an index into Reader.files); got {file!r}")
+    if not 0 <= file < count:
+        raise IndexError(f"file {file} out of range: {count} files")
+    return int(file)
 
 
 def _as_key(key):

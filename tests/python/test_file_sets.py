@@ -176,7 +176,11 @@ def test_every_layout_of_a_member_is_read_and_files_says_where(tmp_path):
     assert len(r) == 120 and r.stats()["files_skipped"] == 0
     assert r.files == ((str(root / "a.lmdb"), 0, 30), (str(root / "b.lmdb"), 30, 40), (str(root / "c.mdb"), 70, 50))
     assert r[30] == b"b.lmdb 0" and r[119] == b"c.mdb 49"
-    assert r.index_of(b"0005") == 5
+    assert r.index_of(b"0005") == 5 and r.index_of(b"0005", file=2) == 75
+    with pytest.raises(KeyError):
+        r.index_of(b"0045", file=1)  # b.lmdb holds 40
+    with pytest.raises(IndexError, match="file 3 out of range: 3 files"):
+        r.index_of(b"0001", file=3)
     assert r.where(75) == f"record 75 of {root} (record 5 of {root / 'c.mdb'})"
     assert lmdbloader.Reader(str(root / "b.lmdb")).files == ()
 
@@ -199,3 +203,62 @@ def test_a_member_that_looks_like_a_database_and_is_none_is_named_or_skipped(tmp
         assert len(r) == left and r.stats()["files_skipped"] == 1
         assert named not in [os.path.basename(p) for p, _, _ in r.files]
         assert r.get_batch([0, len(r) - 1]) == [b"a.lmdb 0", b"c.mdb 49" if named != "c.mdb" else b"b.lmdb 39"]
+
+
+# OCR sets as deep-text-recognition-benchmark releases them: MJ/{MJ_test,
+# MJ_train, MJ_valid}, each a folder LMDB that create_lmdb_dataset.py wrote.
+def write_ocr_set(path, name, n, num_samples=None):
+    records = [(b"image-%09d" % k, b"jpeg of %s %d" % (name.encode(), k)) for k in range(1, n + 1)]
+    records += [(b"label-%09d" % k, f"{name}-{k}".encode()) for k in range(1, n + 1)]
+    records.append((b"num-samples", str(n if num_samples is None else num_samples).encode()))
+    return write_lmdb(path, records)
+
+
+@pytest.mark.parametrize("sizes", [(10, 20, 30), (10, 30, 20), (20, 10, 30), (20, 30, 10), (30, 10, 20),
+                                   (30, 20, 10)])
+def test_a_folder_of_ocr_sets_reads_each_with_its_own_count(tmp_path, sizes):
+    root = tmp_path / "MJ"
+    root.mkdir()
+    names = ["MJ_test", "MJ_train", "MJ_valid"]  # sorted: the order read
+    for name, n in zip(names, sizes):
+        write_ocr_set(root / name, name, n)
+    want = []
+    for name in names:
+        alone = lmdbloader.LmdbDataset(str(root / name), samples="ocr", decode="raw", index_dir="none")
+        want += [alone[i] for i in range(len(alone))]
+    assert len(want) == 60
+    ds = lmdbloader.LmdbDataset(str(root), samples="ocr", decode="raw", index_dir=str(tmp_path / "idx"))
+    assert len(ds) == 60
+    assert [ds[i] for i in range(60)] == want
+    order = [(7 * i) % 60 for i in range(60)]
+    assert ds.__getitems__(order) == [want[i] for i in order]
+    assert ds[-1] == want[-1] and ds[sizes[0]] == (b"jpeg of MJ_train 1", "MJ_train-1")
+    if sizes != (10, 20, 30):
+        return
+    # Through a spawned worker: the samples' per-file ints pickle with the dataset.
+    import torch.utils.data
+    loader = torch.utils.data.DataLoader(ds, batch_size=16, num_workers=1, multiprocessing_context="spawn")
+    images, labels = [], []
+    for batch_images, batch_labels in loader:
+        images += batch_images
+        labels += batch_labels
+    assert list(zip(images, labels)) == want
+
+
+def test_a_set_whose_count_lies_is_named(tmp_path):
+    root = tmp_path / "MJ"
+    root.mkdir()
+    write_ocr_set(root / "MJ_test", "MJ_test", 10)
+    write_ocr_set(root / "MJ_train", "MJ_train", 20, num_samples=25)
+    write_ocr_set(root / "MJ_valid", "MJ_valid", 30)
+    with pytest.raises(KeyError, match=f"{root / 'MJ_train'}: no key b'image-000000025', which sample 24 needs: "
+                                       "the count record 'num-samples' says 25 samples"):
+        lmdbloader.LmdbDataset(str(root), samples="ocr", decode="raw", index_dir="none")
+    write_ocr_set(root / "MJ_train", "MJ_train", 20, num_samples=15)
+    with pytest.raises(ValueError, match=f"{root / 'MJ_train'}: the count record 'num-samples' says 15 samples, "
+                                         "yet key b'image-000000016'"):
+        lmdbloader.LmdbDataset(str(root), samples="ocr", decode="raw", index_dir="none")
+    shutil.rmtree(root / "MJ_train")
+    write_lmdb(root / "MJ_train", [(b"other", b"x")])  # an LMDB of another kind among them
+    with pytest.raises(KeyError, match=f"{root / 'MJ_train'} has no count record 'num-samples'"):
+        lmdbloader.LmdbDataset(str(root), samples="ocr", decode="raw", index_dir="none")

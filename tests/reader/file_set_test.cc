@@ -306,6 +306,28 @@ TEST(FileSetTest, AFileNamedLikeADatabaseThatIsNoneIsNamed) {
       "shards", Status::Code::kInvalidArgument, "is read alone", 70);
 }
 
+TEST(FileSetTest, FindInMemberLooksInThatFileAlone) {
+  TempDir dir;
+  WriteMixedSet(dir.Sub("set"));
+  ReaderOptions options;
+  options.index_dir = dir.Sub("idx");
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("set"), options, &r));
+  uint64_t at = 0;
+  ASSERT_OK(r->Find("k105", &at));
+  EXPECT_EQ(at, 5u);  // the first file holding it
+  ASSERT_OK(r->FindInMember(1, "k105", &at));
+  EXPECT_EQ(at, 15u);
+  ASSERT_OK(r->FindInMember(2, "k139", &at));
+  EXPECT_EQ(at, 69u);
+  EXPECT_TRUE(r->FindInMember(1, "k139", &at).IsNotFound());  // b.lmdb holds 20
+  EXPECT_EQ(r->FindInMember(3, "k100", &at).code(), Status::Code::kOutOfRange);
+  std::unique_ptr<Reader> one;
+  ASSERT_OK(Reader::Open(dir.Sub("set/b.lmdb"), options, &one));
+  EXPECT_TRUE(one->FileSetMembers().empty());
+  EXPECT_EQ(one->FindInMember(0, "k100", &at).code(), Status::Code::kInvalidArgument);
+}
+
 TEST(FileSetTest, AListReadsInItsOwnOrderAndRefusesWhatNeedsOneDatabase) {
   TempDir dir;
   WriteFiles(dir.Sub("set"), 2, 2);
