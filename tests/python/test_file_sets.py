@@ -262,3 +262,51 @@ def test_a_set_whose_count_lies_is_named(tmp_path):
     write_lmdb(root / "MJ_train", [(b"other", b"x")])  # an LMDB of another kind among them
     with pytest.raises(KeyError, match=f"{root / 'MJ_train'} has no count record 'num-samples'"):
         lmdbloader.LmdbDataset(str(root), samples="ocr", decode="raw", index_dir="none")
+
+
+def run_command(*args):
+    return subprocess.run(["lmdbloader", *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+def test_every_reading_command_takes_a_folder_a_glob_and_a_list(tmp_path):
+    root = mixed_set(tmp_path / "set")
+    paths = [root / "c.mdb", root / "a.lmdb"]
+    for source in ([root], [root / "*"], paths):
+        res = run_command("stat", *source, "--json", "--index-dir", tmp_path / "idx")
+        assert res.returncode == 0, res.stderr
+        stat = json.loads(res.stdout)
+        records = 80 if source == paths else 120
+        data = [root / "c.mdb", root / "a.lmdb"] + ([] if source == paths else [root / "b.lmdb" / "data.mdb"])
+        assert stat["records"] == records and stat["file_bytes"] == sum(os.path.getsize(p) for p in data), stat
+        assert stat["files"] == (2 if source == paths else 3) and stat["value_bytes"]["max"] == len(b"b.lmdb 39")
+        res = run_command("stat", *source)
+        assert res.returncode == 0 and f"records         {records}\n" in res.stdout, res
+        assert f"files           {stat['files']}\n" in res.stdout, res.stdout
+        res = run_command("verify", *source)
+        assert res.returncode == 0 and f"OK, {records} records read in {stat['files']} files" in res.stdout, res
+        res = run_command("scan", *source, "--json", "--rss-budget", "16MiB", "--index-dir", tmp_path / "idx")
+        assert res.returncode == 0 and json.loads(res.stdout)["records"] == records, res.stderr
+    res = run_command("get", *paths, "--index", "50")
+    assert res.returncode == 0 and res.stdout == "a.lmdb 0", res
+    res = run_command("get", root, "--key", "0035", "--index-dir", tmp_path / "idx")
+    assert res.returncode == 0 and res.stdout == "b.lmdb 35", res
+
+
+def test_a_command_over_a_set_names_its_bad_member(tmp_path):
+    root = mixed_set(tmp_path / "set")
+    (root / "x.lmdb").mkdir()
+    for command in ("stat", "scan", "get", "verify"):
+        args = ["--index", "0"] if command == "get" else []
+        res = run_command(command, root, *args, "--index-dir", tmp_path / "idx")
+        assert res.returncode == 1 and "x.lmdb looks like an LMDB folder but holds no data.mdb" in res.stderr, \
+            (command, res.stderr)
+    os.rmdir(root / "x.lmdb")
+    (root / "b.lmdb" / "data.mdb").write_bytes(b"j" * 9000)
+    res = run_command("verify", root / "*.*", "--json")
+    report = json.loads(res.stdout)
+    assert res.returncode == 1 and not report["ok"] and report["records"] == 80 and report["files"] == 3, res
+    assert any(str(root / "b.lmdb") in p for p in report["problems"]), report
+    res = run_command("stat", root)
+    assert res.returncode == 1 and str(root / "b.lmdb") in res.stderr, res.stderr
+    res = run_command("stat", root, "--skip-bad-files", "--json", "--index-dir", tmp_path / "idx")
+    assert res.returncode == 0 and json.loads(res.stdout)["records"] == 80, res.stderr
