@@ -87,6 +87,12 @@ struct OpenFlags {
     ReaderOptions options;
     return Options(&options).ok() ? options.db_name : "";
   }
+  // The options as given, checked together as an open checks them
+  // (InvalidArgument: a usage error).
+  Status CheckedOptions(ReaderOptions* options) const {
+    LMDBLOADER_RETURN_IF_ERROR(Options(options));
+    return ValidateOptions(*options);
+  }
   Status Open(std::unique_ptr<Reader>* reader) const {
     ReaderOptions options;
     LMDBLOADER_RETURN_IF_ERROR(Options(&options));
@@ -389,7 +395,7 @@ int main(int argc, char** argv) {
     if (!*cmd) continue;
     flags->Parsed();
     ReaderOptions options;
-    Status s = flags->Options(&options);
+    Status s = flags->CheckedOptions(&options);
     if (!s.ok()) return Usage(cmd->get_name().c_str(), s.message());
   }
   if (*get) {
