@@ -186,8 +186,8 @@ def test_every_layout_of_a_member_is_read_and_files_says_where(tmp_path):
 
 
 @pytest.mark.parametrize("damage, named, error, what, left", [
-    (lambda root: (root / "x.lmdb").mkdir(), "x.lmdb", OSError, "x.lmdb looks like an LMDB folder but holds no data.mdb",
-     120),
+    (lambda root: (root / "x.lmdb").mkdir(), "x.lmdb", OSError,
+     "x.lmdb looks like an LMDB folder but holds no data.mdb", 120),
     (lambda root: os.unlink(root / "b.lmdb" / "data.mdb"), "b.lmdb", OSError, "b.lmdb/data.mdb: No such file", 80),
     (lambda root: (root / "d.lmdb").write_bytes(b""), "d.lmdb", lmdbloader.CorruptedError, "d.lmdb", 120),
     (lambda root: (root / "c.mdb").write_bytes(b"j" * 9000), "c.mdb", lmdbloader.CorruptedError, "c.mdb", 70),
@@ -262,6 +262,29 @@ def test_a_set_whose_count_lies_is_named(tmp_path):
     write_lmdb(root / "MJ_train", [(b"other", b"x")])  # an LMDB of another kind among them
     with pytest.raises(KeyError, match=f"{root / 'MJ_train'} has no count record 'num-samples'"):
         lmdbloader.LmdbDataset(str(root), samples="ocr", decode="raw", index_dir="none")
+
+
+def test_a_set_of_ocr_sets_is_named_and_read_through_a_glob_or_list(tmp_path):
+    # deep-text-recognition-benchmark's training/{MJ/{MJ_test, MJ_train, MJ_valid}, ST}: a set is one
+    # folder deep, so MJ is named rather than passed over (ST alone would be a short dataset).
+    root = tmp_path / "training"
+    (root / "MJ").mkdir(parents=True)
+    for name, n in (("MJ_test", 4), ("MJ_train", 5), ("MJ_valid", 6)):
+        write_ocr_set(root / "MJ" / name, name, n)
+    write_ocr_set(root / "ST", "ST", 7)
+    with pytest.raises(OSError, match=f"{root / 'MJ'} holds databases of its own, .* name them with a glob"):
+        lmdbloader.LmdbDataset(str(root), samples="ocr", decode="raw", index_dir="none")
+    skipped = lmdbloader.LmdbDataset(str(root), samples="ocr", decode="raw", index_dir="none", skip_bad_files=True)
+    assert len(skipped) == 7 and skipped.reader.stats()["files_skipped"] == 1
+    listed = [str(p) for p in sorted((root / "MJ").iterdir())] + [str(root / "ST")]
+    ds = lmdbloader.LmdbDataset(listed, samples="ocr", decode="raw", index_dir="none")
+    assert len(ds) == 22 and ds[4] == (b"jpeg of MJ_train 1", "MJ_train-1") and ds[21] == (b"jpeg of ST 7", "ST-7")
+    glob_ds = lmdbloader.LmdbDataset(str(root / "MJ" / "MJ_*"), samples="ocr", decode="raw", index_dir="none")
+    assert len(glob_ds) == 15 and glob_ds[14] == (b"jpeg of MJ_valid 6", "MJ_valid-6")
+    # An int count is each file's.
+    three = lmdbloader.KeyedSamples(["image-{:09d}", "label-{:09d}"], count=3, start=1, text=(1,))
+    first_three = lmdbloader.LmdbDataset(str(root / "MJ"), samples=three, decode="raw", index_dir="none")
+    assert len(first_three) == 9 and first_three[3] == (b"jpeg of MJ_train 1", "MJ_train-1")
 
 
 def run_command(*args):

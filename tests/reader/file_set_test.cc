@@ -289,6 +289,24 @@ TEST(FileSetTest, AFolderNamedLikeADatabaseWithoutDataMdbIsNotPassedOver) {
       "chunk", Status::Code::kIOError, "chunk looks like an LMDB folder", 70);
 }
 
+TEST(FileSetTest, AFolderOfDatabasesInASetIsNamedNotPassedOver) {
+  // training/{MJ/{MJ_train, MJ_valid}, ST}: a set is read one folder deep.
+  ExpectBadMember(
+      [](const std::string& set) {
+        for (const char* name : {"/MJ/MJ_train", "/MJ/MJ_valid"}) {
+          std::filesystem::create_directories(set + name);
+          testing::WriteNumberedLmdb(set + name, 3, 8);
+        }
+      },
+      "MJ", Status::Code::kIOError, "MJ holds databases of its own, and a set of files is read one folder deep", 70);
+  ExpectBadMember(
+      [](const std::string& set) {
+        std::filesystem::create_directories(set + "/old");
+        testing::WriteLmdb(set + "/old/e.lmdb", {{"k", "v"}}, "", /*nosubdir=*/true);
+      },
+      "old", Status::Code::kIOError, "name them with a glob", 70);
+}
+
 TEST(FileSetTest, AFileNamedLikeADatabaseThatIsNoneIsNamed) {
   ExpectBadMember([](const std::string& set) { testing::WriteAll(set + "/d.lmdb", ""); }, "d.lmdb",
                   Status::Code::kCorruption, "d.lmdb", 70);
