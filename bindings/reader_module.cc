@@ -100,6 +100,24 @@ void RegisterReader(py::module_& m) {
         ThrowIfError(s);
         return py::int_(pos);
       })
+      .def("file_set_members", [](const Reader& r) {
+        py::list out;
+        for (const FileSetMember& m : r.FileSetMembers())
+          out.append(py::make_tuple(py::bytes(m.path), m.first, m.records));  // file system bytes: fsdecode'd
+        return out;
+      })
+      .def("find_in_member", [](Reader& r, size_t member, const py::bytes& key) -> py::object {
+        const std::string_view k(key);
+        uint64_t pos = 0;
+        Status s;
+        {
+          py::gil_scoped_release release;  // opening the member reads its index
+          s = r.FindInMember(member, k, &pos);
+        }
+        if (s.IsNotFound()) return py::none();
+        ThrowIfError(s);
+        return py::int_(pos);
+      })
       .def("lower_bound", [](Reader& r, const py::bytes& key) {
         uint64_t pos = 0;
         ThrowIfError(r.LowerBound(std::string_view(key), &pos));

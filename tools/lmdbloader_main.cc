@@ -1,4 +1,6 @@
-// The `lmdbloader` command: get, scan, stat, verify, convert.
+// The `lmdbloader` command: get, scan, stat, verify, convert. The reading
+// commands take what Reader::Open takes: one database, a corpus or shard
+// set, or a set of files (a folder of LMDBs, a glob, several paths).
 // Errors go to stderr with exit status 1 (2 for bad usage).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -56,11 +58,15 @@ bool ParseIndex(const std::string& text, uint64_t* index, bool* too_big) {
 // through as text; the library parses and checks them. The budget's default
 // comes from LMDBLOADER_RSS_BUDGET, as in Python.
 struct OpenFlags {
-  std::string path;
+  std::vector<std::string> paths;  // one path, or several read as one set of files
+  std::string path;                // how messages name them (Reader::path())
   GivenOptions given;
 
   void Add(CLI::App* cmd) {
-    cmd->add_option("path", path, "LMDB directory, data file, or corpus / shard set")->required();
+    cmd->add_option("path", paths,
+                    "LMDB folder or data file, corpus or shard set; or a set of LMDBs: a folder of them "
+                    "(*.lmdb, *.mdb, folders holding data.mdb), a glob, or several paths")
+        ->required();
     AddOptionFlags(cmd, ReaderOptionList(), [](const std::string& name) { return ReaderOptionValue(ReaderOptions(), name); },
                    &given);
     // The checksum policy's short forms.
@@ -81,10 +87,21 @@ struct OpenFlags {
     ReaderOptions options;
     return Options(&options).ok() ? options.db_name : "";
   }
+  // The options as given, checked together as an open checks them
+  // (InvalidArgument: a usage error).
+  Status CheckedOptions(ReaderOptions* options) const {
+    LMDBLOADER_RETURN_IF_ERROR(Options(options));
+    return ValidateOptions(*options);
+  }
   Status Open(std::unique_ptr<Reader>* reader) const {
     ReaderOptions options;
     LMDBLOADER_RETURN_IF_ERROR(Options(&options));
-    return Reader::Open(path, options, reader);
+    return paths.size() == 1 ? Reader::Open(path, options, reader) : Reader::Open(paths, options, reader);
+  }
+  // After parsing: the name of what is read, as Reader::Open names a list.
+  void Parsed() {
+    path = paths.front();
+    if (paths.size() > 1) path += " and " + std::to_string(paths.size() - 1) + " more";
   }
 };
 
@@ -219,11 +236,41 @@ int RunScan(const OpenFlags& flags, int passes, const std::string& order, int ba
   return 0;
 }
 
+// LMDB's counts of a set of files: its files' summed, the deepest tree, the
+// newest transaction, as InspectDatabase sums a shard set's parts.
+Status InspectMembers(const std::string& name, const std::vector<FileSetMember>& members, const std::string& db,
+                      DatabaseInfo* info) {
+  *info = DatabaseInfo();
+  info->data_path = name;
+  for (const FileSetMember& m : members) {
+    DatabaseInfo one;
+    Status s = InspectDatabase(m.path, db, &one);
+    if (!s.ok()) return s.message().find(m.path) == std::string::npos ? s.WithPrefix(m.path + ": ") : s;
+    info->file_bytes += one.file_bytes;
+    info->page_size = info->page_size ? info->page_size : one.page_size;
+    info->depth = std::max(info->depth, one.depth);
+    info->branch_pages += one.branch_pages;
+    info->leaf_pages += one.leaf_pages;
+    info->overflow_pages += one.overflow_pages;
+    info->entries += one.entries;
+    info->last_txnid = std::max(info->last_txnid, one.last_txnid);
+    info->last_pgno += one.last_pgno;
+    info->map_size += one.map_size;
+  }
+  return Status::OK();
+}
+
 int RunStat(const OpenFlags& flags, bool as_json) {
+  // A set of files is known once the Reader has listed it: each of its
+  // files is inspected, an error naming the one that fails.
   DatabaseInfo info;
-  Status s = InspectDatabase(flags.path, flags.db(), &info);
   std::unique_ptr<Reader> r;
-  if (s.ok()) s = flags.Open(&r);
+  Status s = flags.Open(&r);
+  if (s.ok()) {
+    const std::vector<FileSetMember> members = r->FileSetMembers();
+    s = members.empty() ? InspectDatabase(flags.path, flags.db(), &info)
+                        : InspectMembers(r->path(), members, flags.db(), &info);
+  }
   if (!s.ok()) return Fail(s);
   std::vector<uint64_t> sizes(r->size());
   uint64_t total = 0;
@@ -238,7 +285,8 @@ int RunStat(const OpenFlags& flags, bool as_json) {
               {"value_bytes", {{"total", total}, {"min", sizes.empty() ? 0 : sizes.front()}, {"p50", pct(0.5)},
                                {"p90", pct(0.9)}, {"p99", pct(0.99)}, {"max", sizes.empty() ? 0 : sizes.back()},
                                {"mean", sizes.empty() ? 0.0 : double(total) / sizes.size()}}},
-              {"corpus", r->is_corpus()}};
+              {"corpus", r->is_corpus()},
+              {"files", r->stats().files}};
   AddReportFields(info, &out);  // the data file, its pages, depth and last transaction
   if (r->is_corpus()) out["manifest"] = json::parse(r->manifest(), nullptr, false);
   if (as_json) {
@@ -254,6 +302,7 @@ int RunStat(const OpenFlags& flags, bool as_json) {
               (unsigned long long)pct(0.5), (unsigned long long)pct(0.9), (unsigned long long)pct(0.99),
               (unsigned long long)out["value_bytes"]["max"], out["value_bytes"]["mean"].get<double>(),
               r->is_corpus() ? "yes (lmdbloader)" : "no (plain LMDB)");
+  if (!r->FileSetMembers().empty()) std::printf("  files           %llu\n", (unsigned long long)r->stats().files);
   return 0;
 }
 
@@ -261,15 +310,18 @@ int RunVerify(const OpenFlags& flags, bool as_json) {
   ReaderOptions options;
   Status s = flags.Options(&options);
   VerifyReport report;
-  if (s.ok()) s = VerifyDatabase(flags.path, options, &report);
+  if (s.ok())
+    s = flags.paths.size() == 1 ? VerifyDatabase(flags.path, options, &report)
+                                : VerifyDatabase(flags.paths, options, &report);
   if (!s.ok()) return Fail(s);
   if (as_json) {
-    std::cout << json{{"path", flags.path}, {"records", report.records}, {"ok", report.problems.empty()},
-                      {"problems", report.problems}}
+    std::cout << json{{"path", flags.path}, {"records", report.records}, {"files", std::max<uint64_t>(report.files, 1)},
+                      {"ok", report.problems.empty()}, {"problems", report.problems}}
                      .dump(2, ' ', false, json::error_handler_t::replace)
               << std::endl;
   } else if (report.problems.empty()) {
-    std::printf("%s: OK, %llu records read\n", flags.path.c_str(), (unsigned long long)report.records);
+    std::printf("%s: OK, %llu records read%s\n", flags.path.c_str(), (unsigned long long)report.records,
+                report.files ? (" in " + std::to_string(report.files) + " files").c_str() : "");
   }
   if (!as_json || !report.opened)
     for (const auto& p : report.problems) std::fprintf(stderr, "%s: %s\n", flags.path.c_str(), p.c_str());
@@ -340,9 +392,11 @@ int main(int argc, char** argv) {
   }
   for (auto [cmd, flags] : {std::pair{get, &get_flags}, {scan, &scan_flags}, {stat, &stat_flags},
                              {verify, &verify_flags}}) {
+    if (!*cmd) continue;
+    flags->Parsed();
     ReaderOptions options;
-    Status s;
-    if (*cmd && !(s = flags->Options(&options)).ok()) return Usage(cmd->get_name().c_str(), s.message());
+    Status s = flags->CheckedOptions(&options);
+    if (!s.ok()) return Usage(cmd->get_name().c_str(), s.message());
   }
   if (*get) {
     if (!*by_index && !*by_key && !*by_hex) return Usage("get", "give --index, --key or --key-hex");

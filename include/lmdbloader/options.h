@@ -254,7 +254,7 @@ std::string ReaderOptionValue(const ReaderOptions& options, std::string_view nam
 
 // What the environment sets before any option is given: LMDBLOADER_RSS_BUDGET,
 // when set and not empty, is the budget. InvalidArgument naming the variable
-// when it does not parse.
+// when it does not parse or is below the floor (kMinRssBudget).
 Status ReaderOptionsFromEnvironment(ReaderOptions* options);
 
 // Parses "true"/"false" (also "1"/"0", "yes"/"no").

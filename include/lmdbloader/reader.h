@@ -98,6 +98,14 @@ struct ColumnChunk {
   std::string dtype;    // numpy's name of the values: "<i8" or "<f8", from the manifest
 };
 
+// One database of a set of files (Reader::FileSetMembers): positions
+// first .. first + records - 1 of the set are its records, in its key order.
+struct FileSetMember {
+  std::string path;  // as listed (a folder's entry, a glob's match) or given in the list
+  uint64_t first = 0;
+  uint64_t records = 0;
+};
+
 class Reader {
  public:
   // Opens `path`: a directory holding data.mdb, an LMDB data file, or a
@@ -203,6 +211,16 @@ class Reader {
   Status Key(uint64_t index, std::string* key) const;
   // Position of `key`: NotFound when absent (an expected outcome).
   Status Find(std::string_view key, uint64_t* index) const;
+  // A set of files (opened on a folder, a glob or a list): its databases in
+  // the order read, files left out by skip_bad_files not among them. Empty
+  // for one database or a shard set.
+  std::vector<FileSetMember> FileSetMembers() const;
+  // Find within one database of a set of files, for keys that several of
+  // them hold (each of a folder of OCR sets has num-samples, image-000000001,
+  // ...): the set's position of `key` in member `member` (FileSetMembers()
+  // order). NotFound when that file lacks it; OutOfRange past the last
+  // member; InvalidArgument when this Reader reads no set of files.
+  Status FindInMember(size_t member, std::string_view key, uint64_t* index) const;
   // First position whose key is >= `key`; size() when none. A corpus keyed
   // by names that are not in byte order (converted with --order shuffle):
   // the position of the smallest name >= `key`. Corruption when a paged

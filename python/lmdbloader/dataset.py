@@ -46,8 +46,9 @@ class LmdbDataset(torch.utils.data.Dataset):
     ``samples``: each sample is several records named by key patterns, a
     :class:`lmdbloader.KeyedSamples`, or ``"ocr"``: the layout
     ``create_lmdb_dataset.py`` writes (``image-%09d``, ``label-%09d``,
-    ``num-samples``), sample i the tuple (image, label str) of number i + 1.
-    The first record of a sample goes through ``decode`` (e.g.
+    ``num-samples``), sample i the tuple (image, label str) of number i + 1;
+    over a set of files (a folder of OCR sets, as ``MJ/``) each file's
+    samples with its own count, one file after the other. The first record of a sample goes through ``decode`` (e.g.
     ``ImageDecode(32, record="raw")``) and ``transform``, the others are
     bytes or str; keys are formatted as samples are read, nothing per sample
     is held (KeyedSamples: what is checked at open, and the cost).

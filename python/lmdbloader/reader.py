@@ -1,6 +1,7 @@
 """lmdbloader.Reader: random access to an LMDB database under a memory budget."""
 
 import json
+import numbers
 import os
 
 import numpy as np
@@ -33,8 +34,11 @@ class Reader:
     order; or a list of paths, in its order. Each file is opened (its
     descriptors, its record index) while it is read, a bounded number at once
     (a quarter of the descriptor limit, 64 at most), so neither the
-    descriptors nor the memory grow with the file count; ``skip_bad_files``
-    leaves out files that do not open as an LMDB (``stats()["files_skipped"]``).
+    descriptors nor the memory grow with the file count. What looks like one
+    of the set's databases and is none (a ``*.lmdb`` file that is no LMDB, a
+    folder named ``*.lmdb`` or holding lock.mdb without data.mdb) is an
+    error naming it; ``skip_bad_files`` leaves such files out
+    (``stats()["files_skipped"]``); :attr:`files` lists those read.
     Keys are each file's own: ``get(key)`` finds the first file holding it.
 
     Positions follow key order; for an lmdbloader corpus position i is record i.
@@ -251,17 +255,36 @@ class Reader:
 
     def where(self, index):
         """How messages name the record at ``index`` (negative counts from the
-        end): ``"record 5 of /data/train.lmdb"``."""
+        end): ``"record 5 of /data/train.lmdb"``; in a set of files, the file
+        too: ``"record 35 of MJ (record 5 of MJ/MJ_valid)"``."""
         position = int(index)
         position += len(self) if position < 0 else 0
+        files = self.files
+        for path, first, records in files:
+            if first <= position < first + records and len(files) > 1:
+                return f"record {position} of {self.path} (record {position - first} of {path})"
         return f"record {position} of {self.path}"
+
+    @property
+    def files(self):
+        """A set of files (a folder, a glob, a list): its databases in the
+        order read, as (path, first position, records) tuples; files left
+        out by ``skip_bad_files`` are not among them. () for one database or
+        a shard set."""
+        return tuple((os.fsdecode(path), first, records) for path, first, records in self._c.file_set_members())
 
     def key(self, index):
         return self._c.key(index)
 
-    def index_of(self, key):
-        """Position of ``key``; KeyError when absent."""
-        pos = self._c.find(_as_key(key))
+    def index_of(self, key, file=None):
+        """Position of ``key``; KeyError when absent. In a set of files,
+        ``key`` is looked for in the first file holding it, or with ``file``
+        (an index into :attr:`files`) in that file alone: keys that every
+        file holds, as each OCR set's ``num-samples``."""
+        if file is None:
+            pos = self._c.find(_as_key(key))
+        else:
+            pos = self._c.find_in_member(_file_number(file, len(self.files)), _as_key(key))
         if pos is None:
             raise KeyError(key)
         return pos
@@ -340,6 +363,14 @@ class Reader:
             arr = np.frombuffer(self._c.read_column(name), dtype=dtype)
             self._columns[name] = arr
         return arr
+
+
+def _file_number(file, count):
+    if isinstance(file, bool) or not isinstance(file, numbers.Integral):
+        raise TypeError(f"file must be an int (an index into Reader.files); got {file!r}")
+    if not 0 <= file < count:
+        raise IndexError(f"file {file} out of range: {count} files")
+    return int(file)
 
 
 def _as_key(key):

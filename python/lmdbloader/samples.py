@@ -16,6 +16,8 @@ import numbers
 import re
 import string
 
+import numpy as np
+
 from .errors import DecodeError
 
 # "{:09d}", "{0:d}", "{}": one number, as a bytes %-pattern formats it faster.
@@ -58,6 +60,14 @@ class KeyedSamples:
     count smaller than the records present; ValueError, pass ``count`` as an
     int to read fewer on purpose). A sample missing in the middle raises
     KeyError naming the file and key when it is read.
+
+    Over a set of files (a folder of OCR sets, as deep-text-recognition-
+    benchmark's ``MJ/{MJ_train, MJ_valid, MJ_test}``, which its
+    ``hierarchical_dataset`` concatenates) each file holds samples of its
+    own, numbered from ``start`` with its own count (an int ``count`` is
+    each file's): the dataset is the files' samples one after the other, in
+    the set's order, and the checks above run on every file at open, each
+    error naming its file. That opens each file's index once at open.
 
     Cost per sample, on top of reading its records (``get_batch`` reads a
     batch's records, every slot, in one call; ``"msgpack"`` takes two, the
@@ -132,62 +142,73 @@ def samples_of(samples):
 class BoundSamples:
     """A KeyedSamples checked against one Reader: the count, and per slot
     the first sample's position where the slot's keys lie contiguously.
-    Holds ints only; pickles with its Reader (configuration only)."""
+
+    Over a set of files (``Reader.files``: a folder of OCR sets such as
+    deep-text-recognition-benchmark's ``MJ/{MJ_train, MJ_valid, MJ_test}``)
+    each file is a set of samples of its own, as that project's
+    ``hierarchical_dataset`` reads them: numbered from ``start`` with the
+    count its own count record holds (an int ``count`` is each file's),
+    the files' samples one after the other in the set's order. Every file's
+    count and keys are checked at open, errors naming the file. Holds a few
+    ints per file (numpy arrays); pickles with its Reader (configuration
+    only)."""
 
     def __init__(self, spec, reader):
         self.spec = spec
         self.reader = reader
         self.slots = len(spec.patterns)
-        self.count = _count_of(spec, reader)
-        path = reader.path
-        bases = []
-        for slot, pattern in enumerate(spec.patterns):
-            base = None
-            if self.count:
-                first = spec.key(0, slot)
-                at = _find(reader, first)
-                if at is None:
-                    raise KeyError(f"{path}: the key pattern {pattern!r} matches nothing (no key {first!r}, "
-                                   f"sample 0)")
-                last = spec.key(self.count - 1, slot)
-                end = _find(reader, last)
-                if end is None:
-                    raise KeyError(f"{path}: no key {last!r}, which sample {self.count - 1} needs: "
-                                   f"{_count_said(spec, self.count)}")
-                # Contiguous: sample i's record sits at at + i (each read checks it).
-                base = at if end - at == self.count - 1 else None
-            bases.append(base)
-            if not isinstance(spec.count, int):
-                beyond = spec.key(self.count, slot)
-                if _find(reader, beyond) is not None:
-                    raise ValueError(f"{path}: {_count_said(spec, self.count)}, yet key {beyond!r} (sample "
-                                     f"{self.count}) is present; pass count= as an int to read fewer on purpose")
-        self.bases = tuple(bases)
+        files = reader.files
+        if files:
+            self._members = tuple(_Member(spec, reader, path, k) for k, (path, _, _) in enumerate(files))
+        else:
+            self._members = (_Member(spec, reader, reader.path, None),)
+        counts = np.array([m.count for m in self._members], dtype=np.int64)
+        self._ends = np.cumsum(counts)
+        self._firsts = self._ends - counts
+        self.count = int(self._ends[-1])
         # For each slot past the first, whether it is text (UTF-8 -> str).
         self._text = tuple(slot in spec.text for slot in range(1, self.slots))
+
+    @property
+    def bases(self):
+        """Per slot, the first sample's position where that slot's keys lie
+        contiguously (None otherwise): of one database, or of each file."""
+        return self._members[0].bases if len(self._members) == 1 else tuple(m.bases for m in self._members)
 
     def positions(self, indices, first_only=False):
         """The positions of samples ``indices`` (ints in [0, count)), as
         (the first records' positions, the others' positions: slot 1, 2, ...
         of each sample in turn; empty with ``first_only``). KeyError naming
         the file and key for a record the database lacks."""
-        key_at, index_of = self.reader.key, self.reader.index_of
+        key_at = self.reader.key
         start = self.spec.start
         firsts, others = [], []
-        slots = list(zip(self.spec._formats, self.bases, [firsts] + [others] * (self.slots - 1)))
+        slots = list(zip(self.spec._formats, range(self.slots), [firsts] + [others] * (self.slots - 1)))
         if first_only:
             del slots[1:]
-        for i in indices:
+        members = self._members
+        if len(members) == 1:
+            located = ((members[0], i, i) for i in indices)
+        else:
+            # Which file each sample is in, and its number there: one search for the batch.
+            wanted = np.asarray(indices if not isinstance(indices, range) else np.arange(
+                indices.start, indices.stop, indices.step), dtype=np.int64).reshape(-1)
+            which = np.searchsorted(self._ends, wanted, side="right")
+            local = wanted - self._firsts[which]
+            located = zip(map(members.__getitem__, which.tolist()), local.tolist(), wanted.tolist())
+        for member, i, index in located:
             number = start + i
-            for fmt, base, out in slots:
+            bases = member.bases
+            for fmt, slot, out in slots:
                 key = fmt(number)
+                base = bases[slot]
                 if base is not None and key_at(base + i) == key:
                     out.append(base + i)
                     continue
-                try:
-                    out.append(index_of(key))
-                except KeyError:
-                    raise KeyError(f"{self.reader.path}: no key {key!r}, which sample {i} needs") from None
+                at = member.find(key)
+                if at is None:
+                    raise KeyError(f"{member.path}: no key {key!r}, which sample {index} needs")
+                out.append(at)
         return firsts, others
 
     def values(self, records, positions):
@@ -209,23 +230,57 @@ class BoundSamples:
         return list(zip(*[iter(records)] * width))
 
 
-def _find(reader, key):
-    """The position of ``key``, or None."""
-    try:
-        return reader.index_of(key)
-    except KeyError:
-        return None
+class _Member:
+    """One database's samples: the whole Reader's, or one file's of a set
+    (``file``: its index in ``Reader.files``), checked as KeyedSamples says."""
+
+    def __init__(self, spec, reader, path, file):
+        self.reader = reader
+        self.path = path
+        self.file = file
+        self.count = _count_of(spec, self)
+        bases = []
+        for slot, pattern in enumerate(spec.patterns):
+            base = None
+            if self.count:
+                first = spec.key(0, slot)
+                at = self.find(first)
+                if at is None:
+                    raise KeyError(f"{path}: the key pattern {pattern!r} matches nothing (no key {first!r}, "
+                                   f"sample 0)")
+                last = spec.key(self.count - 1, slot)
+                end = self.find(last)
+                if end is None:
+                    raise KeyError(f"{path}: no key {last!r}, which sample {self.count - 1} needs: "
+                                   f"{_count_said(spec, self.count)}")
+                # Contiguous: sample i's record sits at at + i (each read checks it).
+                base = at if end - at == self.count - 1 else None
+            bases.append(base)
+            if not isinstance(spec.count, int):
+                beyond = spec.key(self.count, slot)
+                if self.find(beyond) is not None:
+                    raise ValueError(f"{path}: {_count_said(spec, self.count)}, yet key {beyond!r} (sample "
+                                     f"{self.count}) is present; pass count= as an int to read fewer on purpose")
+        self.bases = tuple(bases)
+
+    def find(self, key):
+        """The position of ``key`` in this database, or None."""
+        try:
+            return self.reader.index_of(key, file=self.file)
+        except KeyError:
+            return None
 
 
-def _count_of(spec, reader):
+def _count_of(spec, member):
     if isinstance(spec.count, int):
         return spec.count
-    value = reader.get(spec.count)
-    if value is None:
-        raise KeyError(f"{reader.path} has no count record {spec.count!r}")
+    at = member.find(spec.count)
+    if at is None:
+        raise KeyError(f"{member.path} has no count record {spec.count!r}")
+    value = member.reader[at]
     text = value.strip()
     if not (0 < len(text) <= 20 and text.isdigit()):
-        raise ValueError(f"{reader.path}: the count record {spec.count!r} holds {value[:40]!r}, not a decimal "
+        raise ValueError(f"{member.path}: the count record {spec.count!r} holds {value[:40]!r}, not a decimal "
                          f"number of samples")
     return int(text)
 

@@ -101,6 +101,15 @@ Status CheckQueueDepth(uint64_t depth, std::string_view as_given) {
   return Status::OK();
 }
 
+Status CheckRssBudget(uint64_t budget) {
+  if (budget != 0 && budget < kMinRssBudget)
+    return Status::InvalidArgument("rss_budget of " + std::to_string(budget) + " bytes is below the floor of " +
+                                   std::to_string(kMinRssBudget) +
+                                   " bytes (1 MiB): the budget holds a batch's buffers and the record index's "
+                                   "page cache");
+  return Status::OK();
+}
+
 Status CheckMmapWindow(uint64_t window) {
   if (window < (64u << 10))
     return Status::InvalidArgument("mmap_window must be at least 64KiB, got " + std::to_string(window));
@@ -110,11 +119,7 @@ Status CheckMmapWindow(uint64_t window) {
 }  // namespace
 
 Status ValidateOptions(const ReaderOptions& options) {
-  if (options.rss_budget != 0 && options.rss_budget < kMinRssBudget)
-    return Status::InvalidArgument("rss_budget of " + std::to_string(options.rss_budget) +
-                                   " bytes is below the floor of " + std::to_string(kMinRssBudget) +
-                                   " bytes (1 MiB): the budget holds a batch's buffers and the record index's "
-                                   "page cache");
+  LMDBLOADER_RETURN_IF_ERROR(CheckRssBudget(options.rss_budget));
   LMDBLOADER_RETURN_IF_ERROR(CheckQueueDepth(options.queue_depth, std::to_string(options.queue_depth)));
   LMDBLOADER_RETURN_IF_ERROR(CheckMmapWindow(options.mmap_window));
   if (!NameOf(kIoEngines, options.io_engine)) return Status::InvalidArgument("invalid io_engine");
@@ -158,7 +163,13 @@ const std::vector<ReaderEntry>& Entries() {
       {{"rss_budget", "bytes", "a byte size, e.g. 64MiB; 0: unbounded",
         "memory this reader may make its process hold because of the data file (the default comes "
         "from $LMDBLOADER_RSS_BUDGET when set)"},
-       [](std::string_view t, ReaderOptions* o) { return SetBytes("rss_budget", t, &o->rss_budget); },
+       [](std::string_view t, ReaderOptions* o) {
+         uint64_t v = 0;
+         LMDBLOADER_RETURN_IF_ERROR(SetBytes("rss_budget", t, &v));
+         LMDBLOADER_RETURN_IF_ERROR(CheckRssBudget(v));
+         o->rss_budget = v;
+         return Status::OK();
+       },
        [](const ReaderOptions& o) { return std::to_string(o.rss_budget); }},
       {{"mode", "choice", NameList(kAccessModes, " or "), "how record bytes reach the caller"},
        [](std::string_view t, ReaderOptions* o) { return ParseAccessMode(t, &o->mode); },
@@ -236,8 +247,12 @@ std::string ReaderOptionValue(const ReaderOptions& options, std::string_view nam
 Status ReaderOptionsFromEnvironment(ReaderOptions* options) {
   const char* budget = std::getenv("LMDBLOADER_RSS_BUDGET");
   if (!budget || !*budget) return Status::OK();
-  Status s = ParseByteSize(budget, &options->rss_budget);
-  return s.ok() ? s : Status::InvalidArgument("LMDBLOADER_RSS_BUDGET: " + s.message());
+  uint64_t v = 0;
+  Status s = ParseByteSize(budget, &v);
+  if (s.ok()) s = CheckRssBudget(v);
+  if (!s.ok()) return Status::InvalidArgument("LMDBLOADER_RSS_BUDGET: " + s.message());
+  options->rss_budget = v;
+  return Status::OK();
 }
 
 }  // namespace lmdbloader

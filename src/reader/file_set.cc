@@ -26,7 +26,56 @@ bool NamesDatabaseFile(const std::string& name) {
   return !IsLockFile(name) && (EndsWith(name, ".lmdb") || EndsWith(name, ".mdb"));
 }
 
+// Whether `dir/name` can be stat()ed: an error other than "not there"
+// (a folder that cannot be searched) counts as there, so that the open
+// reports it instead of the listing passing over the folder.
+bool MayExist(const std::string& dir, const char* name) {
+  struct stat st;
+  return ::stat((dir + "/" + name).c_str(), &st) == 0 || (errno != ENOENT && errno != ENOTDIR);
+}
+
+// Whether `folder` holds databases itself: a *.lmdb or *.mdb file, or a
+// subfolder holding data.mdb (a set of sets, as training/MJ/MJ_train).
+bool HoldsDatabases(const std::string& folder) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+    if (NamesDatabaseFile(entry.path().filename().string())) return true;
+    std::error_code type_ec;
+    if (entry.is_directory(type_ec) && MayExist(entry.path().string(), "data.mdb")) return true;
+  }
+  return false;
+}
+
+// A subfolder of a set is one of its databases when it holds data.mdb, or
+// when it looks like one (named *.lmdb or *.mdb, holding LMDB's lock.mdb or
+// a shard list, or holding databases of its own) without being one:
+// CheckFileSetMember then says what is wrong, so that it is an error or a
+// file skipped, never a set silently short of it. Other folders (notes,
+// logs) are not the set's.
+bool IsMemberFolder(const std::string& folder, const std::string& name) {
+  return MayExist(folder, "data.mdb") || NamesDatabaseFile(name) || MayExist(folder, "lock.mdb") ||
+         MayExist(folder, kShardListFile) || HoldsDatabases(folder);
+}
+
 }  // namespace
+
+Status CheckFileSetMember(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return Status::OK();  // the open says what it is
+  if (MayExist(path, "data.mdb")) return Status::OK();
+  if (MayExist(path, kShardListFile))
+    return Status::InvalidArgument("open " + path + ": a shard set (it holds " + std::string(kShardListFile) +
+                                   ") is read alone, not as one database of a set of files");
+  // A set is read one folder deep: sets of sets are named by a glob or a list.
+  if (!MayExist(path, "lock.mdb") && HoldsDatabases(path))
+    return Status::IOError("open " + path + "/data.mdb: No such file or directory (" + path +
+                               " holds databases of its own, and a set of files is read one folder deep: "
+                               "name them with a glob, " + path + "/*, or a list)",
+                           ENOENT);
+  return Status::IOError("open " + path + "/data.mdb: No such file or directory (" + path +
+                             " looks like an LMDB folder but holds no data.mdb)",
+                         ENOENT);
+}
 
 Status ListFileSet(const std::string& path, bool* is_set, std::vector<std::string>* files) {
   files->clear();
@@ -62,9 +111,9 @@ Status ListFileSet(const std::string& path, bool* is_set, std::vector<std::strin
     }
     std::error_code type_ec;
     if (entry.is_directory(type_ec)) {
-      if (std::filesystem::exists(entry.path() / "data.mdb", type_ec)) files->push_back(entry.path().string());
+      if (IsMemberFolder(entry.path().string(), name)) files->push_back(entry.path().string());
     } else if (NamesDatabaseFile(name)) {
-      files->push_back(entry.path().string());
+      files->push_back(entry.path().string());  // a file, a dangling link: the open says which
     }
   }
   if (ec) return Status::FromErrno(ec.value(), "list", dir);

@@ -11,6 +11,7 @@
 #include "io/batch_io.h"
 #include "io/residency.h"
 #include "lmdbloader/reader.h"
+#include "reader/file_set.h"
 #include "reader/reader_rep.h"
 
 namespace lmdbloader {
@@ -49,7 +50,8 @@ Status Reader::Rep::OpenFileSet(const std::string& name, const std::vector<std::
     part->slot = parts_.size();
     part->indexed = false;
     std::unique_ptr<LmdbEnv> env;
-    Status s = ResolveDataLocation(file, &part->location);
+    Status s = CheckFileSetMember(file);
+    if (s.ok()) s = ResolveDataLocation(file, &part->location);
     if (s.ok()) s = LmdbEnv::Open(part->location, false, options_.db_name, &env);
     if (!s.ok()) {
       if (!options.skip_bad_files) return s;
@@ -72,6 +74,15 @@ Status Reader::Rep::OpenFileSet(const std::string& name, const std::vector<std::
   for (const auto& p : parts_) data_bytes += p->file_size;
   LMDBLOADER_RETURN_IF_ERROR(ChooseReadPath(parts_.front()->location.data_path, data_bytes));
   return Status::OK();
+}
+
+std::vector<FileSetMember> Reader::FileSetMembers() const {
+  std::vector<FileSetMember> members;
+  if (!rep_->file_set_) return members;
+  for (size_t p = 0; p < rep_->parts_.size(); ++p)
+    members.push_back({rep_->parts_[p]->location.path, p == 0 ? 0 : rep_->part_ends_[p - 1],
+                       rep_->parts_[p]->records});
+  return members;
 }
 
 Status Reader::Rep::EnsureOpen(Part* part) {

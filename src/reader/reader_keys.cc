@@ -81,6 +81,22 @@ Status Reader::Find(std::string_view key, uint64_t* index) const {
   return Status::OK();
 }
 
+Status Reader::FindInMember(size_t member, std::string_view key, uint64_t* index) const {
+  if (!rep_->file_set_)
+    return Status::InvalidArgument(rep_->path_ + " is not a set of files: look keys up with Find");
+  if (member >= rep_->parts_.size())
+    return Status::OutOfRange("member " + std::to_string(member) + " out of range for " + rep_->path_ + " (" +
+                              std::to_string(rep_->parts_.size()) + " files)");
+  Rep::PartPins pins;
+  Rep::Part* part = rep_->parts_[member].get();
+  LMDBLOADER_RETURN_IF_ERROR(rep_->PinParts(&part, 1, &pins));
+  bool found = false;
+  LMDBLOADER_RETURN_IF_ERROR(part->index.Find(key, &found, index));
+  if (!found) return Status::NotFound("key not found in " + part->location.path);
+  if (member > 0) *index += rep_->part_ends_[member - 1];
+  return Status::OK();
+}
+
 Status Reader::LowerBound(std::string_view key, uint64_t* position) const {
   if (rep_->file_set_)
     return Status::Unsupported(rep_->path_ + " is a set of files, whose keys are each file's own: no order runs "

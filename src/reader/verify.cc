@@ -10,10 +10,14 @@
 #include "lmdbloader/msgpack_record.h"
 #include "lmdbloader/reader.h"
 #include "corpus/page_check.h"
+#include "reader/file_set.h"
 
 namespace lmdbloader {
 
-Status VerifyDatabase(const std::string& path, ReaderOptions options, VerifyReport* report) {
+namespace {
+
+// One database or shard set.
+Status VerifyOne(const std::string& path, ReaderOptions options, VerifyReport* report) {
   *report = VerifyReport();
   auto problem = [&](std::string p) {
     if (report->problems.size() < VerifyReport::kMaxProblems) report->problems.push_back(std::move(p));
@@ -79,6 +83,45 @@ Status VerifyDatabase(const std::string& path, ReaderOptions options, VerifyRepo
     }
   }
   return Status::OK();
+}
+
+// Each database of a set of files verified alone, its problems named by
+// its path, so that one bad file among thousands is found by name. A file
+// that cannot be walked at all is a problem of the set, not the end of the
+// check: the others are verified too.
+Status VerifyMembers(const std::vector<std::string>& files, const ReaderOptions& options, VerifyReport* report) {
+  *report = VerifyReport();
+  report->opened = true;
+  for (const std::string& file : files) {
+    VerifyReport one;
+    Status s = CheckFileSetMember(file);
+    if (s.ok()) s = VerifyOne(file, options, &one);
+    ++report->files;
+    report->records += one.records;
+    report->opened = report->opened && s.ok() && one.opened;
+    if (!s.ok()) one.problems.push_back(s.ToString());
+    for (const std::string& p : one.problems) {
+      if (report->problems.size() == VerifyReport::kMaxProblems) return Status::OK();
+      // Most messages name the file already; those that start with a record do not.
+      report->problems.push_back(p.find(file) == std::string::npos ? file + ": " + p : p);
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status VerifyDatabase(const std::string& path, ReaderOptions options, VerifyReport* report) {
+  bool is_set = false;
+  std::vector<std::string> files;
+  LMDBLOADER_RETURN_IF_ERROR(ListFileSet(path, &is_set, &files));
+  if (is_set) return VerifyMembers(files, options, report);
+  return VerifyOne(path, options, report);
+}
+
+Status VerifyDatabase(const std::vector<std::string>& paths, ReaderOptions options, VerifyReport* report) {
+  if (paths.empty()) return Status::InvalidArgument("a list of databases to verify needs at least one path");
+  return VerifyMembers(paths, options, report);
 }
 
 }  // namespace lmdbloader

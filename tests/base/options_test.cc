@@ -104,6 +104,8 @@ TEST(ReaderOptionsByNameTest, ValuesAreParsedAndCheckedOnce) {
   for (const Bad& bad : {Bad{"queue_depth", "0", "queue_depth must be between 1 and 4096, got 0"},
                          Bad{"queue_depth", "8x", "queue_depth must be an integer, got '8x'"},
                          Bad{"rss_budget", "lots", "rss_budget: invalid byte size 'lots'"},
+                         Bad{"rss_budget", "100", "rss_budget of 100 bytes is below the floor of 1048576"},
+                         Bad{"rss_budget", "1048575", "below the floor"},
                          Bad{"mode", "fast", "mode must be one of auto, pread, mmap; got 'fast'"},
                          Bad{"verify_checksums", "yes", "verify_checksums must be True, False or \"once\""},
                          Bad{"mmap_window", "4KiB", "mmap_window must be at least 64KiB"},
@@ -113,11 +115,18 @@ TEST(ReaderOptionsByNameTest, ValuesAreParsedAndCheckedOnce) {
     EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << bad.name;
     EXPECT_NE(s.message().find(bad.message), std::string::npos) << s.message();
   }
-  // The struct filled in C++ is checked by the same rule.
+  // The floor and "unbounded" are values the setter takes.
+  ASSERT_TRUE(SetReaderOption("rss_budget", "1MiB", &o).ok());
+  ASSERT_TRUE(SetReaderOption("rss_budget", "0", &o).ok());
+  EXPECT_EQ(o.rss_budget, 0u);
+  // The struct filled in C++ is checked by the same rules.
   ReaderOptions direct;
   direct.queue_depth = 0;
   EXPECT_NE(ValidateOptions(direct).message().find("queue_depth must be between 1 and 4096, got 0"),
             std::string::npos);
+  direct = ReaderOptions();
+  direct.rss_budget = 100;
+  EXPECT_NE(ValidateOptions(direct).message().find("rss_budget of 100 bytes is below the floor"), std::string::npos);
 }
 
 TEST(ReaderOptionsByNameTest, TheBudgetDefaultsToTheEnvironment) {
@@ -128,6 +137,10 @@ TEST(ReaderOptionsByNameTest, TheBudgetDefaultsToTheEnvironment) {
   ::setenv("LMDBLOADER_RSS_BUDGET", "plenty", 1);
   Status s = ReaderOptionsFromEnvironment(&o);
   EXPECT_NE(s.message().find("LMDBLOADER_RSS_BUDGET: invalid byte size 'plenty'"), std::string::npos) << s.message();
+  ::setenv("LMDBLOADER_RSS_BUDGET", "100", 1);
+  s = ReaderOptionsFromEnvironment(&o);
+  EXPECT_NE(s.message().find("LMDBLOADER_RSS_BUDGET: rss_budget of 100 bytes is below the floor"), std::string::npos)
+      << s.message();
   ::unsetenv("LMDBLOADER_RSS_BUDGET");
 }
 

@@ -7,7 +7,9 @@ equal to py-lmdb's, in order.
 """
 
 import glob
+import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -148,3 +150,186 @@ def test_the_locality_sampler_and_rank_split_read_whole_files(file_set, tmp_path
         files_per_batch = [len({i // PER_FILE for i in order[b:b + 64]}) for b in range(0, len(order), 64)]
         assert max(files_per_batch) <= 32, files_per_batch[:10]  # 64 records of a shuffle would touch ~64 files
     assert sorted(seen) == list(range(n))
+
+
+def write_lmdb(path, records, subdir=True):
+    env = lmdb.open(str(path), map_size=1 << 22, subdir=subdir)
+    with env.begin(write=True) as txn:
+        for k, v in records:
+            txn.put(k, v)
+    env.close()
+    return str(path)
+
+
+def mixed_set(root):
+    """a.lmdb (a single file, 30 records), b.lmdb/ (a folder, 40), c.mdb (a single file, 50)."""
+    root.mkdir()
+    for name, n, subdir in (("a.lmdb", 30, False), ("b.lmdb", 40, True), ("c.mdb", 50, False)):
+        write_lmdb(root / name, [(b"%04d" % r, b"%s %d" % (name.encode(), r)) for r in range(n)], subdir)
+    return root
+
+
+def test_every_layout_of_a_member_is_read_and_files_says_where(tmp_path):
+    root = mixed_set(tmp_path / "set")
+    (root / "logs").mkdir()  # a folder that does not look like a database is not the set's
+    r = lmdbloader.Reader(str(root), index_dir=str(tmp_path / "idx"))
+    assert len(r) == 120 and r.stats()["files_skipped"] == 0
+    assert r.files == ((str(root / "a.lmdb"), 0, 30), (str(root / "b.lmdb"), 30, 40), (str(root / "c.mdb"), 70, 50))
+    assert r[30] == b"b.lmdb 0" and r[119] == b"c.mdb 49"
+    assert r.index_of(b"0005") == 5 and r.index_of(b"0005", file=2) == 75
+    with pytest.raises(KeyError):
+        r.index_of(b"0045", file=1)  # b.lmdb holds 40
+    with pytest.raises(IndexError, match="file 3 out of range: 3 files"):
+        r.index_of(b"0001", file=3)
+    assert r.where(75) == f"record 75 of {root} (record 5 of {root / 'c.mdb'})"
+    assert lmdbloader.Reader(str(root / "b.lmdb")).files == ()
+
+
+@pytest.mark.parametrize("damage, named, error, what, left", [
+    (lambda root: (root / "x.lmdb").mkdir(), "x.lmdb", OSError,
+     "x.lmdb looks like an LMDB folder but holds no data.mdb", 120),
+    (lambda root: os.unlink(root / "b.lmdb" / "data.mdb"), "b.lmdb", OSError, "b.lmdb/data.mdb: No such file", 80),
+    (lambda root: (root / "d.lmdb").write_bytes(b""), "d.lmdb", lmdbloader.CorruptedError, "d.lmdb", 120),
+    (lambda root: (root / "c.mdb").write_bytes(b"j" * 9000), "c.mdb", lmdbloader.CorruptedError, "c.mdb", 70),
+])
+def test_a_member_that_looks_like_a_database_and_is_none_is_named_or_skipped(tmp_path, damage, named, error, what,
+                                                                                 left):
+    root = mixed_set(tmp_path / "set")
+    damage(root)
+    for source in (str(root), str(root / "*")):
+        with pytest.raises(error, match=what):
+            lmdbloader.Reader(source, index_dir=str(tmp_path / "idx"))
+        r = lmdbloader.Reader(source, index_dir=str(tmp_path / "idx"), skip_bad_files=True)
+        assert len(r) == left and r.stats()["files_skipped"] == 1
+        assert named not in [os.path.basename(p) for p, _, _ in r.files]
+        assert r.get_batch([0, len(r) - 1]) == [b"a.lmdb 0", b"c.mdb 49" if named != "c.mdb" else b"b.lmdb 39"]
+
+
+# OCR sets as deep-text-recognition-benchmark releases them: MJ/{MJ_test,
+# MJ_train, MJ_valid}, each a folder LMDB that create_lmdb_dataset.py wrote.
+def write_ocr_set(path, name, n, num_samples=None):
+    records = [(b"image-%09d" % k, b"jpeg of %s %d" % (name.encode(), k)) for k in range(1, n + 1)]
+    records += [(b"label-%09d" % k, f"{name}-{k}".encode()) for k in range(1, n + 1)]
+    records.append((b"num-samples", str(n if num_samples is None else num_samples).encode()))
+    return write_lmdb(path, records)
+
+
+@pytest.mark.parametrize("sizes", [(10, 20, 30), (10, 30, 20), (20, 10, 30), (20, 30, 10), (30, 10, 20),
+                                   (30, 20, 10)])
+def test_a_folder_of_ocr_sets_reads_each_with_its_own_count(tmp_path, sizes):
+    root = tmp_path / "MJ"
+    root.mkdir()
+    names = ["MJ_test", "MJ_train", "MJ_valid"]  # sorted: the order read
+    for name, n in zip(names, sizes):
+        write_ocr_set(root / name, name, n)
+    want = []
+    for name in names:
+        alone = lmdbloader.LmdbDataset(str(root / name), samples="ocr", decode="raw", index_dir="none")
+        want += [alone[i] for i in range(len(alone))]
+    assert len(want) == 60
+    ds = lmdbloader.LmdbDataset(str(root), samples="ocr", decode="raw", index_dir=str(tmp_path / "idx"))
+    assert len(ds) == 60
+    assert [ds[i] for i in range(60)] == want
+    order = [(7 * i) % 60 for i in range(60)]
+    assert ds.__getitems__(order) == [want[i] for i in order]
+    assert ds[-1] == want[-1] and ds[sizes[0]] == (b"jpeg of MJ_train 1", "MJ_train-1")
+    if sizes != (10, 20, 30):
+        return
+    # Through a spawned worker: the samples' per-file ints pickle with the dataset.
+    import torch.utils.data
+    loader = torch.utils.data.DataLoader(ds, batch_size=16, num_workers=1, multiprocessing_context="spawn")
+    images, labels = [], []
+    for batch_images, batch_labels in loader:
+        images += batch_images
+        labels += batch_labels
+    assert list(zip(images, labels)) == want
+
+
+def test_a_set_whose_count_lies_is_named(tmp_path):
+    root = tmp_path / "MJ"
+    root.mkdir()
+    write_ocr_set(root / "MJ_test", "MJ_test", 10)
+    write_ocr_set(root / "MJ_train", "MJ_train", 20, num_samples=25)
+    write_ocr_set(root / "MJ_valid", "MJ_valid", 30)
+    with pytest.raises(KeyError, match=f"{root / 'MJ_train'}: no key b'image-000000025', which sample 24 needs: "
+                                       "the count record 'num-samples' says 25 samples"):
+        lmdbloader.LmdbDataset(str(root), samples="ocr", decode="raw", index_dir="none")
+    write_ocr_set(root / "MJ_train", "MJ_train", 20, num_samples=15)
+    with pytest.raises(ValueError, match=f"{root / 'MJ_train'}: the count record 'num-samples' says 15 samples, "
+                                         "yet key b'image-000000016'"):
+        lmdbloader.LmdbDataset(str(root), samples="ocr", decode="raw", index_dir="none")
+    shutil.rmtree(root / "MJ_train")
+    write_lmdb(root / "MJ_train", [(b"other", b"x")])  # an LMDB of another kind among them
+    with pytest.raises(KeyError, match=f"{root / 'MJ_train'} has no count record 'num-samples'"):
+        lmdbloader.LmdbDataset(str(root), samples="ocr", decode="raw", index_dir="none")
+
+
+def test_a_set_of_ocr_sets_is_named_and_read_through_a_glob_or_list(tmp_path):
+    # deep-text-recognition-benchmark's training/{MJ/{MJ_test, MJ_train, MJ_valid}, ST}: a set is one
+    # folder deep, so MJ is named rather than passed over (ST alone would be a short dataset).
+    root = tmp_path / "training"
+    (root / "MJ").mkdir(parents=True)
+    for name, n in (("MJ_test", 4), ("MJ_train", 5), ("MJ_valid", 6)):
+        write_ocr_set(root / "MJ" / name, name, n)
+    write_ocr_set(root / "ST", "ST", 7)
+    with pytest.raises(OSError, match=f"{root / 'MJ'} holds databases of its own, .* name them with a glob"):
+        lmdbloader.LmdbDataset(str(root), samples="ocr", decode="raw", index_dir="none")
+    skipped = lmdbloader.LmdbDataset(str(root), samples="ocr", decode="raw", index_dir="none", skip_bad_files=True)
+    assert len(skipped) == 7 and skipped.reader.stats()["files_skipped"] == 1
+    listed = [str(p) for p in sorted((root / "MJ").iterdir())] + [str(root / "ST")]
+    ds = lmdbloader.LmdbDataset(listed, samples="ocr", decode="raw", index_dir="none")
+    assert len(ds) == 22 and ds[4] == (b"jpeg of MJ_train 1", "MJ_train-1") and ds[21] == (b"jpeg of ST 7", "ST-7")
+    glob_ds = lmdbloader.LmdbDataset(str(root / "MJ" / "MJ_*"), samples="ocr", decode="raw", index_dir="none")
+    assert len(glob_ds) == 15 and glob_ds[14] == (b"jpeg of MJ_valid 6", "MJ_valid-6")
+    # An int count is each file's.
+    three = lmdbloader.KeyedSamples(["image-{:09d}", "label-{:09d}"], count=3, start=1, text=(1,))
+    first_three = lmdbloader.LmdbDataset(str(root / "MJ"), samples=three, decode="raw", index_dir="none")
+    assert len(first_three) == 9 and first_three[3] == (b"jpeg of MJ_train 1", "MJ_train-1")
+
+
+def run_command(*args):
+    return subprocess.run(["lmdbloader", *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+def test_every_reading_command_takes_a_folder_a_glob_and_a_list(tmp_path):
+    root = mixed_set(tmp_path / "set")
+    paths = [root / "c.mdb", root / "a.lmdb"]
+    for source in ([root], [root / "*"], paths):
+        res = run_command("stat", *source, "--json", "--index-dir", tmp_path / "idx")
+        assert res.returncode == 0, res.stderr
+        stat = json.loads(res.stdout)
+        records = 80 if source == paths else 120
+        data = [root / "c.mdb", root / "a.lmdb"] + ([] if source == paths else [root / "b.lmdb" / "data.mdb"])
+        assert stat["records"] == records and stat["file_bytes"] == sum(os.path.getsize(p) for p in data), stat
+        assert stat["files"] == (2 if source == paths else 3) and stat["value_bytes"]["max"] == len(b"b.lmdb 39")
+        res = run_command("stat", *source)
+        assert res.returncode == 0 and f"records         {records}\n" in res.stdout, res
+        assert f"files           {stat['files']}\n" in res.stdout, res.stdout
+        res = run_command("verify", *source)
+        assert res.returncode == 0 and f"OK, {records} records read in {stat['files']} files" in res.stdout, res
+        res = run_command("scan", *source, "--json", "--rss-budget", "16MiB", "--index-dir", tmp_path / "idx")
+        assert res.returncode == 0 and json.loads(res.stdout)["records"] == records, res.stderr
+    res = run_command("get", *paths, "--index", "50")
+    assert res.returncode == 0 and res.stdout == "a.lmdb 0", res
+    res = run_command("get", root, "--key", "0035", "--index-dir", tmp_path / "idx")
+    assert res.returncode == 0 and res.stdout == "b.lmdb 35", res
+
+
+def test_a_command_over_a_set_names_its_bad_member(tmp_path):
+    root = mixed_set(tmp_path / "set")
+    (root / "x.lmdb").mkdir()
+    for command in ("stat", "scan", "get", "verify"):
+        args = ["--index", "0"] if command == "get" else []
+        res = run_command(command, root, *args, "--index-dir", tmp_path / "idx")
+        assert res.returncode == 1 and "x.lmdb looks like an LMDB folder but holds no data.mdb" in res.stderr, \
+            (command, res.stderr)
+    os.rmdir(root / "x.lmdb")
+    (root / "b.lmdb" / "data.mdb").write_bytes(b"j" * 9000)
+    res = run_command("verify", root / "*.*", "--json")
+    report = json.loads(res.stdout)
+    assert res.returncode == 1 and not report["ok"] and report["records"] == 80 and report["files"] == 3, res
+    assert any(str(root / "b.lmdb") in p for p in report["problems"]), report
+    res = run_command("stat", root)
+    assert res.returncode == 1 and str(root / "b.lmdb") in res.stderr, res.stderr
+    res = run_command("stat", root, "--skip-bad-files", "--json", "--index-dir", tmp_path / "idx")
+    assert res.returncode == 0 and json.loads(res.stdout)["records"] == 80, res.stderr

@@ -244,6 +244,7 @@ def test_writer_commit_under_a_reader_without_lock_file_is_an_oserror(tmp_path, 
     ("io_engine", "aio", "io_engine must be one of auto, io_uring, threads, sync; got 'aio'"),
     ("rss_budget", "lots", "invalid byte size 'lots'"),
     ("mmap_window", "4KiB", "mmap_window must be at least 64KiB"),
+    ("rss_budget", "100", "rss_budget of 100 bytes is below the floor of 1048576 bytes"),
 ])
 def test_a_bad_option_is_the_same_error_from_python_and_the_command(corpus, name, value, message):
     import subprocess
@@ -255,6 +256,28 @@ def test_a_bad_option_is_the_same_error_from_python_and_the_command(corpus, name
     assert res.returncode == 2 and message in res.stderr, res.stderr
     with pytest.raises(TypeError, match=r"unexpected keyword argument 'budget' \(options: rss_budget, mode"):
         lmdbloader.Reader(corpus, budget="1GiB")
+
+
+@pytest.mark.parametrize("value, message", [
+    ("100", "--rss-budget 100: rss_budget of 100 bytes is below the floor of 1048576 bytes"),
+    ("lots", "--rss-budget lots: rss_budget: invalid byte size 'lots'"),
+])
+def test_a_bad_option_value_is_bad_usage_of_every_reading_command(corpus, value, message):
+    """Exit status 2 naming the flag, before anything is opened, from each
+    reading subcommand; from the environment's budget too."""
+    import subprocess
+    for command in ("get", "scan", "stat", "verify"):
+        args = ["--index", "0"] if command == "get" else []
+        res = subprocess.run(["lmdbloader", command, corpus, *args, "--rss-budget", value], capture_output=True,
+                             text=True, timeout=120)
+        assert res.returncode == 2 and f"lmdbloader {command}: {message}" in res.stderr, (command, res.stderr)
+    res = subprocess.run(["lmdbloader", "stat", corpus], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "LMDBLOADER_RSS_BUDGET": value})
+    assert res.returncode == 2 and "LMDBLOADER_RSS_BUDGET: " in res.stderr \
+        and message.split(": ")[-1] in res.stderr, res.stderr
+    res = subprocess.run(["lmdbloader", "stat", corpus, "--rss-budget", "1MiB"], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr  # the floor itself is a budget
 
 
 def test_the_budget_defaults_to_the_environment_in_python_and_the_command(corpus, monkeypatch):

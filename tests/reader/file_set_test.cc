@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <atomic>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -204,6 +205,145 @@ TEST(FileSetTest, ADamagedFileIsAnErrorNamingItOrSkippedWhenAsked) {
   std::string v;
   ASSERT_OK(r->Read(4, &v));
   EXPECT_EQ(v, ValueOf(2, 0));
+}
+
+// A set of three databases of one layout each beside what the cases add:
+// a.lmdb (a single file), b.lmdb/ (a folder LMDB named like a file) and
+// c.mdb (a single file), 10, 20 and 40 records.
+void WriteMixedSet(const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  auto records = [](int f, int n) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (int r = 0; r < n; ++r) out.push_back({"k" + std::to_string(100 + r), ValueOf(f, r)});
+    return out;
+  };
+  testing::WriteLmdb(dir + "/a.lmdb", records(0, 10), "", /*nosubdir=*/true);
+  testing::WriteLmdb(dir + "/b.lmdb", records(1, 20));
+  testing::WriteLmdb(dir + "/c.mdb", records(2, 40), "", /*nosubdir=*/true);
+}
+
+TEST(FileSetTest, EveryLayoutOfAMemberIsListedWithItsLockFilesLeftOut) {
+  TempDir dir;
+  WriteMixedSet(dir.Sub("set"));
+  // The lock files liblmdb writes beside a folder's data.mdb and a single file.
+  testing::WriteAll(dir.Sub("set/b.lmdb/lock.mdb"), std::string(8192, '\0'));
+  testing::WriteAll(dir.Sub("set/a.lmdb-lock"), std::string(8192, '\0'));
+  testing::WriteAll(dir.Sub("set/c.mdb-lock"), std::string(8192, '\0'));
+  std::filesystem::create_directories(dir.Sub("set/logs"));  // a folder that does not look like a database
+  bool is_set = false;
+  std::vector<std::string> files;
+  ASSERT_OK(ListFileSet(dir.Sub("set"), &is_set, &files));
+  EXPECT_EQ(files, (std::vector<std::string>{dir.Sub("set/a.lmdb"), dir.Sub("set/b.lmdb"), dir.Sub("set/c.mdb")}));
+  ReaderOptions options;
+  options.index_dir = dir.Sub("idx");
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("set"), options, &r));
+  EXPECT_EQ(r->size(), 70u);
+  EXPECT_EQ(r->stats().files_skipped, 0u);
+  const std::vector<FileSetMember> members = r->FileSetMembers();
+  ASSERT_EQ(members.size(), 3u);
+  EXPECT_EQ(members[1].path, dir.Sub("set/b.lmdb"));
+  EXPECT_EQ(members[1].first, 10u);
+  EXPECT_EQ(members[1].records, 20u);
+  EXPECT_EQ(members[2].first, 30u);
+  EXPECT_EQ(members[2].records, 40u);
+}
+
+// What looks like a database of the set and is none: `damage` applied to a
+// set of a.lmdb, b.lmdb/ and c.mdb is an error naming `named`, of `code`,
+// saying `what`; with skip_bad_files the set reads the others, counting one
+// skipped.
+void ExpectBadMember(const std::function<void(const std::string&)>& damage, const std::string& named,
+                     Status::Code code, const std::string& what, uint64_t records_left) {
+  TempDir dir;
+  WriteMixedSet(dir.Sub("set"));
+  damage(dir.Sub("set"));
+  ReaderOptions options;
+  options.index_dir = dir.Sub("idx");
+  std::unique_ptr<Reader> r;
+  Status s = Reader::Open(dir.Sub("set"), options, &r);
+  EXPECT_EQ(s.code(), code) << s.ToString();
+  EXPECT_NE(s.message().find(dir.Sub("set/" + named)), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
+  options.skip_bad_files = true;
+  ASSERT_OK(Reader::Open(dir.Sub("set"), options, &r));
+  EXPECT_EQ(r->size(), records_left);
+  EXPECT_EQ(r->stats().files_skipped, 1u);
+  for (const FileSetMember& m : r->FileSetMembers()) EXPECT_EQ(m.path.find(named), std::string::npos) << m.path;
+}
+
+TEST(FileSetTest, AFolderNamedLikeADatabaseWithoutDataMdbIsNotPassedOver) {
+  ExpectBadMember([](const std::string& set) { std::filesystem::create_directories(set + "/x.lmdb"); }, "x.lmdb",
+                  Status::Code::kIOError, "x.lmdb looks like an LMDB folder but holds no data.mdb", 70);
+  ExpectBadMember([](const std::string& set) { std::filesystem::create_directories(set + "/y.mdb"); }, "y.mdb",
+                  Status::Code::kIOError, "holds no data.mdb", 70);
+  // b.lmdb's data file gone, its lock.mdb left.
+  ExpectBadMember([](const std::string& set) { std::filesystem::remove(set + "/b.lmdb/data.mdb"); }, "b.lmdb",
+                  Status::Code::kIOError, "b.lmdb/data.mdb: No such file or directory", 50);
+  // Any folder whose LMDB lost data.mdb still holds lock.mdb.
+  ExpectBadMember(
+      [](const std::string& set) {
+        std::filesystem::create_directories(set + "/chunk");
+        testing::WriteAll(set + "/chunk/lock.mdb", std::string(8192, '\0'));
+      },
+      "chunk", Status::Code::kIOError, "chunk looks like an LMDB folder", 70);
+}
+
+TEST(FileSetTest, AFolderOfDatabasesInASetIsNamedNotPassedOver) {
+  // training/{MJ/{MJ_train, MJ_valid}, ST}: a set is read one folder deep.
+  ExpectBadMember(
+      [](const std::string& set) {
+        for (const char* name : {"/MJ/MJ_train", "/MJ/MJ_valid"}) {
+          std::filesystem::create_directories(set + name);
+          testing::WriteNumberedLmdb(set + name, 3, 8);
+        }
+      },
+      "MJ", Status::Code::kIOError, "MJ holds databases of its own, and a set of files is read one folder deep", 70);
+  ExpectBadMember(
+      [](const std::string& set) {
+        std::filesystem::create_directories(set + "/old");
+        testing::WriteLmdb(set + "/old/e.lmdb", {{"k", "v"}}, "", /*nosubdir=*/true);
+      },
+      "old", Status::Code::kIOError, "name them with a glob", 70);
+}
+
+TEST(FileSetTest, AFileNamedLikeADatabaseThatIsNoneIsNamed) {
+  ExpectBadMember([](const std::string& set) { testing::WriteAll(set + "/d.lmdb", ""); }, "d.lmdb",
+                  Status::Code::kCorruption, "d.lmdb", 70);
+  ExpectBadMember([](const std::string& set) { testing::WriteAll(set + "/c.mdb", std::string(9000, 'j')); },
+                  "c.mdb", Status::Code::kCorruption, "c.mdb", 30);
+  ExpectBadMember(
+      [](const std::string& set) { std::filesystem::create_symlink(set + "/gone", set + "/link.lmdb"); },
+      "link.lmdb", Status::Code::kIOError, "No such file or directory", 70);
+  // A shard set's folder is read alone, not as one file of a set.
+  ExpectBadMember(
+      [](const std::string& set) {
+        std::filesystem::create_directories(set + "/shards");
+        testing::WriteAll(set + "/shards/shards.json", "{}");
+      },
+      "shards", Status::Code::kInvalidArgument, "is read alone", 70);
+}
+
+TEST(FileSetTest, FindInMemberLooksInThatFileAlone) {
+  TempDir dir;
+  WriteMixedSet(dir.Sub("set"));
+  ReaderOptions options;
+  options.index_dir = dir.Sub("idx");
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("set"), options, &r));
+  uint64_t at = 0;
+  ASSERT_OK(r->Find("k105", &at));
+  EXPECT_EQ(at, 5u);  // the first file holding it
+  ASSERT_OK(r->FindInMember(1, "k105", &at));
+  EXPECT_EQ(at, 15u);
+  ASSERT_OK(r->FindInMember(2, "k139", &at));
+  EXPECT_EQ(at, 69u);
+  EXPECT_TRUE(r->FindInMember(1, "k139", &at).IsNotFound());  // b.lmdb holds 20
+  EXPECT_EQ(r->FindInMember(3, "k100", &at).code(), Status::Code::kOutOfRange);
+  std::unique_ptr<Reader> one;
+  ASSERT_OK(Reader::Open(dir.Sub("set/b.lmdb"), options, &one));
+  EXPECT_TRUE(one->FileSetMembers().empty());
+  EXPECT_EQ(one->FindInMember(0, "k100", &at).code(), Status::Code::kInvalidArgument);
 }
 
 TEST(FileSetTest, AListReadsInItsOwnOrderAndRefusesWhatNeedsOneDatabase) {

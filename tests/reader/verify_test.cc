@@ -342,5 +342,48 @@ TEST(VerifyTest, WhatCannotBeWalkedIsAnErrorOrAProblemNamingIt) {
   EXPECT_NE(Joined(r).find("truncated"), std::string::npos) << Joined(r);
 }
 
+// A folder of LMDBs, a glob, a list: each file verified, every problem
+// naming its file, a bad file among sound ones not the end of the check.
+TEST(VerifyTest, ASetOfFilesIsVerifiedFileByFileNamingEachBadOne) {
+  TempDir dir;
+  fs::create_directories(dir.Sub("set"));
+  testing::WriteNumberedLmdb(dir.Sub("set/a"), 10, 6000);
+  testing::WriteNumberedLmdb(dir.Sub("set/b"), 20, 6000);
+  testing::WriteLmdb(dir.Sub("set/c.lmdb"), {{"k", "v"}}, "", /*nosubdir=*/true);
+  VerifyReport r = Verify(dir.Sub("set"));
+  EXPECT_TRUE(r.opened);
+  EXPECT_EQ(r.records, 31u);
+  EXPECT_EQ(r.files, 3u);
+  EXPECT_TRUE(r.problems.empty()) << Joined(r);
+  r = Verify(dir.Sub("set/[ab]"));
+  EXPECT_EQ(r.records, 30u);
+  EXPECT_TRUE(r.problems.empty()) << Joined(r);
+  ASSERT_OK(VerifyDatabase({dir.Sub("set/c.lmdb"), dir.Sub("set/a")}, ReaderOptions(), &r));
+  EXPECT_EQ(r.records, 11u);
+  EXPECT_EQ(r.files, 2u);
+  // b's page structure damaged (as in APlainLmdbIsCheckedForStructureOnly),
+  // a folder named like an LMDB without data.mdb, a file that is none.
+  const std::string data = dir.Sub("set/b/data.mdb");
+  const std::string bytes = ReadAll(data);
+  const size_t at = bytes.find(testing::RecordBytes(12, 6000));
+  ASSERT_NE(at, std::string::npos);
+  int fd = ::open(data.c_str(), O_WRONLY);
+  const char leaf = 0x02;
+  ASSERT_EQ(::pwrite(fd, &leaf, 1, static_cast<off_t>(at - 16 + 10)), 1);
+  ::close(fd);
+  fs::create_directories(dir.Sub("set/x.lmdb"));
+  std::ofstream(dir.Sub("set/d.mdb")) << std::string(20000, 'x');
+  r = Verify(dir.Sub("set"));
+  EXPECT_FALSE(r.opened);
+  EXPECT_EQ(r.files, 5u);
+  EXPECT_EQ(r.records, 31u);  // a, b and c still read
+  for (const char* bad : {"set/b/data.mdb", "set/x.lmdb looks like an LMDB folder but holds no data.mdb", "set/d.mdb"})
+    EXPECT_NE(Joined(r).find(dir.Sub(bad)), std::string::npos) << bad << " in\n" << Joined(r);
+  for (const std::string& p : r.problems)
+    EXPECT_TRUE(p.find(dir.Sub("set/b")) != std::string::npos || p.find(dir.Sub("set/x.lmdb")) != std::string::npos ||
+                p.find(dir.Sub("set/d.mdb")) != std::string::npos)
+        << p;
+}
+
 }  // namespace
 }  // namespace lmdbloader
