@@ -89,6 +89,18 @@ class ColourDraws:
         self.blur_p = probability(blur_p, "blur_p")
         self.blur_sigma, self.blur_kernel = blur_sigma_range(blur_sigma), blur_kernel_size(blur_kernel)
 
+    def check_blur_fits(self, height, width, what="blurs"):
+        """torchvision's GaussianBlur pads the image by reflection, kernel
+        // 2 pixels a side, which torch refuses unless the pad is below the
+        image's height and width: a blur that may be drawn (blur_p > 0) for
+        a smaller image is refused here, naming both."""
+        pad = self.blur_kernel // 2
+        if self.blur_p > 0 and pad >= min(height, width):
+            raise ValueError(f"blur_kernel {self.blur_kernel} is too large for the {width}x{height} images it "
+                             f"{what}: torchvision's GaussianBlur pads by reflection, kernel // 2 = {pad} pixels, "
+                             f"which torch refuses unless below each side (at most "
+                             f"{2 * min(height, width) - 1} here)")
+
     @property
     def active(self):
         """Whether any image may get an op."""

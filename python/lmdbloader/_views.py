@@ -49,6 +49,7 @@ class View:
         self.flip = probability(flip, "View flip")
         self.colour = ColourDraws(jitter, jitter_p, gray_p, solarize_p, solarize_threshold, blur_p, blur_sigma,
                                   blur_kernel)
+        self.colour.check_blur_fits(*self.size, "blurs (View size)")
 
     def shape(self, channels, layout):
         """One image's crops: (n, C, H, W), or (n, H, W, C) for "HWC"."""

@@ -87,6 +87,8 @@ class ImageDecode:
     that order, drawn after the flip with torch's generator. On a padded
     eval crop the ops see the image without its padding.
     ``apply_colour(pixels, ops)`` applies given ops to a uint8 array.
+    ``blur_kernel // 2`` must lie below both sides of the image it blurs
+    (torchvision's reflect padding, which torch refuses otherwise).
 
     ``views=[View(...), ...]`` (training only; no ``size``, and ``scale``,
     ``ratio``, ``flip`` and the colour options are each View's): several
@@ -147,6 +149,14 @@ class ImageDecode:
         c = self.channels = 1 if self.grayscale else 3
         self.mean = finite_values(mean if mean is not None else (0.5,) if c == 1 else IMAGENET_MEAN, "mean", count=c)
         self.std = finite_values(std if std is not None else (0.5,) if c == 1 else IMAGENET_STD, "std", True, count=c)
+        # The ops see the resized crop: the output (training), or the
+        # resized image inside it (evaluation), at least min(resize, size)
+        # a side.
+        if self.views is None:
+            blurred = self.size if self.train else tuple(
+                min(o, r) for o, r in zip(self.size, self.resize if isinstance(self.resize, tuple) else
+                                          (self.resize, self.resize)))
+            self.colour.check_blur_fits(*blurred)
         if dtype not in _DTYPES:
             raise ValueError(f"dtype must be {' or '.join(f'torch.{n}' for n in _DTYPES.values())}; got {dtype!r}")
         self.dtype = dtype
