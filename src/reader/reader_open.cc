@@ -419,7 +419,7 @@ Status Reader::Rep::ReopenHandles() {
       p->fd = -1;
     }
     open_parts_.clear();
-    // A paged index reads with a descriptor of its own.
+    // A paged index reads on through the descriptor it inherited.
     for (Part* p : std::vector<Part*>(indexed_parts_)) LMDBLOADER_RETURN_IF_ERROR(ReopenIndex(p));
     (void)io_.release();
     return BatchIo::Create(io_engine_, options_.queue_depth, &io_, &io_fallback_);
@@ -491,8 +491,8 @@ Status Reader::Rep::ReopenIndex(Part* part) {
   LMDBLOADER_RETURN_IF_ERROR(IndexPart(*env, part, IndexFilePaths(part->location, options_, env->identity()),
                                        kMetaPrefix, &source));
   if (part->index.size() != records)
-    return Status::Corruption("reopen " + part->location.data_path + " after fork: its saved index " +
-                              reopened.message() + ", and the database now holds " +
+    return Status::Corruption("reopen " + part->location.data_path + " after fork: " + reopened.message() +
+                              ", and the database now holds " +
                               std::to_string(part->index.size()) + " records, not " + std::to_string(records));
   return Status::OK();
 }
