@@ -80,7 +80,7 @@ class PagedIndex {
   // After fork(), in the child: the cache's lock made anew (a thread of the
   // parent may have held it at the fork), and the inherited descriptor kept
   // while it still holds the file opened (the same inode, size and header
-  // page), whether or not its name still leads to it. Only where the
+  // page), whether or not its name is still there. Only where the
   // descriptor was closed (or its number reused) is the file opened again by
   // its name: NotFound when the name is gone, Corruption when it names
   // another file.
