@@ -93,6 +93,22 @@ def test_torchvision_fails_on_what_is_refused(transform, image):
         transform()(img)
 
 
+@pytest.mark.parametrize("transform", [
+    lambda: T.ColorJitter(brightness=(0, F32_MAX), contrast=0, saturation=F32_MAX - 1, hue=(-0.5, 0.5)),
+    lambda: T.ColorJitter(0.4, 0.4, 0.2, 0.5), lambda: T.RandomResizedCrop(16, scale=(0.08, 1), ratio=(1e-45, 1e38)),
+    lambda: T.GaussianBlur(9, sigma=(1e-45, 1e38)), lambda: T.GaussianBlur(9, sigma=F32_MAX),
+    lambda: T.RandomSolarize(300, p=1.0), lambda: T.RandomSolarize(-F32_MAX, p=1.0),
+])
+def test_torchvision_draws_from_what_is_accepted(transform):
+    """The edges accepted below are values torchvision draws from without
+    an error, image after image."""
+    img = Image.open(io.BytesIO(jpeg(40, 30))).convert("RGB")
+    t = transform()
+    for seed in range(20):
+        torch.manual_seed(seed)
+        t(img)
+
+
 def test_the_edges_torchvision_draws_from_are_accepted_and_decode():
     data = jpeg(40, 30)
     for options in [dict(ratio=(3 / 4, 4 / 3), scale=(0.08, 1)), dict(jitter=(0, 0, 0, 0)),
