@@ -81,8 +81,7 @@ ColourOps MakeColour(const py::handle& obj) {
     if (py::len(op) == 3) ops.ops[i].kernel = op[2].cast<uint32_t>();
   }
   ops.count = static_cast<uint32_t>(seq.size());
-  uint8_t pixel[3] = {0, 0, 0};  // checks the ops (ValueError here, not a batch's DecodeError)
-  ThrowIfError(ApplyColourOps(ops, pixel, 1, 1, 3));
+  ThrowIfError(CheckColourOps(ops));  // a ValueError here, not a batch's DecodeError
   return ops;
 }
 

@@ -161,8 +161,10 @@ constexpr double kImageNetStd[3] = {0.229, 0.224, 0.225};
 //   blur sigma, kernel k: torchvision's GaussianBlur (k odd), which blurs a
 //     PIL image as a tensor: a k x k Gaussian of sigma (torch's float32
 //     kernel), the image padded by reflection (mirrored without repeating
-//     the edge; on an image smaller than k/2, mirrored again where torch
-//     refuses), each level rounded half to even.
+//     the edge), each level rounded half to even. torch's reflect padding
+//     needs k / 2 below the image's width and height: a smaller image is
+//     refused (InvalidArgument naming the kernel and the size), as torch
+//     refuses it.
 // A blend is Pillow's ImagingBlend: in float, gray + f * (level - gray),
 // truncated toward zero and clamped to 0..255. L is PIL's luma,
 // (19595 R + 38470 G + 7471 B + 2^15) >> 16. On one channel (grayscale
@@ -193,9 +195,16 @@ struct ColourOps {
 std::vector<std::string> ColourOpNames();
 Status ParseColourOp(std::string_view name, ColourOpKind* kind);
 
+// InvalidArgument for more than kMaxColourOps ops, an unknown kind, a
+// factor out of its range or not finite, a threshold that is not finite, a
+// blur's sigma not finite and above 0 or its kernel not odd from 1 to
+// kMaxBlurKernel. The image's size is not checked (ApplyColourOps does).
+Status CheckColourOps(const ColourOps& ops);
+
 // Applies ops to `height` rows of `width` pixels of `channels` (1 or 3)
 // interleaved 8-bit levels, in place (what the decoders do to each image
-// whose spec has ops). InvalidArgument for a bad op or size.
+// whose spec has ops). InvalidArgument for a bad op or size, and for a
+// blur whose kernel / 2 is not below both width and height.
 Status ApplyColourOps(const ColourOps& ops, uint8_t* pixels, uint32_t width, uint32_t height, uint32_t channels);
 
 // What each image becomes.

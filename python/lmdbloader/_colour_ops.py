@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from . import _core
+from ._image_checks import FLOAT32_MAX, is_number
 
 #: The ops the C++ core applies, by the names it parses.
 OP_NAMES = tuple(_core.image_options()["colour_ops"])
@@ -23,10 +24,12 @@ def probability(value, what):
     return float(value)
 
 
-def jitter_range(value, what, center=1.0, bound=(0.0, math.inf)):
+def jitter_range(value, what, center=1.0, bound=(0.0, FLOAT32_MAX)):
     """ColorJitter's ``_check_input``: a number v is [center - v, center + v]
     (clipped at 0 but for hue), a pair is (min, max); None where the range
-    is the center alone (nothing drawn)."""
+    is the center alone (nothing drawn). ColorJitter's bound is (0, inf),
+    but its draw, ``uniform_`` in float32, refuses an end past float32's
+    largest at every image: that is the bound here."""
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"jitter's {what} must be a non-negative number or (min, max); got {value!r}")
@@ -39,21 +42,21 @@ def jitter_range(value, what, center=1.0, bound=(0.0, math.inf)):
     else:
         raise ValueError(f"jitter's {what} must be a non-negative number or (min, max); got {value!r}")
     if not bound[0] <= low <= high <= bound[1]:
-        raise ValueError(f"jitter's {what} must lie in [{bound[0]}, {bound[1]}] with min <= max; got {value!r}")
+        raise ValueError(f"jitter's {what} must lie in [{bound[0]:g}, {bound[1]:g}] with min <= max; got {value!r}")
     return None if low == high == center else (low, high)
 
 
 def blur_sigma_range(value):
-    """GaussianBlur's ``sigma``: a positive number, or (min, max) with 0 < min <= max."""
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        if not (math.isfinite(value) and value > 0):
-            raise ValueError(f"blur_sigma must be positive, or (min, max) of positive numbers; got {value!r}")
-        return float(value), float(value)
-    if (isinstance(value, (tuple, list)) and len(value) == 2 and
-            all(isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) for v in value) and
-            0 < value[0] <= value[1]):
-        return float(value[0]), float(value[1])
-    raise ValueError(f"blur_sigma must be positive, or (min, max) of positive numbers; got {value!r}")
+    """GaussianBlur's ``sigma``: a positive number, or (min, max) with 0 <
+    min <= max. Drawn by ``uniform_`` in float32, which refuses an end past
+    float32's largest, and draws 0 (a kernel of nan) for an end below its
+    smallest: both ends must be positive float32 numbers."""
+    pair = (value, value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else value
+    if (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(is_number(v) for v in pair) and
+            0 < pair[0] <= pair[1] and np.float32(pair[0]) > 0):
+        return float(pair[0]), float(pair[1])
+    raise ValueError(f"blur_sigma must be positive, or (min, max) of positive numbers, within float32's range "
+                     f"(about 1.4e-45 to 3.4e38); got {value!r}")
 
 
 def blur_kernel_size(value):
@@ -82,12 +85,27 @@ class ColourDraws:
         self.jitter_p = probability(jitter_p, "jitter_p")
         self.gray_p = probability(gray_p, "gray_p")
         self.solarize_p = probability(solarize_p, "solarize_p")
-        if (isinstance(solarize_threshold, bool) or not isinstance(solarize_threshold, numbers.Real) or
-                not math.isfinite(solarize_threshold)):
-            raise ValueError(f"solarize_threshold must be a finite number; got {solarize_threshold!r}")
+        # Any number is a threshold (PIL's solarize: above 255 nothing
+        # changes, at 0 or below every level does); one past float32's range
+        # is not one the core can hold.
+        if not is_number(solarize_threshold):
+            raise ValueError(f"solarize_threshold must be a finite number within float32's range; "
+                             f"got {solarize_threshold!r}")
         self.solarize_threshold = float(solarize_threshold)
         self.blur_p = probability(blur_p, "blur_p")
         self.blur_sigma, self.blur_kernel = blur_sigma_range(blur_sigma), blur_kernel_size(blur_kernel)
+
+    def check_blur_fits(self, height, width, what="blurs"):
+        """torchvision's GaussianBlur pads the image by reflection, kernel
+        // 2 pixels a side, which torch refuses unless the pad is below the
+        image's height and width: a blur that may be drawn (blur_p > 0) for
+        a smaller image is refused here, naming both."""
+        pad = self.blur_kernel // 2
+        if self.blur_p > 0 and pad >= min(height, width):
+            raise ValueError(f"blur_kernel {self.blur_kernel} is too large for the {width}x{height} images it "
+                             f"{what}: torchvision's GaussianBlur pads by reflection, kernel // 2 = {pad} pixels, "
+                             f"which torch refuses unless below each side (at most "
+                             f"{2 * min(height, width) - 1} here)")
 
     @property
     def active(self):

@@ -114,6 +114,12 @@ def eval_resize(size, resize, crop_pct, max_side):
             raise ValueError("give resize or crop_pct, not both")
         if isinstance(crop_pct, bool) or not isinstance(crop_pct, numbers.Real) or not 0 < crop_pct <= 1:
             raise ValueError(f"crop_pct must lie in (0, 1]; got {crop_pct!r}")
+        # The shorter side it resizes to must be one the decoder makes.
+        least = min(size) / max_side
+        if min(size) / crop_pct >= max_side + 1:
+            raise ValueError(f"crop_pct {crop_pct!r} resizes the shorter side to {min(size) / crop_pct:.6g} "
+                             f"pixels, beyond {max_side}: for size {tuple(size)} crop_pct must be at least "
+                             f"{least:.6g}")
         resize = math.floor(min(size) / crop_pct)
     if resize is None:
         resize = int(round(min(size) * 256 / 224))

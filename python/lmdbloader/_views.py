@@ -12,7 +12,7 @@ import torch
 from . import _core
 from ._colour_ops import ColourDraws, probability
 from ._crop_boxes import random_resized_crop
-from ._image_checks import side_pair, value_range
+from ._image_checks import ratio_range, side_pair, value_range
 from ._image_records import image_name, pil_rgb
 from .errors import DecodeError
 
@@ -45,10 +45,11 @@ class View:
         self.scale = value_range(scale, "View scale", 0.0)
         if self.scale[1] > 1.0:
             raise ValueError(f"View scale must lie in (0, 1]; got {scale!r}")
-        self.ratio = value_range(ratio, "View ratio", 0.0)
+        self.ratio = ratio_range(ratio, "View ratio")
         self.flip = probability(flip, "View flip")
         self.colour = ColourDraws(jitter, jitter_p, gray_p, solarize_p, solarize_threshold, blur_p, blur_sigma,
                                   blur_kernel)
+        self.colour.check_blur_fits(*self.size, "blurs (View size)")
 
     def shape(self, channels, layout):
         """One image's crops: (n, C, H, W), or (n, H, W, C) for "HWC"."""

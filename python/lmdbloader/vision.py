@@ -30,7 +30,7 @@ from . import _core
 from ._colour_ops import ColourDraws, apply_colour  # noqa: F401 (public here)
 from ._crop_boxes import (CropPlan, Point, Size, eval_resize, pad_frame, random_resized_crop,  # noqa: F401
                           random_resized_crop_box, resize_center_crop_plan)
-from ._image_checks import finite_values, side_pair, value_range
+from ._image_checks import finite_values, normalization, ratio_range, side_pair, value_range
 from ._image_records import NO_TARGET, batch_targets, fn_name, image_name, pil_rgb, pil_size
 from ._views import PER_VIEW, View, decode_views, output_tensors, view_list  # noqa: F401 (View public here)
 from .errors import DecodeError
@@ -87,6 +87,10 @@ class ImageDecode:
     that order, drawn after the flip with torch's generator. On a padded
     eval crop the ops see the image without its padding.
     ``apply_colour(pixels, ops)`` applies given ops to a uint8 array.
+    ``blur_kernel // 2`` must lie below both sides of the image it blurs
+    (torchvision's reflect padding, which torch refuses otherwise); every
+    number an option holds within float32's finite range, as torch draws
+    it (docs/NOTES.md says each option's rule).
 
     ``views=[View(...), ...]`` (training only; no ``size``, and ``scale``,
     ``ratio``, ``flip`` and the colour options are each View's): several
@@ -134,7 +138,7 @@ class ImageDecode:
         self.scale = value_range(scale, "scale", 0.0)
         if self.scale[1] > 1.0:
             raise ValueError(f"scale must lie in (0, 1]; got {scale!r}")
-        self.ratio = value_range(ratio, "ratio", 0.0)
+        self.ratio = ratio_range(ratio, "ratio")
         if flip is None:
             flip = 0.5 if self.train else 0.0
         if isinstance(flip, bool) or not isinstance(flip, numbers.Real) or not 0.0 <= flip <= 1.0:
@@ -147,6 +151,15 @@ class ImageDecode:
         c = self.channels = 1 if self.grayscale else 3
         self.mean = finite_values(mean if mean is not None else (0.5,) if c == 1 else IMAGENET_MEAN, "mean", count=c)
         self.std = finite_values(std if std is not None else (0.5,) if c == 1 else IMAGENET_STD, "std", True, count=c)
+        normalization(self.mean, self.std)
+        # The ops see the resized crop: the output (training), or the
+        # resized image inside it (evaluation), at least min(resize, size)
+        # a side.
+        if self.views is None:
+            blurred = self.size if self.train else tuple(
+                min(o, r) for o, r in zip(self.size, self.resize if isinstance(self.resize, tuple) else
+                                          (self.resize, self.resize)))
+            self.colour.check_blur_fits(*blurred)
         if dtype not in _DTYPES:
             raise ValueError(f"dtype must be {' or '.join(f'torch.{n}' for n in _DTYPES.values())}; got {dtype!r}")
         self.dtype = dtype

@@ -320,6 +320,26 @@ Status CheckColourOps(const ColourOps& ops) {
   return Status::OK();
 }
 
+namespace {
+
+// torch pads a blurred image by reflection, kernel / 2 pixels a side, and
+// refuses a pad that is not below the side it pads: so does the blur here
+// (Reflect could mirror again, but that is no image torchvision makes).
+Status CheckBlurFits(const ColourOps& ops, uint32_t width, uint32_t height) {
+  for (uint32_t i = 0; i < ops.count; ++i) {
+    const ColourOp& op = ops.ops[i];
+    if (op.kind != ColourOpKind::kBlur || op.kernel / 2 < std::min(width, height)) continue;
+    return Status::InvalidArgument("blur kernel " + std::to_string(op.kernel) + " is too large for a " +
+                                   std::to_string(width) + "x" + std::to_string(height) +
+                                   " image: torch's reflect padding of kernel / 2 = " + std::to_string(op.kernel / 2) +
+                                   " pixels needs it below each side (a kernel of at most " +
+                                   std::to_string(2 * std::min(width, height) - 1) + ")");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Status ApplyColourOps(const ColourOps& ops, uint8_t* pixels, uint32_t width, uint32_t height, uint32_t channels) {
   LMDBLOADER_RETURN_IF_ERROR(CheckColourOps(ops));
   if (pixels == nullptr || width == 0 || height == 0 || (channels != 1 && channels != 3)) {
@@ -327,6 +347,7 @@ Status ApplyColourOps(const ColourOps& ops, uint8_t* pixels, uint32_t width, uin
                                    std::to_string(width) + "x" + std::to_string(height) + "x" +
                                    std::to_string(channels));
   }
+  LMDBLOADER_RETURN_IF_ERROR(CheckBlurFits(ops, width, height));
   std::vector<float> work;
   try {
     if (HasBlur(ops)) work.resize(BlurWorkFloats(width, height, channels));
@@ -344,6 +365,7 @@ Status ColourTarget(const OutputSpec& spec, DecodeScratch::Rep* scratch, OutputS
   *inner = spec;
   if (spec.colour.count == 0) return Status::OK();
   LMDBLOADER_RETURN_IF_ERROR(CheckColourOps(spec.colour));
+  LMDBLOADER_RETURN_IF_ERROR(CheckBlurFits(spec.colour, spec.width, spec.height));
   inner->type = PixelType::kUint8;
   inner->layout = PixelLayout::kHWC;
   inner->colour.count = 0;

@@ -13,13 +13,10 @@
 
 namespace lmdbloader {
 
-// InvalidArgument for more than kMaxColourOps ops, an unknown kind, a
-// factor that is negative or not finite, a threshold that is not finite.
-Status CheckColourOps(const ColourOps& ops);
-
 // The spec and buffer a resampler writes into when spec has colour ops:
 // uint8 HWC levels in the scratch's colour buffer (else spec and out
-// unchanged). InvalidArgument when the buffer would pass the scratch's cap.
+// unchanged). InvalidArgument when the buffer would pass the scratch's cap,
+// or when a blur's kernel is too large for spec's size (ApplyColourOps).
 Status ColourTarget(const OutputSpec& spec, DecodeScratch::Rep* scratch, OutputSpec* inner, void** target);
 
 // After the resampler wrote into ColourTarget's buffer: applies spec's

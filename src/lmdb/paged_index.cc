@@ -59,24 +59,37 @@ PagedIndex::~PagedIndex() {
   if (slots_ != nullptr) ::munmap(slots_, cache_capacity());
 }
 
+bool PagedIndex::HoldsFile(int fd) const {
+  struct stat st;
+  if (fd < 0 || ::fstat(fd, &st) != 0 || st.st_dev != device_ || st.st_ino != inode_ ||
+      static_cast<uint64_t>(st.st_size) != header_.file_size)
+    return false;
+  std::string page(kIndexPage, '\0');
+  return ::pread(fd, page.data(), kIndexPage, 0) == static_cast<ssize_t>(kIndexPage) && page == header_page_;
+}
+
 Status PagedIndex::Reopen() {
   // In the child only one thread runs: a lock another thread of the parent
   // held at fork() stays held here, so the lock starts anew.
   new (&mu_) std::mutex();
+  // The descriptor inherited across fork() still holds the file this index
+  // opened and checked, though its name be gone (a cleaner emptied the
+  // cache directory mid-run) or name another file since (a newer index):
+  // pread shares no offset, so it serves the child as it is.
+  if (HoldsFile(fd_)) return Status::OK();
+  // A caller closed descriptors it does not own (and may have reused the
+  // number): the file again by its name, while it is still the same index.
   int fd = -1;
   struct stat st;
-  LMDBLOADER_RETURN_IF_ERROR(OpenReadOnly(path_, &fd, &st));
+  const Status opened = OpenReadOnly(path_, &fd, &st);
+  if (opened.sys_errno() == ENOENT) return Status::NotFound("the saved index " + path_ + " is gone");
+  LMDBLOADER_RETURN_IF_ERROR(opened);
   std::string page(kIndexPage, '\0');
   ssize_t n = static_cast<uint64_t>(st.st_size) == header_.file_size ? ::pread(fd, page.data(), kIndexPage, 0) : -1;
   if (n != static_cast<ssize_t>(kIndexPage) || page != header_page_) {
     ::close(fd);
     return Status::Corruption("index file " + path_ + " was replaced while it was in use; reopen the database");
   }
-  // The inherited descriptor is closed only while it is still this file: a
-  // caller may have closed it and reused its number.
-  struct stat inherited;
-  if (fd_ >= 0 && ::fstat(fd_, &inherited) == 0 && inherited.st_dev == device_ && inherited.st_ino == inode_)
-    ::close(fd_);
   fd_ = fd;
   device_ = st.st_dev;
   inode_ = st.st_ino;

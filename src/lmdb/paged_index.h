@@ -17,8 +17,8 @@
 // it, never a wrong record.
 //
 // Safe for concurrent use: the cache is behind a mutex, reads of lone entries
-// are made outside it. After fork() the child reopens its own descriptor
-// (Reopen), checking that the file is still the one it opened.
+// are made outside it. After fork() the child reads through the descriptor
+// it inherited (Reopen), which holds the file even once its name is gone.
 #ifndef LMDBLOADER_SRC_LMDB_PAGED_INDEX_H_
 #define LMDBLOADER_SRC_LMDB_PAGED_INDEX_H_
 
@@ -77,9 +77,13 @@ class PagedIndex {
   // Corruption naming the file when an entry or key page is damaged.
   Status LoadResident(RecordIndex* index) const;
 
-  // After fork(), in the child: a descriptor of this process's own, on the
-  // same file, and the cache's lock made anew (a thread of the parent may
-  // have held it at the fork).
+  // After fork(), in the child: the cache's lock made anew (a thread of the
+  // parent may have held it at the fork), and the inherited descriptor kept
+  // while it still holds the file opened (the same inode, size and header
+  // page), whether or not its name is still there. Only where the
+  // descriptor was closed (or its number reused) is the file opened again by
+  // its name: NotFound when the name is gone, Corruption when it names
+  // another file.
   Status Reopen();
 
   uint64_t cache_capacity() const { return static_cast<uint64_t>(capacity_) * kIndexPage; }
@@ -93,6 +97,8 @@ class PagedIndex {
   // The cached copy of file page `page` (reading it on a miss); mu_ held.
   Status Page(uint64_t page, const char** data) const;
   Status ReadAt(char* dst, uint64_t size, uint64_t offset) const;
+  // Whether descriptor `fd` holds the file this index opened.
+  bool HoldsFile(int fd) const;
   Status KeyLocked(uint64_t i, std::string* key) const;
   Status ForEach(const std::function<void(uint64_t, const IndexEntry&)>& fn) const;
 

@@ -105,7 +105,9 @@ Status Reader::Rep::IndexPart(LmdbEnv& env, Part* part, const IndexPaths& paths,
   // through the engine the data is read with: the reader's own once it has
   // one (a file of a set opened later), else one for the walk.
   std::unique_ptr<BatchIo> walk_io;
-  BatchIo* reads = io_.get();
+  // (Not the parent's engine in a child that has not replaced it yet:
+  // ReopenIndex walks before ReopenHandles makes this process's own.)
+  BatchIo* reads = generation_ == g_fork_generation.load() ? io_.get() : nullptr;
   const IoEngine engine = EngineFor(options_.io_engine, FileSystemOf(where), nullptr);
   std::string unused;
   if (!reads && engine != IoEngine::kSync && BatchIo::Create(engine, options_.queue_depth, &walk_io, &unused).ok())
@@ -435,8 +437,8 @@ Status Reader::Rep::ReopenHandles() {
       p->fd = -1;
     }
     open_parts_.clear();
-    // A paged index reads with a descriptor of its own.
-    for (Part* p : indexed_parts_) LMDBLOADER_RETURN_IF_ERROR(p->index.ReopenFile());
+    // A paged index reads on through the descriptor it inherited.
+    for (Part* p : std::vector<Part*>(indexed_parts_)) LMDBLOADER_RETURN_IF_ERROR(ReopenIndex(p));
     (void)io_.release();
     return BatchIo::Create(io_engine_, options_.queue_depth, &io_, &io_fallback_);
   }
@@ -462,7 +464,7 @@ Status Reader::Rep::ReopenHandles() {
         if (p.verified) LMDBLOADER_RETURN_IF_ERROR(VerifiedRecords::Create(p.index.size(), &p.verified));
       }
     }
-    LMDBLOADER_RETURN_IF_ERROR(p.index.ReopenFile());
+    LMDBLOADER_RETURN_IF_ERROR(ReopenIndex(&p));
     // The filler's mapping stays valid in the child; it needs no handle.
     int fd = -1;
     LMDBLOADER_RETURN_IF_ERROR(OpenDataFile(p.location.data_path, p.index.identity, !options_.lock, &fd));
@@ -488,6 +490,28 @@ Status Reader::Rep::ReopenHandles() {
     (void)io_.release();
     LMDBLOADER_RETURN_IF_ERROR(BatchIo::Create(io_engine_, options_.queue_depth, &io_, &io_fallback_));
   }
+  return Status::OK();
+}
+
+Status Reader::Rep::ReopenIndex(Part* part) {
+  Status reopened = part->index.ReopenFile();
+  if (!reopened.IsNotFound()) return reopened;
+  if (file_set_) {
+    ClosePart(part);
+    return Status::OK();
+  }
+  // The data are intact: walk them again, into a saved index of this
+  // process's own (or held), as opening does when no saved one is found.
+  const uint64_t records = part->index.size();
+  std::unique_ptr<LmdbEnv> env;
+  LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(part->location, false, options_.db_name, &env));
+  std::string source;
+  LMDBLOADER_RETURN_IF_ERROR(IndexPart(*env, part, IndexFilePaths(part->location, options_, env->identity()),
+                                       kMetaPrefix, &source));
+  if (part->index.size() != records)
+    return Status::Corruption("reopen " + part->location.data_path + " after fork: " + reopened.message() +
+                              ", and the database now holds " +
+                              std::to_string(part->index.size()) + " records, not " + std::to_string(records));
   return Status::OK();
 }
 

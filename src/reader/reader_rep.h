@@ -196,6 +196,11 @@ struct Reader::Rep {
   // only until a later writer reuses them, so what was read may be wrong.
   Status CheckSnapshot() const;
   Status ReopenHandles();
+  // After fork(): part's paged index reopened (PagedIndex::Reopen). Where
+  // neither its descriptor nor its name is left, the index is made anew
+  // from the data (a file set's part drops it, to be indexed again when
+  // next read), so a cleaner that deletes a saved index stops no reads.
+  Status ReopenIndex(Part* part);
   Status Locate(uint64_t index, Part** part, uint64_t* local) const;
   // Locate for each of `indices`, and where each record lies (a paged index
   // reads each part's entries together; the last batch a thread located

@@ -209,16 +209,40 @@ TEST(ColourOpsTest, BlurIsTheTwoDimensionalGaussianWithMirroredEdges) {
       }
     }
   }
-  // An image smaller than half the kernel is mirrored again; a flat one stays flat.
-  std::vector<uint8_t> flat(2 * 3 * 3, 77);
-  ASSERT_OK(ApplyColourOps(Ops({{ColourOpKind::kBlur, 2.0f, 23}}), flat.data(), 2, 3, 3));
-  EXPECT_EQ(flat, std::vector<uint8_t>(2 * 3 * 3, 77));
   // Even, zero or too large kernels, and sigmas that are not positive, are refused.
-  uint8_t px[3] = {0, 0, 0};
   for (const ColourOp& bad : {ColourOp{ColourOpKind::kBlur, 1.0f, 4}, ColourOp{ColourOpKind::kBlur, 1.0f, 0},
                               ColourOp{ColourOpKind::kBlur, 1.0f, kMaxBlurKernel + 2},
                               ColourOp{ColourOpKind::kBlur, 0.0f, 9}, ColourOp{ColourOpKind::kBlur, NAN, 9}})
-    EXPECT_FALSE(ApplyColourOps(Ops({bad}), px, 1, 1, 3).ok());
+    EXPECT_EQ(CheckColourOps(Ops({bad})).code(), Status::Code::kInvalidArgument);
+}
+
+// torch's reflect padding (torchvision's GaussianBlur) needs kernel / 2
+// below the height and the width: 15 blurs an 8-pixel side, 17 is refused
+// naming the kernel and the size, whichever side is the short one.
+TEST(ColourOpsTest, BlurKernelMustFitTheImageAsTorchsReflectPadding) {
+  for (const auto& [w, h] : std::vector<std::pair<uint32_t, uint32_t>>{{8, 8}, {8, 30}, {30, 8}}) {
+    std::vector<uint8_t> flat(size_t{w} * h * 3, 77);
+    ASSERT_OK(ApplyColourOps(Ops({{ColourOpKind::kBlur, 2.0f, 15}}), flat.data(), w, h, 3));
+    EXPECT_EQ(flat, std::vector<uint8_t>(size_t{w} * h * 3, 77));  // a flat image stays flat
+    const Status s = ApplyColourOps(Ops({{ColourOpKind::kBlur, 2.0f, 17}}), flat.data(), w, h, 3);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+    const std::string size = std::to_string(w) + "x" + std::to_string(h);
+    EXPECT_NE(s.message().find("blur kernel 17 is too large for a " + size), std::string::npos) << s.message();
+  }
+  std::vector<uint8_t> one(3, 5);
+  ASSERT_OK(ApplyColourOps(Ops({{ColourOpKind::kBlur, 2.0f, 1}}), one.data(), 1, 1, 3));
+  EXPECT_FALSE(ApplyColourOps(Ops({{ColourOpKind::kBlur, 2.0f, 3}}), one.data(), 1, 1, 3).ok());
+  // The decoders refuse it as the image is resized into its output.
+  const testing::Pixels photo = SyntheticPhoto(64, 48, 3);
+  DecodeScratch scratch;
+  OutputSpec spec;
+  spec.width = spec.height = 8;
+  spec.colour = Ops({{ColourOpKind::kBlur, 1.0f, 17}});
+  std::vector<float> out(8 * 8 * 3);
+  const Status s = ResampleRgbInto(photo.data.data(), photo.width, photo.height, size_t{photo.width} * 3,
+                                   CropBox{0, 0, 64, 48}, spec, &scratch, out.data());
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("blur kernel 17"), std::string::npos) << s.message();
 }
 
 TEST(ColourOpsTest, ResampleWithOpsIsResampleThenOps) {

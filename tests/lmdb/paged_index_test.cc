@@ -1,6 +1,7 @@
 #include "lmdb/paged_index.h"
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -168,16 +169,75 @@ TEST(PagedIndexTest, ADamagedEntryOrKeyPageIsCorruptionNamingTheFile) {
   EXPECT_EQ(PagedIndex::Open(path, kIdentity, "", 4096, &again).code(), Status::Code::kCorruption);
 }
 
-TEST(PagedIndexTest, ReopenRefusesAFileReplacedWhileInUse) {
+// Every entry of an index WriteIndex wrote, as written.
+bool LocatesEvery(const PagedIndex& p, uint64_t records) {
+  std::vector<uint64_t> all(records);
+  for (uint64_t i = 0; i < records; ++i) all[i] = i;
+  std::vector<ValueLocation> at(records);
+  if (!p.Locate(all.data(), records, at.data()).ok()) return false;
+  for (uint64_t i = 0; i < records; ++i)
+    if (at[i].offset != i * 4096 + 7 || at[i].size != i % 5000) return false;
+  return true;
+}
+
+// Closes this process's descriptors of `path` (the caller that closes what
+// it does not own), found by what /proc/self/fd links to.
+int CloseDescriptorsOf(const std::string& path) {
+  int closed = 0;
+  for (int fd = 3; fd < 1024; ++fd) {
+    char link[4096];
+    const std::string at = "/proc/self/fd/" + std::to_string(fd);
+    const ssize_t n = ::readlink(at.c_str(), link, sizeof(link) - 1);
+    if (n <= 0) continue;
+    const std::string target(link, static_cast<size_t>(n));
+    if (target == path || target == path + " (deleted)") closed += ::close(fd) == 0;
+  }
+  return closed;
+}
+
+// A scratch cleaner deletes the saved index, or a newer one takes its name,
+// while a job reads it: a forked child reads on through the descriptor it
+// inherited, every entry as written.
+TEST(PagedIndexTest, ReopenAfterForkReadsThroughTheInheritedDescriptor) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("r.idx");
+  for (bool replaced : {false, true}) {
+    WriteIndex(path, 3000, false);
+    auto p = OpenPaged(path, 4096);
+    ASSERT_TRUE(LocatesEvery(*p, 3000));
+    ASSERT_EQ(::unlink(path.c_str()), 0);
+    if (replaced) WriteIndex(path, 3001, false);
+    const pid_t pid = ::fork();
+    if (pid == 0) ::_exit(p->Reopen().ok() && LocatesEvery(*p, 3000) ? 0 : 1);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "replaced=" << replaced;
+    ASSERT_OK(p->Reopen());
+    EXPECT_TRUE(LocatesEvery(*p, 3000));
+    (void)::unlink(path.c_str());
+  }
+}
+
+// Only where its descriptor was closed does the index open its file by name:
+// the same file reads on, another file at the name is refused, no file is
+// NotFound (for the reader to index the data again).
+TEST(PagedIndexTest, ReopenWithoutItsDescriptorChecksTheFileByName) {
   testing::TempDir dir;
   const std::string path = dir.Sub("r.idx");
   WriteIndex(path, 300, false);
   auto p = OpenPaged(path);
+  ASSERT_EQ(CloseDescriptorsOf(path), 1);
   ASSERT_OK(p->Reopen());
+  EXPECT_TRUE(LocatesEvery(*p, 300));
   WriteIndex(path, 301, false);
+  ASSERT_EQ(CloseDescriptorsOf(path), 1);
   Status s = p->Reopen();
   EXPECT_EQ(s.code(), Status::Code::kCorruption);
   EXPECT_NE(s.message().find("replaced"), std::string::npos) << s.message();
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  s = p->Reopen();
+  EXPECT_EQ(s.code(), Status::Code::kNotFound) << s.ToString();
+  EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
 }
 
 }  // namespace

@@ -295,8 +295,10 @@ def test_blur_in_the_recipe_draws_as_torchvision_does():
             torch.manual_seed(seed)
             diffs.append(mean_levels(got, recipe(img)))
     assert np.mean(diffs) <= 2 and max(diffs) <= 3, diffs
-    # A tiny output blurs too (mirrored again where torch would refuse the padding).
-    assert lmdbloader.ImageDecode(4, record="raw", blur_p=1.0, blur_kernel=23)(sources()[0][1]).shape == (3, 4, 4)
+    # A tiny output blurs with a kernel torch's reflect padding takes (kernel // 2 below each side).
+    assert lmdbloader.ImageDecode(4, record="raw", blur_p=1.0, blur_kernel=7)(sources()[0][1]).shape == (3, 4, 4)
+    with pytest.raises(ValueError, match="blur_kernel 9 is too large for the 4x4 images"):
+        lmdbloader.ImageDecode(4, record="raw", blur_p=1.0, blur_kernel=9)
 
 
 @pytest.mark.parametrize("options,match", [

@@ -143,6 +143,49 @@ TEST(FileSetTest, ManyFilesReadAsOneUnderASmallDescriptorLimit) {
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &before), 0);
 }
 
+// The index folder emptied under a set read with paged indexes: a forked
+// child reads every record, through the descriptors it inherited, or, where
+// it lost them (closed by a caller), by indexing each file again.
+TEST(FileSetTest, PagedIndexesDeletedUnderTheReaderStillReadInForkedChildren) {
+  TempDir dir;
+  const int kFiles = 6, kPer = 800;  // keys k100 to k899 sort as their records
+  WriteFiles(dir.Sub("set"), kFiles, kPer);
+  ReaderOptions options;
+  options.index_residence = IndexResidence::kPaged;
+  options.index_dir = dir.Sub("idx");
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("set"), options, &r));
+  auto bad_records = [&] {
+    int bad = 0;
+    std::string v;
+    for (uint64_t i = 0; i < r->size(); ++i)
+      if (!r->Read(i, &v).ok() || v != ValueOf(static_cast<int>(i / kPer), static_cast<int>(i % kPer))) ++bad;
+    return bad;
+  };
+  ASSERT_EQ(bad_records(), 0);  // every file open, its index paged
+  std::filesystem::remove_all(dir.Sub("idx"));
+  for (bool lose_descriptors : {false, true}) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      int lost = 0;
+      for (int fd = 3; lose_descriptors && fd < 1024; ++fd) {
+        char link[4096];
+        const ssize_t n = ::readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), link, sizeof(link) - 1);
+        const std::string target(link, n > 0 ? static_cast<size_t>(n) : 0);
+        if (target.rfind(dir.Sub("idx"), 0) == 0 && target.find(" (deleted)") != std::string::npos)
+          lost += ::close(fd) == 0;
+      }
+      ::_exit(lose_descriptors && lost != kFiles ? 2 : bad_records() == 0 ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "lose_descriptors=" << lose_descriptors << " exit " << WEXITSTATUS(status);
+  }
+  EXPECT_EQ(bad_records(), 0);
+  EXPECT_TRUE(std::filesystem::exists(dir.Sub("idx")));  // the second child indexed the files again
+}
+
 TEST(FileSetTest, ThreadsReadingAcrossFilesSeeTheirOwnRecords) {
   // Files opened and closed under one thread's reads while others read:
   // a file a read pins is never closed under it.

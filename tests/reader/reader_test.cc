@@ -391,6 +391,52 @@ TEST(ReaderTest, ABudgetUnderTheResidentIndexOpensItPaged) {
   }
 }
 
+// Every record of a WriteNumberedLmdb database, as written.
+int BadRecords(Reader& r, uint64_t records, uint32_t bytes) {
+  int bad = 0;
+  std::string v;
+  for (uint64_t i = 0; i < records; ++i)
+    if (!r.Read(i, &v).ok() || v != RecordBytes(i, bytes)) ++bad;
+  return bad;
+}
+
+// A scratch cleaner empties the index folder under a running job: the
+// paged reader reads on, and so does a child forked from it, through the
+// descriptor it inherited; a child that lost that descriptor too (closed
+// by a caller) indexes the data again instead of failing.
+TEST(ReaderTest, APagedIndexDeletedUnderTheReaderStillReadsInForkedChildren) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 100000, 8);
+  ReaderOptions options;
+  options.rss_budget = 1 << 20;  // paged: the resident index would need 1.2 MB
+  options.index_dir = dir.Sub("idx");
+  auto r = OpenOrDie(dir.Sub("db"), options);
+  ASSERT_EQ(r->stats().index_residence, "paged");
+  const std::string saved = r->stats().index_source.substr(r->stats().index_source.find(dir.Sub("idx")));
+  const std::string index_file = saved.substr(0, saved.find(')'));
+  ASSERT_TRUE(std::filesystem::exists(index_file)) << index_file;
+  std::filesystem::remove_all(dir.Sub("idx"));
+  for (bool lose_descriptor : {false, true}) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      if (lose_descriptor) {
+        for (int fd = 3; fd < 1024; ++fd) {
+          char link[4096];
+          const ssize_t n = ::readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), link, sizeof(link) - 1);
+          if (n > 0 && std::string(link, static_cast<size_t>(n)) == index_file + " (deleted)") ::close(fd);
+        }
+      }
+      ::_exit(BadRecords(*r, 100000, 8) == 0 ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "lose_descriptor=" << lose_descriptor;
+  }
+  EXPECT_EQ(BadRecords(*r, 100000, 8), 0);
+  // The child that indexed the data again saved its index anew.
+  EXPECT_TRUE(std::filesystem::exists(index_file)) << index_file;
+}
+
 TEST(ReaderErrorsTest, IndexOutOfRange) {
   TempDir dir;
   testing::WriteNumberedLmdb(dir.Sub("db"), 5, 10);
