@@ -23,59 +23,6 @@
 
 namespace lmdbloader {
 
-Status Reader::Rep::CheckSnapshot() const {
-  // Only a plain LMDB, always a single part, is watched.
-  Part& p = *parts_.front();
-  if (!p.watched) return Status::OK();
-  // After the reads it vouches for: a page of the snapshot opened at
-  // transaction T is freed by a commit of T+1 at the earliest and reused by
-  // a writer of T+2, which starts after T+1 is committed. So an unchanged id
-  // read after the records means they were the snapshot's.
-  std::atomic_thread_fence(std::memory_order_acquire);  // the records' loads before the id's
-  uint64_t now = 0;
-  std::shared_ptr<Mapping> meta = std::atomic_load(&p.meta_pages);
-  const uint32_t page_size = p.index.identity.page_size, header = p.index.identity.page_header;
-  LMDBLOADER_RETURN_IF_ERROR(
-      ReadCommittedTxnid(p.fd, meta ? meta->data() : nullptr, page_size, header, p.location.data_path, &now));
-  if (meta && meta->shrank()) {
-    // Zeros were read: the file shrank, or the storage failed to read the
-    // pages (EIO from NFS or FUSE raises the same fault). A file of its size
-    // still is mapped again, and its ids read through pread meanwhile, so
-    // that one failed read leaves nothing broken.
-    LMDBLOADER_RETURN_IF_ERROR(MappedReadFailed(p));
-    std::shared_ptr<Mapping> fresh;
-    if (!Mapping::Map(p.fd, 2ull * page_size, p.location.data_path, &fresh).ok()) fresh.reset();
-    std::atomic_compare_exchange_strong(&p.meta_pages, &meta, fresh);
-    LMDBLOADER_RETURN_IF_ERROR(WithReadRetries(
-        [&] { return ReadCommittedTxnid(p.fd, nullptr, page_size, header, p.location.data_path, &now); }));
-  }
-  if (now == p.index.identity.txnid) return Status::OK();
-  return Status::IOError(p.location.data_path + ": a writer committed to it since it was opened (transaction " +
-                         std::to_string(p.index.identity.txnid) + ", now " + std::to_string(now) +
-                         "), and without the lock file nothing keeps the pages read from being reused: "
-                         "open it with lock=True (--lock) while a writer may change it, or reopen it");
-}
-
-Status Reader::Rep::CheckUnchanged(Part* const* parts, size_t count) const {
-  // Under lock=True the environment holds the snapshot the index describes,
-  // and writers change the file around it.
-  if (options_.lock) return Status::OK();
-  for (size_t k = 0; k < count; ++k) {
-    if (std::find(parts, parts + k, parts[k]) != parts + k) continue;
-    Part& p = *parts[k];
-    struct stat st;
-    if (::fstat(p.fd, &st) != 0) return Status::FromErrno(errno, "fstat", p.location.data_path);
-    Status same = SameFile(p.location.data_path, st, p.index.identity);
-    if (!same.ok()) {
-      // A file of a set is indexed again at its next read (EnsureOpen).
-      p.changed.store(true);
-      changes_seen_.fetch_add(1);
-      return same;
-    }
-  }
-  return Status::OK();
-}
-
 Status Reader::Rep::Locate(uint64_t index, Part** part, uint64_t* local) const {
   if (index >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, index, size_));
   if (parts_.size() == 1) {
@@ -256,15 +203,6 @@ Status Reader::Rep::LocateOne(uint64_t index, Part** part, uint64_t* local, Valu
   return LocateAll(&index, 1, part, local, at, pins);
 }
 
-Status Reader::Rep::RereadChanged(const std::function<Status()>& read) {
-  const uint64_t seen = changes_seen_.load();
-  Status s = read();
-  // A file of a set found written since it was indexed is indexed again at
-  // its next read (EnsureOpen): that read, once, gives the file's bytes now.
-  if (!s.ok() && file_set_ && changes_seen_.load() != seen) s = read();
-  return s;
-}
-
 Status Reader::ReadInto(uint64_t index, char* dst, uint64_t capacity) {
   return rep_->RereadChanged([&] {
     Rep::Part* part = nullptr;
@@ -432,53 +370,6 @@ Status Reader::ViewBatch(const uint64_t* indices, size_t count, RecordView* view
   rep_->Prefetch(indices, count);
   for (size_t k = 0; k < count; ++k) LMDBLOADER_RETURN_IF_ERROR(View(indices[k], &views[k]));
   return Status::OK();
-}
-
-Status Reader::Rep::MappedReadFailed(const Part& part, bool lasting) const {
-  struct stat st;
-  const std::string& path = part.location.data_path;
-  if (::fstat(part.fd, &st) != 0) {
-    // A dead FUSE daemon (ENOTCONN) or a lost server: say so, not "shrank".
-    const int err = errno;
-    return Status::IOError(path + ": reading it through its mapping failed, and so does fstat (" +
-                               std::strerror(err) + ")",
-                           err);
-  }
-  const uint64_t now = static_cast<uint64_t>(st.st_size);
-  if (now < part.index.identity.size)
-    return Status::IOError(path + ": the file shrank under its mapping (" + std::to_string(part.index.identity.size) +
-                           " bytes when opened, " + std::to_string(now) +
-                           " bytes now): a read reached past its end (it is being rewritten or was truncated); "
-                           "reopen it");
-  if (!lasting) return Status::OK();
-  return Status::IOError(path + ": reading it through its mapping failed " + std::to_string(kReadRetries + 1) +
-                             " times (an I/O error from its storage; the file's size is unchanged): " +
-                             std::strerror(EIO),
-                         EIO);
-}
-
-Status Reader::Rep::RemapAfterFailedRead(Part& part, const std::shared_ptr<Mapping>& failed) {
-  LMDBLOADER_RETURN_IF_ERROR(MappedReadFailed(part));
-  std::lock_guard<std::mutex> lock(reopen_mu_);
-  if (std::atomic_load(&part.map) != failed) return Status::OK();  // another thread mapped it again
-  std::shared_ptr<Mapping> fresh;
-  LMDBLOADER_RETURN_IF_ERROR(Mapping::Map(part.fd, part.index.identity.size, part.location.data_path, &fresh));
-  std::atomic_store(&part.map, fresh);
-  governor_->Attach(part.slot, fresh->data(), fresh->size());
-  return Status::OK();
-}
-
-Status Reader::Rep::CopyMapped(Part& part, uint64_t offset, uint64_t size, char* dst) {
-  for (int attempt = 0;; ++attempt) {
-    std::shared_ptr<Mapping> map = std::atomic_load(&part.map);
-    std::memcpy(dst, map->data() + offset, size);
-    if (!map->shrank()) return Status::OK();
-    if (attempt == kReadRetries) return MappedReadFailed(part, /*lasting=*/true);
-    // The rest of that mapping reads as zeros from now on (fault_guard.h):
-    // a fresh one, then the bytes again.
-    LMDBLOADER_RETURN_IF_ERROR(RemapAfterFailedRead(part, map));
-    WaitBeforeRetry(attempt);
-  }
 }
 
 Status Reader::CheckMappings() const {

@@ -58,38 +58,6 @@ IoEngine EngineFor(IoEngine requested, const FileSystemKind& fs, std::string* wh
 
 }  // namespace
 
-Status SameFile(const std::string& path, const struct stat& st, const FileIdentity& identity) {
-  const int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  const int64_t ctime = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size == identity.size && mtime == identity.mtime_ns && ctime == identity.ctime_ns) return Status::OK();
-  std::string what = size != identity.size ? "its size went from " + std::to_string(identity.size) + " to " +
-                                                 std::to_string(size) + " bytes"
-                     : mtime != identity.mtime_ns ? "its modification time moved"
-                                                  : "its change time moved (its mtime did not: put back?)";
-  return Status::Corruption(path + ": the file changed since it was indexed (" + what +
-                            "): it was written in place (cp or rsync --inplace onto it) or its attributes changed "
-                            "(chmod), so its index may point at other bytes; none are returned: reopen it");
-}
-
-Status OpenDataFile(const std::string& path, const FileIdentity& identity, bool unchanged, int* fd) {
-  int f = -1;
-  struct stat st;
-  LMDBLOADER_RETURN_IF_ERROR(OpenReadOnly(path, &f, &st));
-  Status s;
-  if (st.st_dev != identity.device || st.st_ino != identity.inode ||
-      static_cast<uint64_t>(st.st_size) < identity.size)
-    s = Status::Corruption("open " + path + ": the file was replaced or truncated since it was indexed");
-  else if (unchanged)
-    s = SameFile(path, st, identity);
-  if (!s.ok()) {
-    ::close(f);
-    return s;
-  }
-  *fd = f;
-  return Status::OK();
-}
-
 uint64_t Reader::Rep::ForkGeneration() { return g_fork_generation.load(); }
 
 Reader::Reader() : rep_(new Rep) {}

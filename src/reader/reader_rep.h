@@ -3,7 +3,8 @@
 // (a data file of a shard set or a set of files each), and what the Reader's
 // implementation files share: reader.cc (reads, views, stats), reader_keys.cc
 // (keys and lookups), reader_open.cc (opening, and reopening after fork),
-// reader_files.cc (sets of files) and reader_corpus.cc (corpus metadata).
+// reader_files.cc (sets of files), reader_checks.cc (what a read checks of
+// its file) and reader_corpus.cc (corpus metadata).
 // The Rep holds state and the helpers several of those files share; each
 // public Reader method does its own work, through rep_. Internal: not part of
 // the public API.

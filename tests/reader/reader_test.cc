@@ -118,47 +118,6 @@ TEST(ReaderTest, SavedIndexIsLoadedAndRebuiltWhenStale) {
   EXPECT_EQ(value, "new");
 }
 
-// cp B A writes B's bytes into A's inode: the Reader's index of A must never
-// be used for them, held (an open Reader) or saved (a new one, with A's old
-// mtime put back as rsync -t --inplace does).
-TEST(ReaderTest, AFileWrittenInPlaceIsNeverReadThroughItsOldIndex) {
-  TempDir dir;
-  testing::WriteNumberedLmdb(dir.Sub("a"), 50, 100);
-  testing::WriteNumberedLmdb(dir.Sub("b"), 50, 150);
-  const std::string a = dir.Sub("a") + "/data.mdb";
-  struct stat before;
-  ASSERT_EQ(::stat(a.c_str(), &before), 0);
-  for (AccessMode mode : {AccessMode::kPread, AccessMode::kMmap}) {
-    ReaderOptions o;
-    o.mode = mode;
-    auto r = OpenOrDie(dir.Sub("a"), o);
-    std::string value;
-    ASSERT_OK(r->Read(7, &value));
-    testing::WriteAll(a, testing::ReadAll(dir.Sub("b") + "/data.mdb"));
-    Status s = r->Read(7, &value);
-    EXPECT_EQ(s.code(), Status::Code::kCorruption) << s.ToString();
-    EXPECT_NE(s.message().find("changed since it was indexed"), std::string::npos) << s.message();
-    testing::WriteAll(a, testing::ReadAll(dir.Sub("b") + "/data.mdb"));  // for the next mode's open
-  }
-  struct stat after;
-  ASSERT_EQ(::stat(a.c_str(), &after), 0);
-  ASSERT_EQ(after.st_ino, before.st_ino);
-  // A saved index of A, then B written over it with A's mtime put back.
-  testing::WriteNumberedLmdb(dir.Sub("c"), 50, 100);
-  const std::string c = dir.Sub("c") + "/data.mdb";
-  { auto r = OpenOrDie(dir.Sub("c")); }
-  struct stat old;
-  ASSERT_EQ(::stat(c.c_str(), &old), 0);
-  testing::WriteAll(c, testing::ReadAll(dir.Sub("b") + "/data.mdb"));
-  const struct timespec times[2] = {old.st_atim, old.st_mtim};
-  ASSERT_EQ(::utimensat(AT_FDCWD, c.c_str(), times, 0), 0);
-  auto r = OpenOrDie(dir.Sub("c"));
-  EXPECT_EQ(r->stats().index_source.rfind("built", 0), 0u) << r->stats().index_source;
-  std::string value;
-  ASSERT_OK(r->Read(7, &value));
-  EXPECT_EQ(value, testing::RecordBytes(7, 150));
-}
-
 TEST(ReaderTest, IndexGoesToCacheDirWhenDatabaseDirIsReadOnly) {
   TempDir dir;
   testing::WriteNumberedLmdb(dir.Sub("db"), 10, 10);
