@@ -45,8 +45,8 @@ def source_values(path, db):
             return list(txn.cursor())
 
 
-def write_source(path, kind, ids, sizes, db=None, integerkey=False):
-    with lmdb.open(path, map_size=1 << 28, max_dbs=2) as env:
+def write_source(path, kind, ids, sizes, db=None, integerkey=False, lib_version=0):
+    with lmdb.open(path, map_size=1 << 28, max_dbs=2, lib_version=lib_version) as env:
         handle = env.open_db(db.encode(), integerkey=integerkey) if db else None
         with env.begin(write=True, db=handle) as txn:
             for i, size in zip(ids, sizes):
@@ -109,12 +109,16 @@ def test_every_original_key_returns_its_value(tmp_path_factory, kind, count, spr
     assert corpus_contents(again) == corpus_contents(out)
 
 
-def test_packed_integer_keys_through_the_command(tmp_path):
+@pytest.mark.parametrize("lib_version", [0, 1])
+def test_packed_integer_keys_through_the_command(tmp_path, lib_version):
     """The case users met: struct.pack(">Q", i) keys, refused at the 129th
     record when names had to be text; the command converts, gets by key,
-    verifies, and converts the corpus onto itself."""
+    verifies, and converts the corpus onto itself. The source in LMDB 0.9's
+    format and in LMDB 1.0's, which verify reads too."""
     src, out = str(tmp_path / "src"), str(tmp_path / "out")
-    pairs = write_source(src, ">Q", range(0, 3000, 7), [100 + i % 3000 for i in range(429)])
+    pairs = write_source(src, ">Q", range(0, 3000, 7), [100 + i % 3000 for i in range(429)], lib_version=lib_version)
+    res = subprocess.run(["lmdbloader", "verify", src], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
     res = subprocess.run(["lmdbloader", "convert", "--from", "lmdb", src, out], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert_reads_as_source(out, pairs)

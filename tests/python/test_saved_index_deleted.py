@@ -44,7 +44,9 @@ def open_paged(path, index_dir, monkeypatch):
     resident form, 29 bytes a record, is past a quarter of the budget),
     then that folder deleted."""
     monkeypatch.setenv("LMDBLOADER_INDEX_DIR", index_dir)
-    ds = lmdbloader.LmdbDataset(path, decode="raw", rss_budget="4MiB")
+    # Named as an option too: a forkserver started by an earlier test keeps
+    # the environment it started with, and its workers with it.
+    ds = lmdbloader.LmdbDataset(path, decode="raw", rss_budget="4MiB", index_dir=index_dir)
     stats = ds.reader.stats()
     assert stats["index_residence"] == "paged", stats
     assert ds[0] == value_of(0) and ds[RECORDS - 1] == value_of(RECORDS - 1)
