@@ -45,16 +45,16 @@ class BufferPool:
         array and everything made over it are gone."""
         with self.lock:
             self.counts["batches"] += 1
-            fits = [b for b in self.free if b.nbytes - _ALIGN >= need]
+            # By place, never by value: == compares arrays element by element.
+            fits = [k for k, b in enumerate(self.free) if b.nbytes - _ALIGN >= need]
             if fits:
-                buffer = min(fits, key=lambda b: b.nbytes)
-                self.free.remove(buffer)
+                buffer = self.free.pop(min(fits, key=lambda k: self.free[k].nbytes))
                 self.counts["reused"] += 1
                 keep = True
             else:
                 keep = self.kept < self.most or bool(self.free)
                 if keep and self.kept >= self.most:  # room only by dropping a free buffer too small
-                    small = self.free.pop(self.free.index(min(self.free, key=lambda b: b.nbytes)))
+                    small = self.free.pop(min(range(len(self.free)), key=lambda k: self.free[k].nbytes))
                     self.kept -= 1
                     self.kept_bytes -= small.nbytes
                 self.counts["new" if keep else "fresh"] += 1

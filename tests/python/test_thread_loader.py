@@ -322,3 +322,40 @@ def test_the_jobs_memory_stays_bounded_across_epochs(photos):
         assert sizes[2] - sizes[0] < 8 * MiB, sizes
     kept = [b for b in lmdbloader.DataLoader(ds, batch_size=4, num_workers=1, worker_method="thread")]
     assert len(kept) == 10  # every buffer held: fresh ones, never a wait
+
+
+def test_batches_of_every_size_reuse_what_fits_and_never_wait(photos):
+    """Batches of 1 to 9 records of several lengths: each in a free buffer
+    big enough, a new one while the pool has room, else in place of a
+    free one too small; kept batches take fresh ones; every batch intact."""
+    ds = recipe("tensor", photos, None)
+    sizes = [1, 9, 2, 9, 3, 1, 8, 4, 2]
+    batches = [list(range(sum(sizes[:k]) % 30, sum(sizes[:k]) % 30 + n)) for k, n in enumerate(sizes)]
+    got = lmdbloader.DataLoader(ds, batch_sampler=batches * 2, num_workers=2, worker_method="thread")
+    want = [[ds[i] for i in b] for b in batches * 2]
+    for batch, records in zip(got, want):
+        assert [t.tolist() for t in batch] == [r.tolist() for r in records]
+    stats = got.ring_stats()
+    assert stats["batches"] == 18 and stats["buffers"] <= 2 * 3 and stats["reused"] >= 1, stats
+    kept = list(got)
+    assert all([t.tolist() for t in b] == [r.tolist() for r in w] for b, w in zip(kept, want))
+    assert got.ring_stats()["fresh"] >= 1
+
+
+
+def test_the_pool_takes_the_smallest_free_buffer_that_fits():
+    from lmdbloader._buffer_pool import BufferPool
+    pool = BufferPool(3)
+    leases = [pool.lease(n) for n in (1 * MiB, 100 << 10, 400 << 10)]
+    sizes = [lease.base.nbytes for lease, _ in leases]
+    del leases  # all three free again
+    lease, at = pool.lease(300 << 10)
+    assert lease.base.nbytes == sizes[2] and (lease.ctypes.data + at) % 64 == 0
+    held = [pool.lease(1 * MiB), pool.lease(1 * MiB)]  # the 1 MiB one, then a new one in place of the smallest
+    assert sorted(h.base.nbytes for h, _ in held) == [sizes[0]] * 2
+    stats = pool.stats()
+    assert (stats["reused"], stats["new"], stats["fresh"], stats["buffers"], stats["held"]) == (2, 4, 0, 3, 3), stats
+    extra, _ = pool.lease(10)  # every buffer held: a fresh one, not kept
+    assert pool.stats()["fresh"] == 1 and pool.stats()["buffers"] == 3
+    del lease, held, extra
+    assert pool.stats()["held"] == 0
