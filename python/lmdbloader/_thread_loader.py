@@ -47,6 +47,7 @@ except ImportError:  # pragma: no cover
     _RNG = None
 
 _JOIN_SECONDS = 10.0
+_CPUS = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 _POLL_SECONDS = 0.5   # a waiting main thread wakes this often (signals, a thread's death)
 
 # ------------------------------------------------------------ worker info
@@ -79,16 +80,30 @@ def answer_worker_info_in_threads():
 
 class _Work:
     """What an iterator shares with its threads: each worker's tasks, the
-    results not yet delivered, the stop flag; one condition guards all."""
+    results not yet delivered, the stop flag; one lock guards all. Each
+    worker waits on a condition of its own and the main thread on another,
+    so that a batch sent or made wakes only the thread that needs it (a
+    condition all waited on would wake every thread, each to take the GIL
+    and the lock, for every batch)."""
 
     def __init__(self, workers):
-        self.cond = threading.Condition()
+        self._conditions(workers)
         self.tasks = [collections.deque() for _ in range(workers)]
         self.done = {}
         self.stopping = False
         self.forked = False
         self.threads = []
         _works.add(self)
+
+    def _conditions(self, workers):
+        self.cond = threading.Lock()
+        self.work_to_do = [threading.Condition(self.cond) for _ in range(workers)]
+        self.made = threading.Condition(self.cond)
+
+    def after_fork(self):
+        """In a forked child: fresh locks (one a parent's thread held stays held), and no threads."""
+        self._conditions(len(self.work_to_do))
+        self.forked = True
 
     def stop(self):
         """Stops the threads within the batch each is making, and joins them
@@ -101,7 +116,9 @@ class _Work:
             for tasks in self.tasks:
                 tasks.clear()
             self.done.clear()
-            self.cond.notify_all()
+            for c in self.work_to_do:
+                c.notify()
+            self.made.notify_all()
         deadline = time.monotonic() + _JOIN_SECONDS
         me = threading.current_thread()
         for t in self.threads:
@@ -122,7 +139,7 @@ def _work_in_thread(work, worker_id, info, generator, fetch, init_fn):
     while True:
         with work.cond:
             while not tasks and not work.stopping:
-                work.cond.wait()
+                work.work_to_do[worker_id].wait()
             if work.stopping:
                 return
             seq, index = tasks.popleft()
@@ -137,7 +154,7 @@ def _work_in_thread(work, worker_id, info, generator, fetch, init_fn):
         with work.cond:
             if not work.stopping:
                 work.done[seq] = (result, state)
-                work.cond.notify_all()
+                work.made.notify()
         del result, state
 
 
@@ -195,6 +212,7 @@ class ThreadLoaderIter:
                                                                else torch.get_rng_state())
         self.yielded = int(state["yielded"]) if state else 0
         self.sent = self.rcvd = self.yielded
+        self.started = False
         # The sampler draws (RandomSampler's seed, ...) at its first batch,
         # taken now, as torch's worker iterator takes it; resumed, from the
         # state the interrupted run's drew from, the batches it delivered
@@ -235,13 +253,24 @@ class ThreadLoaderIter:
         for t in work.threads:
             t.start()
         self.closer = weakref.finalize(self, work.stop)
-        for _ in range(self.prefetch * self.workers):
-            self._dispatch()
+        self._fill()
 
     @property
     def alive(self):
         """Whether its threads run (num_workers > 0, not closed)."""
         return self.closer is not None and self.closer.alive
+
+    def _fill(self):
+        """Sends batches until ``prefetch_factor`` a worker are in flight, as
+        torch keeps them; until the epoch's first batch is delivered, no more
+        than there are CPUs to make them, so that the first batch does not
+        share them with W - 1 others (which batch a thread makes, and so
+        what it draws, does not change)."""
+        limit = self.prefetch * self.workers
+        if not self.started:
+            limit = min(limit, _CPUS)
+        while not self.ended and self.sent - self.rcvd < limit:
+            self._dispatch()
 
     def _dispatch(self):
         if self.ended:
@@ -251,9 +280,10 @@ class ThreadLoaderIter:
         except StopIteration:
             self.ended = True
             return
+        worker = self.sent % self.workers
         with self.work.cond:
-            self.work.tasks[self.sent % self.workers].append((self.sent, index))
-            self.work.cond.notify_all()
+            self.work.tasks[worker].append((self.sent, index))
+            self.work.work_to_do[worker].notify()
         self.sent += 1
 
     def reset(self, loader):
@@ -267,8 +297,7 @@ class ThreadLoaderIter:
             self.worker_states[self.rcvd % self.workers] = state
             self.rcvd += 1
         self._start_epoch(loader, None, first=False)
-        for _ in range(self.prefetch * self.workers):
-            self._dispatch()
+        self._fill()
 
     # -- delivery
 
@@ -291,7 +320,7 @@ class ThreadLoaderIter:
             raise RuntimeError("this thread loader's iterator was made before fork(): its threads are the "
                                "parent's; make a new iterator in the child")
         if self.rcvd == self.sent:
-            self._dispatch()
+            self._fill()
         if self.rcvd == self.sent:
             self.ended = True
             if not self.persistent:
@@ -305,7 +334,8 @@ class ThreadLoaderIter:
             raise
         self.rcvd += 1
         self.worker_states[seq % self.workers] = state
-        self._dispatch()
+        self.started = True
+        self._fill()
         self.yielded += 1
         if not ok:
             # The traceback keeps this frame: not the iterator, so that
@@ -345,9 +375,9 @@ def _wait(work, seq, timeout):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise RuntimeError(f"DataLoader timed out after {timeout} seconds")
-                work.cond.wait(min(left, _POLL_SECONDS))
+                work.made.wait(min(left, _POLL_SECONDS))
             else:
-                work.cond.wait(_POLL_SECONDS)
+                work.made.wait(_POLL_SECONDS)
         return work.done.pop(seq)
 
 
@@ -417,8 +447,7 @@ def _after_fork_in_child():
     held at the fork would never be released: fresh locks, and iterators
     that know they are the parent's."""
     for work in list(_works):
-        work.cond = threading.Condition()
-        work.forked = True
+        work.after_fork()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

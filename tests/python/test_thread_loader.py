@@ -265,7 +265,7 @@ def test_every_way_of_stopping_ends_within_5_s_and_leaves_no_thread(photos, case
     while (set(threading.enumerate()) - before_threads or tasks() > before_tasks) and time.monotonic() - start < 5:
         time.sleep(0.05)
     assert time.monotonic() - start < 5
-    assert not set(threading.enumerate()) - before_threads and tasks() == before_tasks
+    assert not set(threading.enumerate()) - before_threads and tasks() <= before_tasks
 
 
 def run_script(code, tmp_path, timeout=30):
@@ -340,7 +340,6 @@ def test_batches_of_every_size_reuse_what_fits_and_never_wait(photos):
     kept = list(got)
     assert all([t.tolist() for t in b] == [r.tolist() for r in w] for b, w in zip(kept, want))
     assert got.ring_stats()["fresh"] >= 1
-
 
 
 def test_the_pool_takes_the_smallest_free_buffer_that_fits():
