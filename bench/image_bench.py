@@ -58,7 +58,9 @@ Variants per recipe:
    squashed to 32x128 by the cubic resize, normalized 0.5 / 0.5). An anchor,
    not the same pixels: DALI's filters and its gray (libjpeg's Y plane) are
    not PIL's.
-3-5 are skipped with a note where lmdbloader has no ImageDecode /
+7. ``fused-threads``: variant 3 with ``worker_method="thread"``: the workers
+   are threads of the main process (no worker processes, one Reader).
+3-5 and 7 are skipped with a note where lmdbloader has no ImageDecode /
 ClipDecode, 6 where DALI is not installed (it is an optional, large wheel:
 ``pip install -c constraints.txt nvidia-dali-cuda130``) and for colour (no
 DALI pipeline is written for it).
@@ -69,7 +71,8 @@ Each run is a fresh process (no variant's libraries or arenas are counted in
 another's), the page cache warm; variants alternate, ``--repeats`` rounds.
 Figures are medians: of epochs 2-3 within a run (the first starts the
 workers), then over rounds, with the ratio to variant 1 taken within each
-round. Also reported: each worker's and the main process's peak RSS and PSS
+round. Also reported: each worker's and the main process's peak RSS and PSS, the
+job's (every process of it summed at each sample)
 (lmdbloader.memory, from /proc; for ``coclr`` also the RSS of the data
 file's mappings, each worker's peak in epoch 1 and after, and the reader's
 rss_budget), and the peak of /dev/shm the job holds: the
@@ -80,7 +83,7 @@ bench/out/image_bench.json and .png.
     python bench/image_bench.py [--recipes train,eval,clip-train,ocr,ocr-lines,colour,dinov2,clip,coclr] [--variants pylmdb,...]
                                 [--repeats 3] [--videos 384] [--rss-budget 64MiB]
                                 [--workdir bench/out/image_corpora] [--out bench/out]
-    python bench/image_bench.py --demo     # train recipe, variants 1 and 3 (else 2), 1,024 images
+    python bench/image_bench.py --demo     # train recipe, variants 1, 3 and 7 (else 1 and 2), 1,024 images
 """
 
 import argparse
@@ -138,6 +141,7 @@ VARIANTS = {
     "fused-loader": "LmdbDataset(decode=fused) + lmdbloader.DataLoader",
     "fused-collate": "LmdbDataset(decode=fused) + DataLoader + lmdbloader.collate",
     "fused-pickle": "LmdbDataset(py-lmdb's pickles, record=pickle.loads) + lmdbloader.DataLoader",
+    "fused-threads": "LmdbDataset(decode=fused) + lmdbloader.DataLoader(worker_method='thread')",
     "dali": "DALI CPU-only (2 threads)",
 }
 BASELINE = "pylmdb"
@@ -148,7 +152,7 @@ FUSED_API = {"train": "ImageDecode", "eval": "ImageDecode", "clip-train": "Image
 DETERMINISTIC = ("eval", "ocr", "ocr-lines")
 # The OCR recipe over photographs (the image corpus) and over word crops (the lines corpus).
 OCR = ("ocr", "ocr-lines")
-FUSED = ("fused-loader", "fused-collate", "fused-pickle")
+FUSED = ("fused-loader", "fused-collate", "fused-pickle", "fused-threads")
 # CoCLR's pretraining draws (TengdaHan/CoCLR: utils/augmentation.py RandomSizedCrop's
 # bottom_area=0.2 and aspect 3/4-4/3; dataset/lmdb_dataset.py double_sampler): two clips of
 # COCLR_FRAMES consecutive frames (ds=1), resized to COCLR_SIZE (16 frames of 112 here;
@@ -612,6 +616,9 @@ def run_child(spec):
         loader = torch.utils.data.DataLoader(ds, collate_fn=lmdbloader.collate, **opts)
     elif variant == "fused-loader":
         loader = lmdbloader.DataLoader(lmdbloader.LmdbDataset(paths["corpus"], decode=fused_decode(recipe)), **opts)
+    elif variant == "fused-threads":
+        loader = lmdbloader.DataLoader(lmdbloader.LmdbDataset(paths["corpus"], decode=fused_decode(recipe)),
+                                       worker_method="thread", **opts)
     elif variant == "fused-collate":
         ds = lmdbloader.LmdbDataset(paths["corpus"], decode=fused_decode(recipe))
         loader = torch.utils.data.DataLoader(ds, collate_fn=lmdbloader.collate, **opts)
@@ -681,7 +688,11 @@ def run_child(spec):
     del loader
     gc.collect()
 
-    peaks = {}
+    peaks, job = {}, {}
+    for s in samples:  # the job: every process of the tree at one sample, summed
+        if s["pid"] == me or s["pid"] in workers_now:
+            at = job.setdefault(s["time"], [0, 0])
+            at[0], at[1] = at[0] + s["rss"], at[1] + s["pss"]
     for s in samples:
         if s["pid"] != me and s["pid"] not in workers_now:
             continue
@@ -709,6 +720,8 @@ def run_child(spec):
             raise ValueError(f"coclr: an epoch gave {counts} videos; the split has {len(ds)}")
     return {**extra, "items_per_s": statistics.median(rates), "epoch_seconds": seconds, "epoch_items": counts,
             "main_peak": peaks.get("main"), "worker_peaks": worker_peaks,
+            "job_peak_rss_mib": max((v[0] for v in job.values()), default=0) / 2**20,
+            "job_peak_pss_mib": max((v[1] for v in job.values()), default=0) / 2**20,
             "worker_peak_rss_mib": max((v["rss_mib"] for v in worker_peaks), default=None),
             "worker_peak_pss_mib": max((v["pss_mib"] for v in worker_peaks), default=None),
             "dev_shm_peak_mib": shm_peak / 2**20, "dev_shm_fs_peak_mib": shm_fs_peak / 2**20,
@@ -849,6 +862,8 @@ def summarize(runs, baseline):
         "worker_peak_pss_mib": med("worker_peak_pss_mib"),
         "main_peak_rss_mib": statistics.median(r["main_peak"]["rss_mib"] for r in ok),
         "main_peak_pss_mib": statistics.median(r["main_peak"]["pss_mib"] for r in ok),
+        "job_peak_rss_mib": med("job_peak_rss_mib"),
+        "job_peak_pss_mib": med("job_peak_pss_mib"),
         "dev_shm_peak_mib": med("dev_shm_peak_mib"),
         "dev_shm_fs_peak_mib": med("dev_shm_fs_peak_mib"),
         "ring_mib": med("ring_mib"),
@@ -865,17 +880,18 @@ def _mib(v):
 def print_table(recipe, table, notes, unit, rounds, epochs):
     print(f"\n{recipe}: {unit}/s, medians of epochs 2-{epochs} and of {rounds} round(s)")
     print(f"| variant | {unit}/s | x py-lmdb | worker peak RSS / PSS MiB | main peak RSS / PSS MiB "
-          f"| /dev/shm held, peak MiB | batch rings MiB (memfd) |")
-    print("|---|---|---|---|---|---|---|")
+          f"| job peak RSS / PSS MiB (its processes summed) | /dev/shm held, peak MiB | batch rings MiB (memfd) |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, row in table.items():
         label = VARIANTS[name]
         if "error" in row:
-            print(f"| {label} | failed: {row['error']} | | | | | |")
+            print(f"| {label} | failed: {row['error']} | | | | | | |")
             continue
         ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}"
         print(f"| {label} | {row['items_per_s']:.0f} | {ratio} | {_mib(row['worker_peak_rss_mib'])} / "
               f"{_mib(row['worker_peak_pss_mib'])} | {row['main_peak_rss_mib']:.0f} / "
-              f"{row['main_peak_pss_mib']:.0f} | {row['dev_shm_peak_mib']:.1f} | {_mib(row['ring_mib'])} |")
+              f"{row['main_peak_pss_mib']:.0f} | {_mib(row['job_peak_rss_mib'])} / {_mib(row['job_peak_pss_mib'])} | "
+              f"{row['dev_shm_peak_mib']:.1f} | {_mib(row['ring_mib'])} |")
     for name, row in table.items():
         if "error" in row or row.get("worker_peak_file_rss_mib") is None:
             continue
@@ -916,6 +932,7 @@ def plot(report, path):
         ax = axes[1][col]
         series = [("worker peak RSS", "worker_peak_rss_mib"), ("worker peak PSS", "worker_peak_pss_mib"),
                   ("main peak RSS", "main_peak_rss_mib"), ("main peak PSS", "main_peak_pss_mib"),
+                  ("job peak RSS (summed)", "job_peak_rss_mib"),
                   ("/dev/shm peak", "dev_shm_peak_mib")]
         w = 0.8 / len(series)
         for j, (label, key) in enumerate(series):
@@ -953,7 +970,8 @@ def main():
     p.add_argument("--out", default=os.path.join(HERE, "out"))
     p.add_argument("--name", default="image_bench", help="the report's file name, without .json / .png")
     p.add_argument("--demo", action="store_true",
-                   help="the demo: train recipe, py-lmdb beside the fused path (else variant 2), "
+                   help="the demo: train recipe, py-lmdb beside the fused path in processes and in threads "
+                        "(else variant 2), "
                         "1,024 images, one round; writes image_demo.json and .png")
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -969,7 +987,7 @@ def main():
         recipes, args.repeats, args.name = ["train"], 1, "image_demo"
         fused = "fused-loader"
         demo_note = available("train", fused)
-        variants = [BASELINE, "lmdb-tv" if demo_note else fused]
+        variants = [BASELINE, "lmdb-tv"] if demo_note else [BASELINE, fused, "fused-threads"]
     for r in recipes:
         if r not in RECIPES:
             p.error(f"--recipes: unknown recipe {r!r} ({', '.join(RECIPES)})")
@@ -1097,9 +1115,11 @@ def print_demo(report, args):
             continue
         run = row["runs"][-1]
         workers = ", ".join(f"{w['rss_mib']:.0f}" for w in run["worker_peaks"])
+        workers = f"worker peak RSS {workers} MiB" if workers else "no worker process (threads)"
         ring = f", batch rings {row['ring_mib']:.0f} MiB (memfd)" if row["ring_mib"] else ""
-        print(f"  {VARIANTS[name]}: {row['items_per_s']:.0f} images/s ({row['ratio']:.2f}x), worker peak RSS "
-              f"{workers} MiB, /dev/shm peak {row['dev_shm_peak_mib']:.1f} MiB{ring}")
+        print(f"  {VARIANTS[name]}: {row['items_per_s']:.0f} images/s ({row['ratio']:.2f}x), job peak RSS / PSS "
+              f"{_mib(row['job_peak_rss_mib'])} / {_mib(row['job_peak_pss_mib'])} MiB (all its processes), "
+              f"{workers}, /dev/shm peak {row['dev_shm_peak_mib']:.1f} MiB{ring}")
     if report.get("note"):
         print(f"  note: {report['note']}: variant 2 stands in for it")
 

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from . import _core
+from ._draws import generator
 from ._image_checks import FLOAT32_MAX, is_number
 
 #: The ops the C++ core applies, by the names it parses.
@@ -120,18 +121,19 @@ class ColourDraws:
         whose probability is 0 draws nothing (as ``flip=0``), one whose
         RandomApply probability is 1 draws no coin."""
         ops = []
+        g = generator()
         # RandomApply: skipped when p < rand; p = 1 is ColorJitter alone (no draw).
         if self.ranges is not None and self.jitter_p > 0 and (self.jitter_p == 1.0 or
-                                                               not self.jitter_p < torch.rand(1)):
-            order = torch.randperm(4).tolist()
-            factors = [None if r is None else float(torch.empty(1).uniform_(r[0], r[1])) for r in self.ranges]
+                                                               not self.jitter_p < torch.rand(1, generator=g)):
+            order = torch.randperm(4, generator=g).tolist()
+            factors = [None if r is None else float(torch.empty(1).uniform_(r[0], r[1], generator=g)) for r in self.ranges]
             ops += [(_JITTERED[i], factors[i]) for i in order if factors[i] is not None]
-        if self.gray_p > 0 and torch.rand(1) < self.gray_p:
+        if self.gray_p > 0 and torch.rand(1, generator=g) < self.gray_p:
             ops.append(("grayscale", 0.0))
-        if self.blur_p > 0 and (self.blur_p == 1.0 or not self.blur_p < torch.rand(1)):
-            sigma = torch.empty(1).uniform_(self.blur_sigma[0], self.blur_sigma[1]).item()  # GaussianBlur.get_params
+        if self.blur_p > 0 and (self.blur_p == 1.0 or not self.blur_p < torch.rand(1, generator=g)):
+            sigma = torch.empty(1).uniform_(self.blur_sigma[0], self.blur_sigma[1], generator=g).item()  # GaussianBlur.get_params
             ops.append(("blur", sigma, self.blur_kernel))
-        if self.solarize_p > 0 and torch.rand(1).item() < self.solarize_p:
+        if self.solarize_p > 0 and torch.rand(1, generator=g).item() < self.solarize_p:
             ops.append(("solarize", self.solarize_threshold))
         return ops
 

@@ -9,6 +9,8 @@ from typing import NamedTuple
 
 import torch
 
+from ._draws import generator
+
 
 # Below the public options, whose sizes are torchvision's (height, width),
 # every size and place is x before y, as the decoder takes them.
@@ -73,14 +75,15 @@ def random_resized_crop_box(width, height, scale, ratio):
         # torchvision's torch.empty(1) takes the default dtype, and a float64
         # tensor draws 64 bits a value: follow it.
         one = _draw.tensor = torch.empty(1)
+    g = generator()
     for _ in range(10):
-        target_area = area * one.uniform_(s0, s1).item()
-        aspect = torch.exp(one.uniform_(lo, hi)).item()
+        target_area = area * one.uniform_(s0, s1, generator=g).item()
+        aspect = torch.exp(one.uniform_(lo, hi, generator=g)).item()
         w = int(round(math.sqrt(target_area * aspect)))
         h = int(round(math.sqrt(target_area / aspect)))
         if 0 < w <= width and 0 < h <= height:
-            top = torch.randint(0, height - h + 1, size=(1,)).item()
-            left = torch.randint(0, width - w + 1, size=(1,)).item()
+            top = torch.randint(0, height - h + 1, size=(1,), generator=g).item()
+            left = torch.randint(0, width - w + 1, size=(1,), generator=g).item()
             return top, left, h, w
     in_ratio = width / height
     if in_ratio < min(ratio):

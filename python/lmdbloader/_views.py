@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from . import _core
+from ._draws import generator
 from ._colour_ops import ColourDraws, probability
 from ._crop_boxes import random_resized_crop
 from ._image_checks import ratio_range, side_pair, value_range
@@ -61,7 +62,7 @@ class View:
         None), drawn as ImageDecode draws a sample (RandomResizedCrop's
         box, the flip, the colour ops) with torch's generator."""
         box = random_resized_crop(width, height, self.scale, self.ratio)
-        flip = self.flip > 0 and torch.rand(1).item() < self.flip
+        flip = self.flip > 0 and torch.rand(1, generator=generator()).item() < self.flip
         return box, flip, self.colour.draw() if self.colour.active else None
 
     def __repr__(self):

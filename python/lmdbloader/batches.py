@@ -45,6 +45,7 @@ from . import _core
 from ._options import byte_size
 from ._ring_main import received_stats
 from ._ring_worker import DeferredBatch, worker_rings
+from ._thread_loader import ThreadLoading
 
 
 class Collate:
@@ -285,6 +286,13 @@ class DecodedBatch(DeferredBatch, collections.abc.Sequence):
 
 
 _LOADER_SIGNATURE = inspect.signature(torch.utils.data.DataLoader.__init__)
+WORKER_METHODS = ("multiprocessing", "thread", "auto")
+
+try:  # Python 3.13+: False where the interpreter runs without the GIL
+    from sys import _is_gil_enabled
+except ImportError:
+    def _is_gil_enabled():
+        return True
 
 
 class DataLoader(torch.utils.data.DataLoader):
@@ -292,9 +300,27 @@ class DataLoader(torch.utils.data.DataLoader):
     :class:`Collate` (sized by this loader's ``prefetch_factor``); every
     argument is the DataLoader's. Over ``LmdbDataset(path, decode="tensor")``
     a batch's records are read straight into a ring slot: a [B, L] uint8
-    tensor when they have one length, else a list of 1-D uint8 tensors."""
+    tensor when they have one length, else a list of 1-D uint8 tensors.
 
-    def __init__(self, dataset, *args, **kwargs):
+    ``worker_method``: "multiprocessing" (the default: torch's worker
+    processes), "thread" (``num_workers`` threads of this process, each
+    making whole batches: no interpreter and no index a worker; the same
+    batches as the processes give, seeded alike) or "auto" (threads where
+    every per-sample step is lmdbloader's C++ with the GIL released, as
+    :meth:`LmdbDataset.decodes_without_python` says, and no
+    ``worker_init_fn`` or ``multiprocessing_context`` is given, or where
+    the interpreter runs without the GIL; processes otherwise). Threads
+    share the dataset object (one Reader) and Python's ``random`` and
+    numpy's global generators; lmdbloader's own draws and
+    ``get_worker_info().rng`` are per thread. A thread loader resumes
+    exactly from :meth:`state_dict`. The default stays "multiprocessing":
+    a dataset or ``collate_fn`` of the caller's may keep state or draw from
+    those shared generators, which threads would change without saying."""
+
+    def __init__(self, dataset, *args, worker_method="multiprocessing", **kwargs):
+        if worker_method not in WORKER_METHODS:
+            raise ValueError(f"worker_method must be one of {', '.join(map(repr, WORKER_METHODS))}; "
+                             f"got {worker_method!r}")
         bound = _LOADER_SIGNATURE.bind(self, dataset, *args, **kwargs)
         given = bound.arguments
         # Without automatic batching (batch_size=None and no batch_sampler)
@@ -303,19 +329,82 @@ class DataLoader(torch.utils.data.DataLoader):
         batching = given.get("batch_size", 1) is not None or given.get("batch_sampler") is not None
         if given.get("collate_fn") is None and batching:
             given["collate_fn"] = Collate(prefetch_factor=given.get("prefetch_factor") or 2)
+        self.worker_method = _method_for(worker_method, dataset, given)
         # A dataset whose batches can wait (LmdbDataset.with_deferred_batches)
-        # has them read or decoded straight into a ring slot by the Collate.
+        # has them read or decoded straight into a ring slot by the Collate
+        # (into a pooled buffer by a thread).
         deferring = getattr(dataset, "with_deferred_batches", None)
         if batching and callable(deferring) and isinstance(given.get("collate_fn"), Collate):
             deferred = deferring()
             if deferred is not None:
                 given["dataset"] = deferred
         super().__init__(*bound.args[1:], **bound.kwargs)
+        self._threads = None
+        if self.worker_method == "thread":
+            ours = isinstance(self.collate_fn, Collate) or self.collate_fn is default_collate
+            self._threads = ThreadLoading(self.num_workers, self.prefetch_factor, ours)
         _tell_share(self.dataset, given.get("batch_sampler"), self.sampler)
 
+    def __iter__(self):
+        if self._threads is None:
+            return super().__iter__()
+        return self._threads.iterator(self)
+
+    def check_worker_number_rationality(self):
+        if self.worker_method != "thread":  # threads: no process a worker to warn about
+            super().check_worker_number_rationality()
+
     def ring_stats(self):
-        """The collate's ring statistics in this process (Collate.stats); {} for another collate_fn."""
+        """The collate's ring statistics in this process (Collate.stats); {} for
+        another collate_fn. For a thread loader its buffer pool's: batches, those
+        made in a reused buffer, a new one or one the pool did not keep (every
+        buffer held), and the buffers it keeps (held now, bytes)."""
+        if self._threads is not None:
+            return self._threads.pool.stats()
         return self.collate_fn.stats() if isinstance(self.collate_fn, Collate) else {}
+
+    def state_dict(self):
+        """A thread loader's place in its epoch, read between batches: its
+        base seed, the sampler's generator state, the batches delivered and
+        each thread's generator after its last one. Loaded into a loader made
+        alike (:meth:`load_state_dict`), its next iterator delivers exactly
+        the batches this one would deliver next. {} between epochs."""
+        if self._threads is None:
+            raise RuntimeError("state_dict() resumes a thread loader (worker_method='thread'); worker processes "
+                               "resume with torchdata's StatefulDataLoader(..., collate_fn=lmdbloader.collate)")
+        return self._threads.state_dict()
+
+    def load_state_dict(self, state):
+        """Resumes the next iterator from :meth:`state_dict`'s state."""
+        if self._threads is None:
+            raise RuntimeError("load_state_dict() resumes a thread loader (worker_method='thread'); worker "
+                               "processes resume with torchdata's StatefulDataLoader")
+        self._threads.load_state_dict(state, self.num_workers)
+
+
+def _method_for(requested, dataset, given):
+    """The worker method `requested` ("auto" decided), checked against the
+    loader's other arguments."""
+    iterable = isinstance(dataset, torch.utils.data.IterableDataset)
+    if requested == "auto":
+        if iterable or given.get("multiprocessing_context") is not None:
+            return "multiprocessing"
+        if not _is_gil_enabled():
+            return "thread"
+        native = getattr(dataset, "decodes_without_python", None)
+        if (given.get("worker_init_fn") is None and isinstance(given.get("collate_fn"), Collate)
+                and callable(native) and native()):
+            return "thread"
+        return "multiprocessing"
+    if requested == "thread":
+        if iterable:
+            raise ValueError("worker_method='thread' reads a map-style dataset; an IterableDataset runs with "
+                             "worker_method='multiprocessing'")
+        if given.get("multiprocessing_context") is not None:
+            raise ValueError("multiprocessing_context starts worker processes; worker_method='thread' starts none")
+        if given.get("in_order") is False:
+            raise ValueError("worker_method='thread' delivers batches in order; in_order=False is not supported")
+    return requested
 
 
 def _tell_share(dataset, batch_sampler, sampler):

@@ -11,6 +11,7 @@ from ._decoding import decoding_for
 from .batches import ring_stats
 from .reader import Reader
 from .samples import BoundSamples, samples_of
+from .vision import ImageDecode
 
 _DECODERS = ("msgpack", "raw", "tensor")
 
@@ -128,6 +129,18 @@ class LmdbDataset(torch.utils.data.Dataset):
         other = copy.copy(self)
         other._deferred = True
         return other
+
+    def decodes_without_python(self):
+        """Whether a batch of this dataset is read and decoded with no Python
+        of the caller's per sample and the GIL released: decode="raw",
+        "tensor", or an ImageDecode / ClipDecode with a built-in record
+        layout, and no transform or samples= (what ``DataLoader(...,
+        worker_method="auto")`` runs in threads)."""
+        if self.transform is not None or self._keyed is not None or self.views:
+            return False
+        if isinstance(self.decode, ImageDecode):
+            return not callable(self.decode.record)
+        return self.decode in ("raw", "tensor")
 
     def __len__(self):
         if self._keyed is not None:

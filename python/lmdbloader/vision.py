@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from . import _core
+from ._draws import generator
 from ._colour_ops import ColourDraws, apply_colour  # noqa: F401 (public here)
 from ._crop_boxes import (CropPlan, Point, Size, eval_resize, pad_frame, random_resized_crop,  # noqa: F401
                           random_resized_crop_box, resize_center_crop_plan)
@@ -300,7 +301,7 @@ class ImageDecode:
             box, inner, at = random_resized_crop(width, height, self.scale, self.ratio), self._out, Point(0, 0)
         else:
             box, inner, at = resize_center_crop_plan(width, height, self.resize, self.size)
-        flip = self.flip > 0 and torch.rand(1).item() < self.flip
+        flip = self.flip > 0 and torch.rand(1, generator=generator()).item() < self.flip
         return CropPlan(box, inner, at, flip, self.colour.draw() if self.colour.active else None)
 
     def _decode_into(self, groups, out, where):
@@ -471,6 +472,6 @@ class ClipDecode(ImageDecode):
     def _chosen(self, available):
         span = (self.frames - 1) * self.stride + 1
         room = max(available - span, 0)
-        start = torch.randint(0, room + 1, size=(1,)).item() if self.train else room // 2
+        start = torch.randint(0, room + 1, size=(1,), generator=generator()).item() if self.train else room // 2
         return [min(start + t * self.stride, available - 1) for t in range(self.frames)]
 
