@@ -246,16 +246,7 @@ Status InspectMembers(const std::string& name, const std::vector<FileSetMember>&
     DatabaseInfo one;
     Status s = InspectDatabase(m.path, db, &one);
     if (!s.ok()) return s.message().find(m.path) == std::string::npos ? s.WithPrefix(m.path + ": ") : s;
-    info->file_bytes += one.file_bytes;
-    info->page_size = info->page_size ? info->page_size : one.page_size;
-    info->depth = std::max(info->depth, one.depth);
-    info->branch_pages += one.branch_pages;
-    info->leaf_pages += one.leaf_pages;
-    info->overflow_pages += one.overflow_pages;
-    info->entries += one.entries;
-    info->last_txnid = std::max(info->last_txnid, one.last_txnid);
-    info->last_pgno += one.last_pgno;
-    info->map_size += one.map_size;
+    AddDatabaseInfo(one, info);
   }
   return Status::OK();
 }

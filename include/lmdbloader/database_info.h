@@ -27,6 +27,12 @@ struct DatabaseInfo {
   uint64_t map_size = 0;
 };
 
+// Adds `part`'s counts to `sum` as the counts of several files add up (a
+// shard set's parts, a set of files): pages, entries, bytes and last pages
+// summed, the deepest tree, the newest transaction; page size and format
+// those of the first part.
+void AddDatabaseInfo(const DatabaseInfo& part, DatabaseInfo* sum);
+
 // Opens `path` read-only without a lock file and reads the counts of
 // `db_name` (main database when empty). For a shard set, the counts of its
 // parts summed (data_path is then the set's folder). Errors as for Reader::Open.

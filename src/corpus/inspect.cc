@@ -42,6 +42,23 @@ Status InspectOne(const std::string& path, const std::string& db_name, DatabaseI
 
 }  // namespace
 
+void AddDatabaseInfo(const DatabaseInfo& part, DatabaseInfo* sum) {
+  const bool first = sum->page_size == 0;
+  sum->file_bytes += part.file_bytes;
+  if (first) {
+    sum->page_size = part.page_size;
+    sum->lmdb_format = part.lmdb_format;
+  }
+  sum->depth = std::max(sum->depth, part.depth);
+  sum->branch_pages += part.branch_pages;
+  sum->leaf_pages += part.leaf_pages;
+  sum->overflow_pages += part.overflow_pages;
+  sum->entries += part.entries;
+  sum->last_txnid = std::max(sum->last_txnid, part.last_txnid);
+  sum->last_pgno += part.last_pgno;
+  sum->map_size += part.map_size;
+}
+
 Status ListNamedDatabases(const std::string& path, std::vector<std::string>* names) {
   names->clear();
   DataLocation location;
@@ -126,17 +143,7 @@ Status InspectDatabase(const std::string& path, const std::string& db_name, Data
   for (const ShardEntry& part : parts) {
     DatabaseInfo one;
     LMDBLOADER_RETURN_IF_ERROR(InspectOne(part.path, db_name, &one));
-    info->file_bytes += one.file_bytes;
-    info->page_size = one.page_size;
-    info->lmdb_format = one.lmdb_format;
-    info->depth = std::max(info->depth, one.depth);
-    info->branch_pages += one.branch_pages;
-    info->leaf_pages += one.leaf_pages;
-    info->overflow_pages += one.overflow_pages;
-    info->entries += one.entries;
-    info->last_txnid = std::max(info->last_txnid, one.last_txnid);
-    info->last_pgno += one.last_pgno;
-    info->map_size += one.map_size;
+    AddDatabaseInfo(one, info);
   }
   return Status::OK();
 }

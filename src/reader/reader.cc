@@ -203,29 +203,34 @@ Status Reader::Rep::LocateOne(uint64_t index, Part** part, uint64_t* local, Valu
   return LocateAll(&index, 1, part, local, at, pins);
 }
 
-Status Reader::ReadInto(uint64_t index, char* dst, uint64_t capacity) {
-  return rep_->RereadChanged([&] {
-    Rep::Part* part = nullptr;
+Status Reader::Rep::ReadOne(uint64_t index, const std::function<Status(uint64_t size, char** dst)>& place) {
+  return RereadChanged([&] {
+    Part* part = nullptr;
     uint64_t local = 0;
     ValueLocation at;
-    Rep::PartPins pins;
-    LMDBLOADER_RETURN_IF_ERROR(rep_->LocateOne(index, &part, &local, &at, &pins));
-    if (capacity < at.size)
+    PartPins pins;
+    LMDBLOADER_RETURN_IF_ERROR(LocateOne(index, &part, &local, &at, &pins));
+    char* dst = nullptr;
+    LMDBLOADER_RETURN_IF_ERROR(place(at.size, &dst));
+    return CopyOut(*part, local, at, dst);
+  });
+}
+
+Status Reader::ReadInto(uint64_t index, char* dst, uint64_t capacity) {
+  return rep_->ReadOne(index, [&](uint64_t size, char** out) {
+    if (capacity < size)
       return Status::InvalidArgument("buffer of " + std::to_string(capacity) + " bytes is too small for record " +
-                                     std::to_string(index) + " (" + std::to_string(at.size) + " bytes)");
-    return rep_->CopyOut(*part, local, at, dst);
+                                     std::to_string(index) + " (" + std::to_string(size) + " bytes)");
+    *out = dst;
+    return Status::OK();
   });
 }
 
 Status Reader::Read(uint64_t index, std::string* value) {
-  return rep_->RereadChanged([&] {
-    Rep::Part* part = nullptr;
-    uint64_t local = 0;
-    ValueLocation at;
-    Rep::PartPins pins;
-    LMDBLOADER_RETURN_IF_ERROR(rep_->LocateOne(index, &part, &local, &at, &pins));
-    value->resize(at.size);
-    return rep_->CopyOut(*part, local, at, value->data());
+  return rep_->ReadOne(index, [&](uint64_t size, char** out) {
+    value->resize(size);
+    *out = value->data();
+    return Status::OK();
   });
 }
 

@@ -192,6 +192,9 @@ struct Reader::Rep {
   // read(), and once more when it failed on a file of a set written since it
   // was indexed: the second read indexes that file again (EnsureOpen).
   Status RereadChanged(const std::function<Status()>& read);
+  // Reader::Read and ReadInto: one record into the buffer `place` gives for
+  // its size (or its refusal), through RereadChanged.
+  Status ReadOne(uint64_t index, const std::function<Status(uint64_t size, char** dst)>& place);
   // IOError naming the file when a writer committed to a plain LMDB opened
   // without the lock file since it was opened: its pages are the snapshot's
   // only until a later writer reuses them, so what was read may be wrong.
