@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 DEBS=(build-essential cmake ninja-build pkg-config liblmdb-dev lmdb-utils libmsgpack-cxx-dev
       libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-      libxxhash-dev liburing-dev libjpeg62-turbo-dev clang llvm fio nasm dpkg-dev libfuse3-dev fuse3)
+      libxxhash-dev liburing-dev libjpeg62-turbo-dev clang llvm fio nasm dpkg-dev libfuse3-dev fuse3 ccache)
 source scripts/debian_packages.sh
 install_missing_debs setup "${DEBS[@]}"
 

@@ -8,6 +8,13 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 
 JOBS=$(nproc)
+# The library is compiled twice below (Release, then the sanitizers): where
+# ccache is installed (setup.sh installs it), a clone run again, or another
+# clone on the same machine, reuses what an earlier run compiled. Paths are
+# taken relative to this folder, so clones elsewhere share the cache.
+if command -v ccache >/dev/null 2>&1; then
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="$PWD"
+fi
 # Record indexes the tests' readers build go to a scratch directory, not ~/.cache.
 LMDBLOADER_INDEX_DIR=$(mktemp -d)
 export LMDBLOADER_INDEX_DIR
