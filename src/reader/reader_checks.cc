@@ -11,6 +11,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "io/mapping.h"
 #include "io/open_file.h"
@@ -89,10 +90,19 @@ Status OpenDataFile(const std::string& path, const FileIdentity& identity, bool 
 Status Reader::Rep::CheckUnchanged(Part* const* parts, size_t count) const {
   // Under lock=True the environment holds the snapshot the index describes,
   // and writers change the file around it.
-  if (options_.lock) return Status::OK();
-  for (size_t k = 0; k < count; ++k) {
-    if (std::find(parts, parts + k, parts[k]) != parts + k) continue;
-    Part& p = *parts[k];
+  if (options_.lock || count == 0) return Status::OK();
+  // One fstat per file read: a single database's batch is one part, a set's
+  // is sorted once (a search per record would cost the square of the batch).
+  std::vector<Part*> distinct;
+  if (parts_.size() == 1) {
+    distinct.push_back(parts[0]);
+  } else {
+    distinct.assign(parts, parts + count);
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  }
+  for (Part* part : distinct) {
+    Part& p = *part;
     struct stat st;
     if (::fstat(p.fd, &st) != 0) return Status::FromErrno(errno, "fstat", p.location.data_path);
     Status same = SameFile(p.location.data_path, st, p.index.identity);
