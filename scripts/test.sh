@@ -5,6 +5,10 @@
 # with the fuzzers (saved crashers replayed, then a bounded time) beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each stage's heading says when it began (minutes:seconds into the run), so a
+# slow stage shows in CI's log.
+stage() { printf '== [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
+stage "Setup (scripts/setup.sh)"
 bash scripts/setup.sh
 
 JOBS=$(nproc)
@@ -19,7 +23,7 @@ fi
 LMDBLOADER_INDEX_DIR=$(mktemp -d)
 export LMDBLOADER_INDEX_DIR
 trap 'rm -rf "$LMDBLOADER_INDEX_DIR"' EXIT
-echo "== Release build (gcc, -Wall -Wextra -Werror): library, command, extension, benchmarks, budget test"
+stage "Release build (gcc, -Wall -Wextra -Werror): library, command, extension, benchmarks, budget test"
 # The whole C++ suite runs under the sanitizers below; here, without them,
 # only what needs the Release build: the memory budget against the kernel's
 # count on a 512 MiB corpus (the sanitizers' shadow memory would blur it).
@@ -30,7 +34,7 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMDBLOADER_WERROR=ON -
 cmake --build build -j "$JOBS" --target lmdbloader_cli reader_bench image_bench residency_test _core
 ctest --test-dir build --output-on-failure -j "$JOBS" -R '^ValueSizes/ResidencyTest\.'
 
-echo "== C++ tests under ASan + UBSan"
+stage "C++ tests under ASan + UBSan"
 # clang, with libFuzzer's instrumentation: the fuzzers below are built in the
 # same folder, so the library is compiled once for both.
 # No command here: no C++ test runs it (the Python suite runs the Release one).
@@ -41,32 +45,34 @@ cmake --build build-sanitize -j "$JOBS"
 LMDBLOADER_TEST_CORPUS_MIB=64 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-sanitize --output-on-failure -j "$JOBS"
 
-echo "== What lmdbloader installs: a C++ consumer of the installed prefix, the wheel in a fresh venv"
+stage "What lmdbloader installs: a C++ consumer of the installed prefix, the wheel in a fresh venv"
 # Alone: under CI=true it turns io_uring off for the whole system for a while.
 LMDBLOADER_BUILD_DIR=build bash scripts/check_install.sh
 
 # The fuzzers keep one core busy for a fixed time; the Python suite leaves
 # most of a core idle (workers starting, subprocesses, I/O), so they share the
 # machine. Their output follows the suite's.
-echo "== Fuzzing (bounded: libFuzzer harnesses, then mutated whole databases), beside the Python tests"
+stage "Fuzzing (bounded: libFuzzer harnesses, then mutated whole databases), beside the Python tests"
 fuzz_log=$(mktemp)
 setsid env FUZZ_BUILD_DIR=build-sanitize bash scripts/fuzz.sh >"$fuzz_log" 2>&1 &
 fuzz_pid=$!
 # Should a test fail, the fuzzers (their own process group) stop with the run.
 trap '[ -z "$fuzz_pid" ] || kill -- -"$fuzz_pid" 2>/dev/null || true; rm -rf "$LMDBLOADER_INDEX_DIR" "$fuzz_log"' EXIT
 
-echo "== Python tests"
+stage "Python tests"
 # First, one at a time, those that read what the whole system shares
 # (/proc/meminfo and /dev/shm, which the fuzzers never touch; a thread's share
 # of the CPU, measured with a margin that one busy core leaves intact), then
 # the rest two at a time.
 export PATH="$PWD/build:$PATH"
 python3 -m pytest -q -m serial tests/python
+stage "Python tests, two at a time"
 python3 -m pytest -q -n "$JOBS" -m "not serial" --durations=15 tests/python
 
 fuzz_rc=0
 wait "$fuzz_pid" || fuzz_rc=$?
 fuzz_pid=""
-echo "== Fuzzing: what it printed"
+stage "Fuzzing: what it printed"
 cat "$fuzz_log"
+stage "Done"
 [ "$fuzz_rc" = 0 ] || { echo "fuzzing failed (exit status $fuzz_rc)"; exit 1; }
