@@ -373,8 +373,9 @@ class _AseMember:
         return f"{self.reader.where(position)} (row id {int(self.ids.ids(np.array([number]))[0])})"
 
     def decode(self, record, position, number):
+        text = self._text(record, position, number)
         try:
-            row = json.loads(self._text(record, position, number), object_hook=_ase_object)
+            row = json.loads(text, object_hook=_ase_object)
         except ValueError as e:
             raise DecodeError(f"{self._where(position, number)}: not JSON ({e})") from None
         if not isinstance(row, dict):
@@ -387,7 +388,10 @@ class _AseMember:
 
     def sizes(self):
         def atoms(record, position, number):
-            head = zlib.decompressobj().decompress(record, 96) if record else b""
+            try:
+                head = zlib.decompressobj().decompress(record, 96)
+            except zlib.error as e:
+                raise DecodeError(f"{self._where(position, number)}: not zlib data ({e})") from None
             match = _NUMBERS_HEAD.match(head)
             if match:
                 return int(match.group(1))
