@@ -226,3 +226,21 @@ def test_a_size_column_that_does_not_fit_is_refused(ase_db, tmp_path):
         ds.sizes()
     with pytest.raises(ValueError, match="decodes its records itself"):
         lmdbloader.LmdbDataset(ase_db, samples="aselmdb", decode="raw")
+
+
+def test_a_set_of_files_is_each_file_one_after_the_other(deepmd_db, ase_db, tmp_path):
+    import shutil
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for name in ("a.lmdb", "b.lmdb"):
+        shutil.copytree(deepmd_db, folder / name)
+    one = lmdbloader.LmdbDataset(deepmd_db, samples="deepmd", index_dir="none")
+    both = lmdbloader.LmdbDataset(str(folder), samples="deepmd", index_dir="none")
+    assert len(both) == 2 * len(one)
+    assert both.sizes().tolist() == one.sizes().tolist() * 2
+    for i in (0, 17, 18, 35):
+        assert np.array_equal(both[i]["forces"], one[i % 18]["forces"])
+    shutil.copy(ase_db, tmp_path / "copy.aselmdb")
+    rows = lmdbloader.LmdbDataset([ase_db, str(tmp_path / "copy.aselmdb")], samples="aselmdb", index_dir="none")
+    ids = [r["id"] for r in rows.__getitems__(list(range(len(rows))))]
+    assert ids == ase_reader(ase_db).ids * 2
