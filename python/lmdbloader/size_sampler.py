@@ -13,7 +13,6 @@ import operator
 import numpy as np
 
 from ._size_column import checked_column
-from .sampler import _positive_int
 
 _OVERSIZE = ("error", "alone")
 
@@ -198,3 +197,11 @@ class SizeBatchSampler:
         if isinstance(yielded, bool) or not isinstance(yielded, numbers.Integral) or yielded < 0:
             raise ValueError(f"state's yielded must be a count of batches; got {yielded!r}")
         self.epoch, self._skip, self._yielded = operator.index(state["epoch"]), int(yielded), int(yielded)
+
+
+def _positive_int(value, what):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{what} must be an int; got {value!r}")
+    if value < 1:
+        raise ValueError(f"{what} must be at least 1, got {value}")
+    return int(value)
