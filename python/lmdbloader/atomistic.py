@@ -310,8 +310,8 @@ class _DeepmdMember:
 
         def atoms(record, position, number):
             types = self.decode(record, position, number).get("atom_types")
-            if types is None:
-                raise DecodeError(f"{self.reader.where(position)} (frame {number}): no atom_types")
+            if not isinstance(types, np.ndarray) or types.ndim != 1:
+                raise DecodeError(f"{self.reader.where(position)} (frame {number}): no atom_types array")
             return len(types)
         return self.bound.scanned_sizes(self, atoms)
 
@@ -376,8 +376,11 @@ class _AseMember:
         text = self._text(record, position, number)
         try:
             row = json.loads(text, object_hook=_ase_object)
-        except ValueError as e:
+        except json.JSONDecodeError as e:
             raise DecodeError(f"{self._where(position, number)}: not JSON ({e})") from None
+        except ValueError as e:  # UnicodeDecodeError, or an __ndarray__ that is not one
+            raise DecodeError(f"{self._where(position, number)}: not a row as ase.io.jsonio writes one "
+                              f"({e})") from None
         if not isinstance(row, dict):
             raise DecodeError(f"{self._where(position, number)}: a row is a JSON object; got {type(row).__name__}")
         for name in _CALCULATOR_PROPERTIES.intersection(row):
@@ -407,12 +410,29 @@ def _ase_object(obj):
     """ase.io.jsonio's objects: arrays (complex ones as interleaved real and
     imaginary parts) and complex numbers; other objects stay dicts."""
     if "__ndarray__" in obj:
-        shape, dtype, flat = obj["__ndarray__"]
+        try:
+            shape, dtype, flat = obj["__ndarray__"]
+            dtype = np.dtype(dtype)
+            count = 1
+            for n in shape:
+                if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                    raise ValueError(f"shape {shape!r}")
+                count *= n
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"an __ndarray__ is not [shape, dtype, flat list] ({e})") from None
+        # Numbers only, as many as the shape says (checked before allocating it).
+        if dtype.kind not in "biufc" or not isinstance(flat, list) or \
+                len(flat) != count * (2 if dtype.kind == "c" else 1):
+            raise ValueError(f"an __ndarray__ of shape {shape} and dtype {dtype} holds "
+                             f"{len(flat) if isinstance(flat, list) else type(flat).__name__} values")
         array = np.empty(shape, dtype=dtype)
         target = array.reshape(-1)
-        if np.iscomplexobj(array):
+        if dtype.kind == "c":
             target = target.view(array.real.dtype)
-        target[:] = flat
+        try:
+            target[:] = flat
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"an __ndarray__ of dtype {dtype} holds other values ({e})") from None
         return array
     if "__complex__" in obj:
         return complex(*obj["__complex__"])

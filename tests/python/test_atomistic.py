@@ -7,12 +7,15 @@ refused with the right exception naming the file."""
 
 import os
 import pickle
+import tempfile
 import zlib
 
 import lmdb
 import numpy as np
 import pytest
 import torch.utils.data
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import lmdbloader
 from atomistic_corpora import (ase_reader, deepmd_reader, dpdata_frames, write_aselmdb,  # noqa: I001
@@ -134,14 +137,15 @@ def test_decimal_ids_place_every_key_as_lmdb_sorts_it():
 
 
 def _rewrite(src, dst, subdir, change):
-    """A copy of the LMDB at src with change(txn) applied, by py-lmdb."""
-    env = lmdb.open(str(src), subdir=subdir, readonly=True, lock=False)
+    """A copy of the LMDB at src with change(txn) applied, written by py-lmdb
+    (read through lmdbloader: py-lmdb 3 refuses a second open of a file the
+    owners' readers of an earlier test may still hold)."""
+    source = lmdbloader.Reader(str(src), index_dir="none")
     out = lmdb.open(str(dst), subdir=subdir, map_size=1 << 28)
-    with env.begin() as txn, out.begin(write=True) as w:
-        for k, v in txn.cursor():
-            w.put(k, v)
+    with out.begin(write=True) as w:
+        for i in range(len(source)):
+            w.put(source.key(i), source[i])
         change(w)
-    env.close()
     out.close()
     return str(dst)
 
@@ -244,3 +248,42 @@ def test_a_set_of_files_is_each_file_one_after_the_other(deepmd_db, ase_db, tmp_
     rows = lmdbloader.LmdbDataset([ase_db, str(tmp_path / "copy.aselmdb")], samples="aselmdb", index_dir="none")
     ids = [r["id"] for r in rows.__getitems__(list(range(len(rows))))]
     assert ids == ase_reader(ase_db).ids * 2
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_damaged_rows_frames_and_metadata_raise_only_named_errors(deepmd_db, ase_db, tmp_path, data):
+    """Random damage to a frame, __metadata__ or a row (bytes, or the JSON
+    inside the zlib) is refused with the documented exceptions, never
+    another one and never a crash."""
+    kind = data.draw(st.sampled_from(["frame", "metadata", "row bytes", "row text"]))
+    src, subdir, key = (deepmd_db, True, b"000000000004") if kind == "frame" else \
+        (deepmd_db, True, b"__metadata__") if kind == "metadata" else (ase_db, False, b"5")
+    value = lmdbloader.Reader(src, index_dir="none").get(key)
+    if kind == "row text":
+        value = zlib.decompress(value)
+    damaged = bytearray(value)
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(damaged) - 1))
+        damaged[at:at + data.draw(st.integers(0, 3))] = data.draw(st.binary(max_size=3))
+    damaged = zlib.compress(bytes(damaged)) if kind == "row text" else bytes(damaged)
+    target = os.path.join(tempfile.mkdtemp(dir=tmp_path), "damaged")  # one per example
+    bad = _rewrite(src, target, subdir, lambda txn: txn.put(key, damaged))
+    try:
+        ds = lmdbloader.LmdbDataset(bad, samples="aselmdb" if kind.startswith("row") else "deepmd",
+                                    index_dir="none")
+        ds.__getitems__(list(range(len(ds))))
+        ds.sizes()
+    except (lmdbloader.CorruptedError, lmdbloader.DecodeError, KeyError, ValueError) as e:
+        assert str(bad) in str(e) or "sizes" in str(e), f"{type(e).__name__} does not name the file: {e}"
+
+
+def test_an_ndarray_that_is_not_one_is_a_decode_error(ase_db, tmp_path):
+    rows = (b'{"numbers": {"__ndarray__": [[1000000000000], "float64", []]}}',  # never allocated
+            b'{"numbers": {"__ndarray__": [[3], "int64", [1, 2]]}}',
+            b'{"numbers": {"__ndarray__": [[1], "object", [null]]}}',
+            b'{"numbers": {"__ndarray__": 5}}')
+    for k, text in enumerate(rows):
+        bad = _rewrite(ase_db, tmp_path / f"nd{k}.aselmdb", False, _ase_put(b"5", text))
+        with pytest.raises(lmdbloader.DecodeError, match=rf"nd{k}\.aselmdb \(row id 5\): not a row as ase"):
+            lmdbloader.LmdbDataset(bad, samples="aselmdb", index_dir="none")[3]
