@@ -202,6 +202,11 @@ class BoundFrames:
                 self._sizes = _size_column.checked_column(column, self.count, self.reader.path)
         return self._sizes
 
+    # Pickled (spawn and forkserver workers) without the size column, which
+    # only the process that plans batches needs: it is found again if asked.
+    def __getstate__(self):
+        return {**self.__dict__, "_sizes": None}
+
     def scanned_sizes(self, member, size_of):
         """A member's column read in one pass (``size_of(record, position,
         number)`` for each), saved where the record index is and loaded
@@ -250,8 +255,10 @@ class _DeepmdMember:
             if column is not None and len(column) != nframes:
                 raise CorruptedError(f"{path}: __metadata__'s {name} holds {len(column)} values for "
                                      f"nframes={nframes}")
+        self._metadata_at = at
         self.nlocs = meta.pop("frame_nlocs", None)
         self.system_ids = meta.pop("frame_system_ids", None)
+        self._has_nlocs = self.nlocs is not None
         self.metadata = meta
         self._base = 0
         if nframes:
@@ -304,8 +311,16 @@ class _DeepmdMember:
             raise DecodeError(f"{self.reader.where(position)} (frame {number}): field {name!r} is not an array "
                               f"{{type, shape, data}} ({e})") from None
 
+    def __getstate__(self):
+        # The per-frame lists (8 bytes a frame each) stay behind: a worker
+        # reads frames, and reads them again from __metadata__ if it asks.
+        return {**self.__dict__, "nlocs": None, "system_ids": None}
+
     def sizes(self):
-        if self.nlocs is not None:
+        if self._has_nlocs:
+            if self.nlocs is None:
+                meta = _deepmd_metadata(self.reader[self._metadata_at], self.path)
+                self.nlocs, self.system_ids = meta.get("frame_nlocs"), meta.get("frame_system_ids")
             return self.nlocs
 
         def atoms(record, position, number):

@@ -287,3 +287,16 @@ def test_an_ndarray_that_is_not_one_is_a_decode_error(ase_db, tmp_path):
         bad = _rewrite(ase_db, tmp_path / f"nd{k}.aselmdb", False, _ase_put(b"5", text))
         with pytest.raises(lmdbloader.DecodeError, match=rf"nd{k}\.aselmdb \(row id 5\): not a row as ase"):
             lmdbloader.LmdbDataset(bad, samples="aselmdb", index_dir="none")[3]
+
+
+def test_pickles_carry_no_column_a_record(ase_db, tmp_path):
+    frames = write_deepmd(tmp_path / "many.lmdb", [(5000, 1)])
+    ds = lmdbloader.LmdbDataset(frames, samples="deepmd", index_dir="none")
+    assert len(ds.sizes()) == 5000
+    copy = pickle.loads(pickle.dumps(ds))
+    assert len(pickle.dumps(ds)) < 5000  # not 8 bytes a frame, twice
+    assert np.array_equal(copy.sizes(), ds.sizes()) and np.array_equal(copy[4999]["coords"], ds[4999]["coords"])
+    # What spawn and forkserver workers get: a few numbers a file, frames read the same.
+    rows = lmdbloader.LmdbDataset(ase_db, samples="aselmdb", index_dir="none")
+    assert len(pickle.dumps(rows)) < 5000
+    assert pickle.loads(pickle.dumps(rows))[125]["id"] == rows[125]["id"] == 130
