@@ -178,7 +178,8 @@ class BoundFrames:
                 if key_at(guess) != key:
                     guess = member.find(key)
                     if guess is None:
-                        raise KeyError(f"{member.path}: no key {key!r}, which {member.what} needs")
+                        raise KeyError(f"{member.path}: no key {key!r}, the {member.what} of sample "
+                                       f"{int(indices[mine][j])}")
                 found[j] = guess
             out[mine] = found
         return out
@@ -235,7 +236,7 @@ class _DeepmdMember:
 
     def __init__(self, bound, path, file, records):
         self.bound, self.reader, self.path, self.file = bound, bound.reader, path, file
-        self.what = "that frame"
+        self.what = "frame"
         at = self.find(b"__metadata__")
         if at is None:
             raise ValueError(f"{path}: no __metadata__ record: not a deepmd/lmdb database")
@@ -336,7 +337,7 @@ class _AseMember:
 
     def __init__(self, bound, path, file, records):
         self.bound, self.reader, self.path, self.file = bound, bound.reader, path, file
-        self.what = "that row"
+        self.what = "row"
         found = {name: self.find(name) for name in _RESERVED}
         values = {name: (None if at is None else self._reserved(at, name)) for name, at in found.items()}
         nextid = 1 if values[b"nextid"] is None else values[b"nextid"]

@@ -300,3 +300,13 @@ def test_pickles_carry_no_column_a_record(ase_db, tmp_path):
     rows = lmdbloader.LmdbDataset(ase_db, samples="aselmdb", index_dir="none")
     assert len(pickle.dumps(rows)) < 5000
     assert pickle.loads(pickle.dumps(rows))[125]["id"] == rows[125]["id"] == 130
+
+
+def test_a_frame_missing_in_the_middle_is_a_key_error_and_the_rest_reads(deepmd_db, tmp_path):
+    hole = _rewrite(deepmd_db, tmp_path / "hole", True, lambda txn: txn.delete(b"000000000007"))
+    ds = lmdbloader.LmdbDataset(hole, samples="deepmd", index_dir="none")
+    whole = lmdbloader.LmdbDataset(deepmd_db, samples="deepmd", index_dir="none")
+    with pytest.raises(KeyError, match=r"hole: no key b'000000000007', the frame of sample 7"):
+        ds[7]
+    for i in (6, 8, 17):  # past the hole each frame's place is looked up, and found
+        assert np.array_equal(ds[i]["forces"], whole[i]["forces"])
