@@ -310,3 +310,19 @@ def test_a_frame_missing_in_the_middle_is_a_key_error_and_the_rest_reads(deepmd_
         ds[7]
     for i in (6, 8, 17):  # past the hole each frame's place is looked up, and found
         assert np.array_equal(ds[i]["forces"], whole[i]["forces"])
+
+
+def test_deepmd_without_frame_nlocs_reads_the_atoms_once_and_saves_them(deepmd_db, tmp_path):
+    import msgpack
+
+    def drop(txn):
+        meta = msgpack.unpackb(txn.get(b"__metadata__"))
+        del meta["frame_nlocs"], meta["frame_system_ids"]
+        txn.put(b"__metadata__", msgpack.packb(meta, use_bin_type=True))
+    bare = _rewrite(deepmd_db, tmp_path / "bare", True, drop)
+    index = tmp_path / "index"
+    ds = lmdbloader.LmdbDataset(bare, samples="deepmd", index_dir=str(index))
+    expected = lmdbloader.LmdbDataset(deepmd_db, samples="deepmd", index_dir="none").sizes()
+    assert np.array_equal(ds.sizes(), expected)
+    saved = [name for name in os.listdir(index) if name.endswith(".nlocs.npy")]
+    assert len(saved) == 1 and np.array_equal(np.load(index / saved[0]), expected)
