@@ -37,7 +37,9 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
 import page_cache  # noqa: E402
+from pylmdb_baseline import PyLmdbRecords  # noqa: E402
 
 import lmdbloader  # noqa: E402
 
@@ -103,21 +105,11 @@ def pylmdb_random(path, count, seconds):
     return {"records_per_s": n / dt, "mb_per_s": nbytes / dt / 1e6}
 
 
-class PyLmdbChecksums:
+class PyLmdbChecksums(PyLmdbRecords):
     """py-lmdb as training code opens it: lazily per worker, one get per record."""
 
-    def __init__(self, path, count):
-        self.path, self.count, self.env = path, count, None
-
-    def __len__(self):
-        return self.count
-
-    def __getitem__(self, i):
-        import lmdb
-        if self.env is None:
-            self.env = lmdb.open(self.path, readonly=True, lock=False, readahead=False, meminit=False)
-        with self.env.begin() as txn:
-            return digest(txn.get(struct.pack(">Q", i)))
+    def value(self, i, raw):
+        return digest(raw)
 
 
 def digest(raw):

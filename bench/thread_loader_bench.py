@@ -47,7 +47,7 @@ BASELINE = "fork"
 def run_child(spec):
     import torch
     import lmdbloader
-    from image_bench import fused_decode
+    from image_recipes import fused_decode
     from lmdbloader.memory import snapshot
 
     job, method, workers = spec["job"], spec["method"], spec["workers"]
