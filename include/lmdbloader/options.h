@@ -51,9 +51,10 @@ enum class IoEngine {
 // of a database whose keys are not record numbers) lives.
 enum class IndexResidence {
   // kResident while the resident index fits a quarter of rss_budget (256 MiB
-  // without a budget; each part of a shard set its share), else kPaged. A
-  // py-lmdb database of b"%09d" keys costs 29 bytes a record resident: up to
-  // about 2.3 million records under a 256 MiB budget, 9 million unbounded.
+  // without a budget; each part of a shard set its share), else kLeaves
+  // while its table of leaves fits that quarter, else kPaged. A py-lmdb
+  // database of b"%09d" keys costs 29 bytes a record resident: up to about
+  // 2.3 million records under a 256 MiB budget, 9 million unbounded.
   kAuto,
   // In this process's memory: the fastest lookups; 12 bytes a record plus
   // the keys, in every process (DataLoader workers included).
@@ -66,6 +67,15 @@ enum class IndexResidence {
   // log2(records) index pages, the upper ones cached. Needs a saved index
   // (index_dir not "none").
   kPaged,
+  // kPaged, and beside it a table of the database's LMDB leaf pages (8 bytes
+  // a leaf: 1.6 MB for 10^7 records of 64 B): a record whose value lies
+  // inline on its leaf is read by reading that leaf page alone (checked: its
+  // page number, type and node count) and copying the value out of it, one
+  // read instead of two, in batches of up to 512 records (larger ones, values
+  // on overflow pages and leaves shared with metadata read as kPaged does).
+  // Where the database has no such leaf it is kPaged. One database file,
+  // not sets of files. Needs a saved index.
+  kLeaves,
 };
 
 // What reads leave in the kernel's page cache (pread mode).

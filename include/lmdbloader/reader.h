@@ -67,11 +67,14 @@ struct ReaderStats {
   // and keys, or a paged index's page cache at its most (IndexResidence).
   uint64_t index_bytes = 0;
   std::string index_source;       // "built", "loaded", "built (saved to ...)"
-  std::string index_residence;    // "resident", "paged", or "resident+paged" across parts
+  std::string index_residence;    // "resident", "paged", "leaves" (paged with a table of leaf pages), or
+                                  // two of them joined by "+" across parts
   uint64_t index_cache_held = 0;  // paged: bytes of index pages cached now (<= index_bytes)
   uint64_t index_page_reads = 0;  // paged: index pages read into the cache
   uint64_t index_entry_reads = 0; // paged: entries read alone (one small pread each)
   uint64_t index_cache_hits = 0;  // paged: lookups the cache answered
+  uint64_t leaf_page_reads = 0;   // leaves: LMDB leaf pages read (one for the records of a batch it holds)
+  uint64_t leaf_values_read = 0;  // leaves: records located in them (and then copied out of them)
   uint64_t checksum_bytes = 0;    // corpora: the records' checksums held, and the record of verified ones
   uint64_t files = 0;             // data files: 1, a shard set's parts, or a set of files' files
   uint64_t files_open = 0;        // of those, open now (a set of files opens them as they are read)

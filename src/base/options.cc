@@ -60,7 +60,8 @@ constexpr EnumName<CachePolicy> kCachePolicies[] = {
     {CachePolicy::kAuto, "auto"}, {CachePolicy::kFill, "fill"}, {CachePolicy::kExact, "exact"},
     {CachePolicy::kDrop, "drop"}};
 constexpr EnumName<IndexResidence> kIndexResidences[] = {
-    {IndexResidence::kAuto, "auto"}, {IndexResidence::kResident, "resident"}, {IndexResidence::kPaged, "paged"}};
+    {IndexResidence::kAuto, "auto"}, {IndexResidence::kResident, "resident"}, {IndexResidence::kPaged, "paged"},
+    {IndexResidence::kLeaves, "leaves"}};
 // As Python spells them (True, "once", False) in lower case, as the
 // command line takes them.
 constexpr EnumName<ChecksumPolicy> kChecksumPolicies[] = {
@@ -126,8 +127,10 @@ Status ValidateOptions(const ReaderOptions& options) {
   if (!NameOf(kCachePolicies, options.cache_policy)) return Status::InvalidArgument("invalid cache policy");
   if (!NameOf(kAccessModes, options.mode)) return Status::InvalidArgument("invalid access mode");
   if (!NameOf(kIndexResidences, options.index_residence)) return Status::InvalidArgument("invalid index residence");
-  if (options.index_residence == IndexResidence::kPaged && options.index_dir == "none")
-    return Status::InvalidArgument("index_mode='paged' reads the saved index file: index_dir must not be 'none'");
+  if ((options.index_residence == IndexResidence::kPaged || options.index_residence == IndexResidence::kLeaves) &&
+      options.index_dir == "none")
+    return Status::InvalidArgument(std::string("index_mode='") + IndexResidenceName(options.index_residence) +
+                                   "' reads the saved index file: index_dir must not be 'none'");
   if (!NameOf(kChecksumPolicies, options.verify_checksums))
     return Status::InvalidArgument("invalid checksum policy");
   return Status::OK();
@@ -195,7 +198,8 @@ const std::vector<ReaderEntry>& Entries() {
        [](std::string_view t, ReaderOptions* o) { return ParseBool("skip_bad_files", t, &o->skip_bad_files); },
        [](const ReaderOptions& o) { return std::string(o.skip_bad_files ? "true" : "false"); }},
       {{"index_mode", "choice", NameList(kIndexResidences, " or "),
-        "where the record index lives: in memory, or read from its saved file as reads need it"},
+        "where the record index lives: in memory, read from its saved file as reads need it, or so "
+        "with a table of leaf pages that small values are read out of"},
        [](std::string_view t, ReaderOptions* o) { return ParseIndexResidence(t, &o->index_residence); },
        [](const ReaderOptions& o) { return std::string(IndexResidenceName(o.index_residence)); }},
       {{"verify_checksums", "checksums", NameList(kChecksumPolicies, " or "),

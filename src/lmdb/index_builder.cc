@@ -45,20 +45,27 @@ Status BuildIndex(LmdbEnv& env, const DataLocation& location, const std::string&
 }
 
 Status WalkIndex(LmdbEnv& env, const DataLocation& location, const std::string& db_name,
-                 std::string_view meta_prefix, IndexSink* sink) {
+                 std::string_view meta_prefix, IndexSink* sink, LeafTable* leaves) {
   const std::string& where = location.data_path;
   const bool meta_allowed = !meta_prefix.empty() && db_name.empty();
+  // Duplicates are several items of one node: no record is a node of its own.
+  const bool one_node_a_record = !(env.db_flags() & kLmdbDupSort);
   uint64_t count = 0;
   // LmdbFile checked that every value lies inside the file.
-  return env.file().Walk(env.meta(), env.tree(), [&](const LmdbItem& item) -> Status {
+  Status walked = env.file().Walk(env.meta(), env.tree(), [&](const LmdbItem& item) -> Status {
     if (item.value_size > UINT32_MAX)
       return Status::Unsupported("open " + where + ": record " + std::to_string(count) + " holds " +
                                  std::to_string(item.value_size) + " bytes; records up to 4 GiB are supported");
-    if (meta_allowed && item.key.substr(0, meta_prefix.size()) == meta_prefix)
-      return sink->AddMeta(item.key, item.value_offset, static_cast<uint32_t>(item.value_size));
+    const bool meta = meta_allowed && item.key.substr(0, meta_prefix.size()) == meta_prefix;
+    if (leaves != nullptr)
+      leaves->Note(item.leaf_pgno, !meta,
+                   one_node_a_record && !item.on_overflow_pages && !item.named_database && item.dup_leaf_pgno == 0);
+    if (meta) return sink->AddMeta(item.key, item.value_offset, static_cast<uint32_t>(item.value_size));
     ++count;
     return sink->Add(item.key, item.value_offset, static_cast<uint32_t>(item.value_size));
   });
+  if (leaves != nullptr) leaves->Finish();
+  return walked;
 }
 
 }  // namespace lmdbloader

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "lmdb/leaf_table.h"
 #include "lmdb/lmdb_env.h"
 #include "lmdbloader/status.h"
 #include "lmdb/record_index.h"
@@ -25,8 +26,10 @@ Status BuildIndex(LmdbEnv& env, const DataLocation& location, const std::string&
 // The same walk into any sink (a writer of the saved file: index_writer.h),
 // which gets the records and metadata; what identifies the database
 // (env.identity(), KeysSorted(env), env.db_flags()) is the caller's to record.
+// `leaves` (may be null) gets the leaf pages the items lie on, finished
+// (leaf_table.h).
 Status WalkIndex(LmdbEnv& env, const DataLocation& location, const std::string& db_name,
-                 std::string_view meta_prefix, IndexSink* sink);
+                 std::string_view meta_prefix, IndexSink* sink, LeafTable* leaves = nullptr);
 
 // Whether the database's keys sort bytewise (not MDB_INTEGERKEY or
 // MDB_REVERSEKEY), so that lookups can search instead of scan.

@@ -1,6 +1,7 @@
 #include "lmdb/index_format.h"
 
 #include "base/checksum.h"
+#include "lmdb/leaf_table.h"
 
 namespace lmdbloader {
 
@@ -74,6 +75,9 @@ std::string EncodeIndexHeader(const IndexHeader& h) {
   Put(&out, h.file_size);
   Put(&out, id.ctime_ns);
   Put(&out, id.page_header);
+  Put(&out, h.leaf_offset);
+  Put(&out, h.leaf_bytes);
+  Put(&out, h.leaf_sum);
   out.resize(kIndexPage - 8, '\0');
   Put<uint64_t>(&out, Checksum(out));
   return out;
@@ -99,7 +103,8 @@ Status DecodeIndexHeader(std::string_view page, const std::string& path, uint64_
       name_size > kMaxDbName || !f.GetBytes(&h->db_name, name_size) || !f.Get(&h->records) ||
       !f.Get(&h->entry_size) || !f.Get(&h->entries_offset) || !f.Get(&h->blob_offset) || !f.Get(&h->blob_bytes) ||
       !f.Get(&h->meta_offset) || !f.Get(&h->meta_bytes) || !f.Get(&h->meta_sum) || !f.Get(&h->file_size) ||
-      !f.Get(&id.ctime_ns) || !f.Get(&id.page_header))
+      !f.Get(&id.ctime_ns) || !f.Get(&id.page_header) || !f.Get(&h->leaf_offset) || !f.Get(&h->leaf_bytes) ||
+      !f.Get(&h->leaf_sum))
     return damaged("truncated header");
   if (h->entry_size != (h->sequential_keys() ? kNarrowEntry : kWideEntry)) return damaged("bad entry size");
   if (h->file_size != file_size) return damaged("its size differs from the size its header gives");
@@ -109,7 +114,8 @@ Status DecodeIndexHeader(std::string_view page, const std::string& path, uint64_
   if (h->entries_offset != kIndexPage || entries_bytes > file_size - kIndexPage ||
       h->blob_offset != h->entries_offset + entries_bytes || blob_pages > (file_size - h->blob_offset) / kIndexPage ||
       h->meta_offset != h->blob_offset + blob_pages * kIndexPage || h->meta_offset > file_size ||
-      h->meta_bytes != file_size - h->meta_offset)
+      h->meta_bytes > file_size - h->meta_offset || h->leaf_offset != h->meta_offset + h->meta_bytes ||
+      h->leaf_bytes != file_size - h->leaf_offset || h->leaf_bytes % kLeafEntryBytes != 0)
     return damaged("its sections do not fit the file");
   if (h->sequential_keys() && h->blob_bytes != 0) return damaged("keys stored for record-number keys");
   return Status::OK();

@@ -1,4 +1,4 @@
-// The saved record index's layout (version 5), laid out so that a process can
+// The saved record index's layout (version 6), laid out so that a process can
 // read the few entries a batch needs with pread instead of holding the index:
 // a 10^8-record database's index is a file of 1.6-2.4 GB that no process's
 // RSS counts, where a resident one cost 29 bytes a record in every process.
@@ -18,6 +18,9 @@
 //                    and the XXH3-64 of those bytes and the page number
 //   metadata         a corpus's metadata entries (small), checked by a sum in
 //                    the header
+//   leaf table       the database's leaf pages (leaf_table.h: 8 bytes a leaf),
+//                    checked by a sum in the header; empty when no leaf holds
+//                    inline records alone
 // Everything is little-endian. Written by IndexWriter (index_writer.h), read
 // whole by LoadIndex (index_file.h) or piecewise by PagedIndex (paged_index.h).
 #ifndef LMDBLOADER_SRC_LMDB_INDEX_FORMAT_H_
@@ -35,9 +38,9 @@
 namespace lmdbloader {
 
 inline constexpr uint64_t kIndexPage = 4096;
-// 5: the data file's ctime and LMDB page header size joined its identity
-// (4's files are rebuilt).
-inline constexpr uint32_t kIndexVersion = 5;
+// 5: the data file's ctime and LMDB page header size joined its identity;
+// 6: the table of leaf pages (older files are rebuilt).
+inline constexpr uint32_t kIndexVersion = 6;
 inline constexpr uint32_t kNarrowEntry = 16;
 inline constexpr uint32_t kWideEntry = 24;
 inline constexpr uint64_t kBlobPayload = kIndexPage - 8;  // key bytes in a key blob page
@@ -57,6 +60,9 @@ struct IndexHeader {
   uint64_t meta_offset = 0;
   uint64_t meta_bytes = 0;
   uint64_t meta_sum = 0;
+  uint64_t leaf_offset = 0;  // after the metadata
+  uint64_t leaf_bytes = 0;   // kLeafEntryBytes a leaf
+  uint64_t leaf_sum = 0;
   uint64_t file_size = 0;
 
   bool sequential_keys() const { return flags & 1; }

@@ -214,8 +214,11 @@ Status IndexWriter::Finish(const FileIdentity& identity, const std::string& db_n
   const std::string meta = EncodeIndexMeta(meta_);
   h.meta_bytes = meta.size();
   h.meta_sum = Checksum(meta.data(), meta.size());
-  h.file_size = h.meta_offset + meta.size();
-  // The keys, then the metadata, after the entries.
+  h.leaf_offset = h.meta_offset + meta.size();
+  h.leaf_bytes = leaves_.size();
+  h.leaf_sum = Checksum(leaves_.data(), leaves_.size());
+  h.file_size = h.leaf_offset + leaves_.size();
+  // The keys, the metadata and the leaves, after the entries.
   std::string chunk(kWriteChunk, '\0');
   for (uint64_t done = 0, total = key_pages_written_ * kIndexPage; done < total;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk.size(), total - done));
@@ -224,6 +227,7 @@ Status IndexWriter::Finish(const FileIdentity& identity, const std::string& db_n
     done += n;
   }
   LMDBLOADER_RETURN_IF_ERROR(WriteAll(fd_, meta.data(), meta.size(), tmp_));
+  LMDBLOADER_RETURN_IF_ERROR(WriteAll(fd_, leaves_.data(), leaves_.size(), tmp_));
   const std::string header = EncodeIndexHeader(h);
   if (::pwrite(fd_, header.data(), header.size(), 0) != static_cast<ssize_t>(header.size()))
     return Status::FromErrno(errno ? errno : EIO, "write", tmp_);

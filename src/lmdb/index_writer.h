@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "lmdb/index_format.h"
+#include "lmdb/leaf_table.h"
 #include "lmdb/record_index.h"
 #include "lmdbloader/status.h"
 
@@ -33,6 +34,9 @@ class IndexWriter : public IndexSink {
   Status Add(std::string_view key, uint64_t offset, uint32_t size) override;
   Status AddMeta(std::string_view key, uint64_t offset, uint32_t size) override;
   uint64_t records() const { return records_; }
+  // The walk's table of leaf pages (leaf_table.h), written after the
+  // metadata; none when not given.
+  void SetLeaves(const LeafTable& leaves) { leaves_ = leaves.Encode(); }
 
   // Writes the header for the data file `identity` and renames the file into
   // place. IOError naming the file otherwise (ENOSPC, EIO).
@@ -58,6 +62,7 @@ class IndexWriter : public IndexSink {
   uint64_t key_bytes_ = 0;         // key bytes so far
   uint64_t key_pages_written_ = 0;
   std::map<std::string, ValueLocation> meta_;
+  std::string leaves_;  // encoded
 };
 
 }  // namespace lmdbloader

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/checksum.h"
 #include "io/batch_io.h"
 #include "io/open_file.h"
 
@@ -106,6 +107,14 @@ Status PagedIndex::ReadAt(char* dst, uint64_t size, uint64_t offset) const {
     done += static_cast<uint64_t>(n);
   }
   return Status::OK();
+}
+
+Status PagedIndex::ReadLeaves(LeafTable* leaves) const {
+  std::string bytes(header_.leaf_bytes, '\0');
+  LMDBLOADER_RETURN_IF_ERROR(ReadAt(bytes.data(), bytes.size(), header_.leaf_offset));
+  if (Checksum(bytes) != header_.leaf_sum)
+    return Status::Corruption("index file " + path_ + ": its table of leaf pages is damaged (checksum mismatch)");
+  return LeafTable::Decode(bytes, header_.records, path_, leaves);
 }
 
 uint64_t PagedIndex::cache_held() const {

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "lmdb/index_format.h"
+#include "lmdb/leaf_table.h"
 #include "lmdbloader/status.h"
 
 namespace lmdbloader {
@@ -76,6 +77,12 @@ class PagedIndex {
   // size and 1 MiB beside it; reading the file whole first held it twice).
   // Corruption naming the file when an entry or key page is damaged.
   Status LoadResident(RecordIndex* index) const;
+
+  // The saved table of leaf pages (leaf_table.h), read whole and checked
+  // (its sum, its order): empty when the file has none. Corruption naming
+  // the file when damaged.
+  Status ReadLeaves(LeafTable* leaves) const;
+  uint64_t leaf_table_bytes() const { return header_.leaf_bytes; }
 
   // After fork(), in the child: the cache's lock made anew (a thread of the
   // parent may have held it at the fork), and the inherited descriptor kept

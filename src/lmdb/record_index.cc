@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "lmdb/leaf_table.h"
 #include "lmdb/paged_index.h"
 #include "lmdb/record_key.h"
 
@@ -131,7 +132,7 @@ Status RecordIndex::LowerBound(std::string_view key, uint64_t* position) const {
 }
 
 uint64_t RecordIndex::MemoryBytes() const {
-  if (paged_) return paged_->cache_capacity();
+  if (paged_) return paged_->cache_capacity() + (leaves_ ? leaves_->MemoryBytes() : 0);
   // An empty string's capacity is its inline buffer, not the heap's.
   return offsets_.capacity() * sizeof(uint64_t) + sizes_.capacity() * sizeof(uint32_t) +
          (key_blob_.empty() ? 0 : key_blob_.capacity()) +

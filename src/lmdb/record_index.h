@@ -64,6 +64,7 @@ class IndexSink {
 };
 
 class BatchIo;
+class LeafTable;
 class PagedIndex;
 
 class RecordIndex : public IndexSink {
@@ -73,6 +74,10 @@ class RecordIndex : public IndexSink {
   const PagedIndex* paged_index() const { return paged_.get(); }
   // The paged form of a saved index: `paged` takes the place of the records.
   void UsePaged(std::shared_ptr<PagedIndex> paged);
+  // A paged index's table of leaf pages (leaf_table.h), held beside it so
+  // that reads take small values out of their leaves; null when not held.
+  void UseLeaves(std::shared_ptr<const LeafTable> leaves) { leaves_ = std::move(leaves); }
+  const LeafTable* leaves() const { return leaves_.get(); }
   // Empty, and holding no memory (assigning an empty index would leave the
   // key buffer's allocation in place: a string moved from a short one keeps it).
   void Clear();
@@ -117,7 +122,7 @@ class RecordIndex : public IndexSink {
   Status LowerBound(std::string_view key, uint64_t* position) const;
 
   // Bytes this index holds or may hold in memory: the resident arrays, or a
-  // paged index's page cache.
+  // paged index's page cache and its table of leaves.
   uint64_t MemoryBytes() const;
 
   FileIdentity identity;
@@ -129,6 +134,7 @@ class RecordIndex : public IndexSink {
   std::string_view StoredKey(uint64_t i) const;
 
   std::shared_ptr<PagedIndex> paged_;
+  std::shared_ptr<const LeafTable> leaves_;
 
   std::vector<uint64_t> offsets_;
   std::vector<uint32_t> sizes_;

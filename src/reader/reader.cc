@@ -77,6 +77,7 @@ struct LocatedBatch {
   uint64_t epoch = 0;   // Reader::Rep::index_epoch_ when located
   std::vector<uint64_t> indices;
   std::vector<ValueLocation> at;
+  LeafBatch leaves;  // the leaf pages read for it, when some values lie in them
 };
 constexpr size_t kMemoRecords = 1 << 16;
 thread_local LocatedBatch t_located;
@@ -87,7 +88,7 @@ std::atomic<uint64_t> g_reader_ids{0};
 Reader::Rep::Rep() : id_(g_reader_ids.fetch_add(1) + 1) {}
 
 Status Reader::Rep::LocateAll(const uint64_t* indices, size_t count, Part** parts, uint64_t* locals,
-                              ValueLocation* locations, PartPins* pins) const {
+                              ValueLocation* locations, PartPins* pins, const LeafBatch** leaves) const {
   for (size_t k = 0; k < count; ++k) LMDBLOADER_RETURN_IF_ERROR(Locate(indices[k], &parts[k], &locals[k]));
   LMDBLOADER_RETURN_IF_ERROR(PinParts(parts, count, pins));
   if (!any_paged_) {
@@ -98,11 +99,24 @@ Status Reader::Rep::LocateAll(const uint64_t* indices, size_t count, Part** part
     if (memo.reader == id_ && memo.epoch == epoch && memo.indices.size() == count &&
         std::equal(indices, indices + count, memo.indices.begin())) {
       std::copy(memo.at.begin(), memo.at.end(), locations);
+      if (leaves && memo.leaves.any) *leaves = &memo.leaves;
       return Status::OK();
     }
     memo.reader = 0;
-    if (parts_.size() == 1) LMDBLOADER_RETURN_IF_ERROR(parts_[0]->index.Locate(locals, count, locations, io_.get()));
-    else LMDBLOADER_RETURN_IF_ERROR(LocateParts(parts, locals, count, locations));
+    memo.leaves.Clear();
+    // The leaves' pages are kept for the batch's read: batches up to
+    // kLeafBatchBytes of them (a page a record at most).
+    const bool by_leaves = count * parts_.front()->index.identity.page_size <= kLeafBatchBytes;
+    if (parts_.size() == 1 && by_leaves && parts_[0]->index.leaves()) {
+      memo.leaves.value_at.resize(count);
+      LMDBLOADER_RETURN_IF_ERROR(
+          LocateInLeaves(*parts_[0], locals, count, locations, &memo.leaves, memo.leaves.value_at.data()));
+    } else if (parts_.size() == 1) {
+      LMDBLOADER_RETURN_IF_ERROR(parts_[0]->index.Locate(locals, count, locations, io_.get()));
+    } else {
+      LMDBLOADER_RETURN_IF_ERROR(LocateParts(parts, locals, count, locations, by_leaves ? &memo.leaves : nullptr));
+    }
+    if (leaves && memo.leaves.any) *leaves = &memo.leaves;
     if (count <= kMemoRecords) {
       memo.indices.assign(indices, indices + count);
       memo.at.assign(locations, locations + count);
@@ -112,28 +126,6 @@ Status Reader::Rep::LocateAll(const uint64_t* indices, size_t count, Part** part
     return Status::OK();
   }
   return LocateParts(parts, locals, count, locations);
-}
-
-Status Reader::Rep::LocateParts(Part* const* parts, const uint64_t* locals, size_t count,
-                                ValueLocation* locations) const {
-  // A part at a time, so that a paged index sees every record of its part together.
-  std::vector<uint64_t> mine;
-  std::vector<ValueLocation> found;
-  std::vector<size_t> at;
-  for (size_t first = 0; first < count; ++first) {
-    if (first > 0 && std::find(parts, parts + first, parts[first]) != parts + first) continue;
-    mine.clear();
-    at.clear();
-    for (size_t k = first; k < count; ++k)
-      if (parts[k] == parts[first]) {
-        mine.push_back(locals[k]);
-        at.push_back(k);
-      }
-    found.resize(mine.size());
-    LMDBLOADER_RETURN_IF_ERROR(parts[first]->index.Locate(mine.data(), mine.size(), found.data(), io_.get()));
-    for (size_t j = 0; j < at.size(); ++j) locations[at[j]] = found[j];
-  }
-  return Status::OK();
 }
 
 Status Reader::Rep::PreadAt(Part& part, uint64_t offset, uint64_t size, char* dst) {
@@ -256,7 +248,8 @@ Status Reader::Rep::ReadBatchOf(const uint64_t* indices, size_t count, char* con
   std::vector<uint64_t> locals(count);
   std::vector<ValueLocation> at(count);
   PartPins pins;
-  LMDBLOADER_RETURN_IF_ERROR(LocateAll(indices, count, parts.data(), locals.data(), at.data(), &pins));
+  const LeafBatch* leaves = nullptr;
+  LMDBLOADER_RETURN_IF_ERROR(LocateAll(indices, count, parts.data(), locals.data(), at.data(), &pins, &leaves));
   if (sizes->empty()) {
     for (size_t k = 0; k < count; ++k) sizes->push_back(at[k].size);
   } else {
@@ -266,21 +259,27 @@ Status Reader::Rep::ReadBatchOf(const uint64_t* indices, size_t count, char* con
                                   std::to_string(indices[k]) + " is " + std::to_string(at[k].size) + " bytes now, not " +
                                   std::to_string((*sizes)[k]) + ": read the batch again");
   }
-  if (mode_ == AccessMode::kMmap || count == 1) {
+  if (mode_ == AccessMode::kMmap || (count == 1 && leaves == nullptr)) {
     Prefetch(indices, count);
     for (size_t k = 0; k < count; ++k) LMDBLOADER_RETURN_IF_ERROR(CopyOut(*parts[k], locals[k], at[k], dsts[k]));
     return Status::OK();
   }
-  std::vector<ReadRequest> requests(count);
+  // Values the batch's leaf pages hold are copied out of them; the rest read.
+  std::vector<ReadRequest> requests;
+  std::vector<Part*> reading;
+  requests.reserve(count);
   for (size_t k = 0; k < count; ++k) {
-    ReadRequest& r = requests[k];
+    if (leaves && leaves->Copy(k, at[k].size, dsts[k])) continue;
+    ReadRequest r;
     r.fd = parts[k]->fd;
     r.offset = at[k].offset;
     r.size = at[k].size;
     r.dst = dsts[k];
     r.path = &parts[k]->location.data_path;
+    requests.push_back(r);
+    reading.push_back(parts[k]);
   }
-  LMDBLOADER_RETURN_IF_ERROR(ReadRequests(requests.data(), parts.data(), count));
+  if (!requests.empty()) LMDBLOADER_RETURN_IF_ERROR(ReadRequests(requests.data(), reading.data(), requests.size()));
   LMDBLOADER_RETURN_IF_ERROR(CheckSnapshot());
   LMDBLOADER_RETURN_IF_ERROR(CheckUnchanged(parts.data(), count));
   // Checksums a corpus keeps in its file (a paged index) come in one batch too.
@@ -294,8 +293,8 @@ Status Reader::Rep::ReadBatchOf(const uint64_t* indices, size_t count, char* con
   uint64_t bytes = 0;
   for (size_t k = 0; k < count; ++k) {
     LMDBLOADER_RETURN_IF_ERROR(
-        VerifyRecord(*parts[k], locals[k], dsts[k], requests[k].size, sums.empty() ? nullptr : &sums[k]));
-    bytes += requests[k].size;
+        VerifyRecord(*parts[k], locals[k], dsts[k], at[k].size, sums.empty() ? nullptr : &sums[k]));
+    bytes += at[k].size;
   }
   records_read_.fetch_add(count, std::memory_order_relaxed);
   bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
@@ -426,9 +425,10 @@ ReaderStats Reader::stats() {
     if (!rep_->file_set_ && MappedFileRss(0, p->location.data_path, &rss).ok()) s.mapped_rss += rss;
     s.index_bytes += p->index.MemoryBytes();
     s.checksum_bytes += p->checksums.size() * 8 + (p->verified ? p->verified->bytes() : 0);
-    const char* residence = p->index.paged() ? "paged" : "resident";
+    const char* residence = p->index.leaves() ? "leaves" : p->index.paged() ? "paged" : "resident";
     if (s.index_residence.empty()) s.index_residence = residence;
-    else if (s.index_residence != residence) s.index_residence = "resident+paged";
+    else if (("+" + s.index_residence + "+").find(std::string("+") + residence + "+") == std::string::npos)
+      s.index_residence += std::string("+") + residence;
     if (const PagedIndex* paged = p->index.paged_index()) {
       s.index_cache_held += paged->cache_held();
       s.index_page_reads += paged->page_reads();
@@ -436,6 +436,8 @@ ReaderStats Reader::stats() {
       s.index_cache_hits += paged->cache_hits();
     }
   }
+  s.leaf_page_reads = rep_->leaf_page_reads_.load();
+  s.leaf_values_read = rep_->leaf_values_.load();
   s.drops = rep_->governor_ ? rep_->governor_->drops() : 0;
   s.remaps = rep_->remaps_.load();
   s.records_read = rep_->records_read_.load();

@@ -96,7 +96,9 @@ Status Reader::Rep::IndexPart(LmdbEnv& env, Part* part, const IndexPaths& paths,
   std::unique_ptr<IndexWriter> writer;
   Status saved = IndexWriter::Create(paths.save, &writer);
   if (saved.ok()) {
-    LMDBLOADER_RETURN_IF_ERROR(WalkIndex(env, part->location, options_.db_name, meta_prefix, writer.get()));
+    LeafTable leaves;  // saved with the index, for reads under a paged one (kLeaves)
+    LMDBLOADER_RETURN_IF_ERROR(WalkIndex(env, part->location, options_.db_name, meta_prefix, writer.get(), &leaves));
+    writer->SetLeaves(leaves);
     saved = writer->Finish(env.identity(), options_.db_name, static_cast<uint16_t>(env.db_flags()), KeysSorted(env));
   }
   // The walk's buffers are freed, but glibc keeps such blocks in the heap
@@ -140,6 +142,7 @@ Status Reader::Rep::UseSavedIndex(const std::string& path, const FileIdentity& i
   } else {
     part->index = RecordIndex();
     part->index.UsePaged(std::shared_ptr<PagedIndex>(std::move(paged)));
+    LMDBLOADER_RETURN_IF_ERROR(HoldLeaves(part));
   }
   part->index_file = "loaded from " + path;
   return Status::OK();

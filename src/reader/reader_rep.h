@@ -18,6 +18,7 @@
 #include <atomic>
 #include <functional>
 #include <cerrno>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -82,6 +83,30 @@ class VerifiedRecords {
   uint64_t* words_;
   size_t bytes_;
 };
+
+// The leaf pages a batch's lookup read (LocateInLeaves), kept with the
+// thread's last located batch so that its read copies the values out of
+// them instead of reading each value again.
+struct LeafBatch {
+  static constexpr uint64_t kNone = UINT64_MAX;
+  std::string pages;               // the leaf pages read, back to back
+  std::vector<uint64_t> value_at;  // per record of the batch: its value in `pages`, or kNone
+  bool any = false;                // some record's value is in `pages`
+  void Clear() {
+    pages.clear();
+    value_at.clear();
+    any = false;
+  }
+  // Copies record k's value (`size` bytes) into dst when its leaf holds it.
+  bool Copy(size_t k, uint64_t size, char* dst) const {
+    if (!any || value_at[k] == kNone) return false;
+    std::memcpy(dst, pages.data() + value_at[k], size);
+    return true;
+  }
+};
+// A batch reads its leaves when they take at most this many bytes of pages
+// (512 records of 4 KiB pages); larger batches read as a paged index does.
+inline constexpr uint64_t kLeafBatchBytes = 2u << 20;
 
 struct Reader::Rep {
   struct Part;
@@ -211,14 +236,27 @@ struct Reader::Rep {
   // through one is remembered, so that its sizes and then its reads look it
   // up once).
   // In a file set, the files are opened and pinned in `pins`.
+  // `leaves` (may be null): set to the batch's leaf pages when some values
+  // came from them (LeafBatch), valid until this thread's next LocateAll.
   Status LocateAll(const uint64_t* indices, size_t count, Part** parts, uint64_t* locals,
-                   ValueLocation* locations, PartPins* pins) const;
+                   ValueLocation* locations, PartPins* pins, const LeafBatch** leaves = nullptr) const;
   // One record: this process's handles first (EnsureProcess), then LocateAll.
   Status LocateOne(uint64_t index, Part** part, uint64_t* local, ValueLocation* at, PartPins* pins);
   // File sets: opens each of parts[0..count) not open yet and pins it in `pins`.
   Status PinParts(Part* const* parts, size_t count, PartPins* pins) const;
-  // Where each record lies, a part at a time.
-  Status LocateParts(Part* const* parts, const uint64_t* locals, size_t count, ValueLocation* locations) const;
+  // Where each record lies, a part at a time; with `leaves`, from the leaf
+  // pages of parts that hold a table of them (LocateInLeaves).
+  Status LocateParts(Part* const* parts, const uint64_t* locals, size_t count, ValueLocation* locations,
+                     LeafBatch* leaves = nullptr) const;
+  // reader_leaves.cc: where records locals[0..count) of `part` lie, those on
+  // usable leaves by reading their leaf pages (appended to leaves->pages,
+  // value_at[k] set; kNone for the others, located by the index). Corruption
+  // naming the data file when a leaf page is not what the table says.
+  Status LocateInLeaves(const Part& part, const uint64_t* locals, size_t count, ValueLocation* locations,
+                        LeafBatch* leaves, uint64_t* value_at) const;
+  // After a paged index is opened for `part`: its table of leaves held
+  // beside it when the options' rule (IndexResidence) and the budget want it.
+  Status HoldLeaves(Part* part);
   Status CopyOut(Part& part, uint64_t local, const ValueLocation& at, char* dst);
   // mmap mode: tells the governor, and remaps every remap_every bytes.
   Status NoteMapped(Part& part, uint64_t offset, uint64_t size);
@@ -290,6 +328,8 @@ struct Reader::Rep {
   std::atomic<uint64_t> bytes_since_remap_{0};
   std::atomic<uint64_t> remaps_{0};
   mutable std::atomic<uint64_t> changes_seen_{0};  // files found written since indexed (CheckUnchanged)
+  mutable std::atomic<uint64_t> leaf_page_reads_{0};  // leaf pages read by LocateInLeaves
+  mutable std::atomic<uint64_t> leaf_values_{0};      // values found in them
 };
 
 }  // namespace lmdbloader

@@ -20,7 +20,9 @@ IndexHeader Header(uint64_t records, bool numbered) {
   h.blob_bytes = numbered ? 0 : 10;
   h.meta_offset = h.blob_offset + (numbered ? 0 : kIndexPage);
   h.meta_bytes = 8;
-  h.file_size = h.meta_offset + h.meta_bytes;
+  h.leaf_offset = h.meta_offset + h.meta_bytes;
+  h.leaf_bytes = 16;  // two leaves
+  h.file_size = h.leaf_offset + h.leaf_bytes;
   return h;
 }
 
