@@ -15,7 +15,7 @@ from large_db import KEY
 from page_cache import evict
 from proc_memory import pss_uss, statm_rss, vm_hwm
 
-KINDS = ("resident", "paged", "auto")
+KINDS = ("resident", "paged", "leaves", "auto")
 REFUSED = "smaller than the record index"  # lmdbloader's ValueError when the index exceeds the budget
 
 

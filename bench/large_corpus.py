@@ -49,7 +49,8 @@ medians of times and rates (ratios: medians of each round's ratios);
 memory figures are the last round's (open) or the largest (DataLoader).
 
 Index kinds: the Reader's ``index_mode=`` option ("resident": the index in
-memory, "paged": read from its saved file through a small cache, "auto") is
+memory, "paged": read from its saved file through a small cache, "leaves": paged with
+a table of the LMDB leaf pages that small values are read out of, "auto") is
 probed on a tiny database first; where it does not exist yet the bench runs
 today's reader alone, labelled "resident (no index option)". A reader whose
 index does not fit --budget is refused by lmdbloader (ValueError); the bench

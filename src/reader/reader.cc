@@ -296,6 +296,9 @@ Status Reader::Rep::ReadBatchOf(const uint64_t* indices, size_t count, char* con
         VerifyRecord(*parts[k], locals[k], dsts[k], at[k].size, sums.empty() ? nullptr : &sums[k]));
     bytes += at[k].size;
   }
+  // The values taken from leaf pages are read once: a later lookup of the
+  // same batch reads its leaves again.
+  if (leaves) t_located.reader = 0;
   records_read_.fetch_add(count, std::memory_order_relaxed);
   bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
   return Status::OK();

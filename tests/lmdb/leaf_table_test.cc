@@ -1,0 +1,211 @@
+// LeafTable: which records a walk finds on usable leaves, its saved form and
+// the checks of that form, and LeafValue against liblmdb's own pages (the
+// values it finds equal the ones the index locates) and against damaged ones.
+#include "lmdb/leaf_table.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "lmdb/index_builder.h"
+#include "lmdb/record_key.h"
+#include "test_util.h"
+
+namespace lmdbloader {
+namespace {
+
+using testing::TempDir;
+
+TEST(LeafTableTest, RecordsOnLeavesOfInlineRecordsAloneAreFound) {
+  LeafTable t;
+  for (int i = 0; i < 3; ++i) t.Note(5, true, true);   // records 0-2
+  t.Note(9, false, true);                               // metadata first: the leaf is unusable
+  t.Note(9, true, true);                                // record 3
+  for (int i = 0; i < 2; ++i) t.Note(12, true, true);  // records 4-5
+  t.Note(14, true, false);                              // record 6 on overflow pages
+  t.Note(15, true, true);                               // record 7
+  t.Finish();
+  EXPECT_EQ(t.leaves(), 5u);
+  EXPECT_EQ(t.usable_leaves(), 3u);
+  EXPECT_EQ(t.records(), 8u);
+  EXPECT_EQ(t.MemoryBytes(), 5 * kLeafEntryBytes);
+  LeafSpot spot;
+  ASSERT_TRUE(t.Find(2, &spot));
+  EXPECT_EQ(spot.pgno, 5u);
+  EXPECT_EQ(spot.node, 2u);
+  EXPECT_EQ(spot.nodes, 3u);
+  EXPECT_FALSE(t.Find(3, &spot)) << "record 3 shares its leaf with metadata";
+  ASSERT_TRUE(t.Find(5, &spot));
+  EXPECT_EQ(spot.pgno, 12u);
+  EXPECT_EQ(spot.node, 1u);
+  EXPECT_EQ(spot.nodes, 2u);
+  EXPECT_FALSE(t.Find(6, &spot)) << "an overflow value";
+  ASSERT_TRUE(t.Find(7, &spot));
+  EXPECT_EQ(spot.pgno, 15u);
+  EXPECT_EQ(spot.node, 0u);
+  EXPECT_FALSE(t.Find(8, &spot)) << "past the last record";
+}
+
+TEST(LeafTableTest, NothingUsableHoldsNothing) {
+  LeafTable t;
+  for (int i = 0; i < 100; ++i) t.Note(2 + i, true, false);  // every value on overflow pages
+  t.Finish();
+  EXPECT_TRUE(t.empty());
+  EXPECT_EQ(t.Encode(), "");
+  LeafSpot spot;
+  EXPECT_FALSE(t.Find(0, &spot));
+}
+
+TEST(LeafTableTest, TheSavedFormRoundTripsAndIsChecked) {
+  LeafTable t;
+  for (uint64_t i = 0; i < 1000; ++i) t.Note(2 + i / 7, true, i / 7 != 3);
+  t.Finish();
+  const std::string bytes = t.Encode();
+  ASSERT_EQ(bytes.size(), t.leaves() * kLeafEntryBytes);
+  LeafTable back;
+  ASSERT_OK(LeafTable::Decode(bytes, 1000, "x.idx", &back));
+  EXPECT_EQ(back.leaves(), t.leaves());
+  EXPECT_EQ(back.usable_leaves(), t.usable_leaves());
+  for (uint64_t i = 0; i < 1000; ++i) {
+    LeafSpot a, b;
+    ASSERT_EQ(t.Find(i, &a), back.Find(i, &b)) << i;
+    EXPECT_EQ(a.pgno, b.pgno);
+    EXPECT_EQ(a.node, b.node);
+    EXPECT_EQ(a.nodes, b.nodes);
+  }
+  auto corrupt = [&](std::string bad, uint64_t records, const char* what) {
+    LeafTable out;
+    Status s = LeafTable::Decode(bad, records, "x.idx", &out);
+    EXPECT_EQ(s.code(), Status::Code::kCorruption) << what;
+    EXPECT_NE(s.message().find("x.idx"), std::string::npos) << s.message();
+  };
+  corrupt(bytes.substr(0, bytes.size() - 3), 1000, "not whole entries");
+  corrupt(bytes, 10, "first records past the record count");
+  std::string swapped = bytes;
+  std::memcpy(&swapped[4 + 8], "\x00\x00\x00\x00", 4);  // leaf 1 starts at record 0 again: leaf 0 empty
+  corrupt(swapped, 1000, "an empty usable leaf");
+  std::string meta_page = bytes;
+  std::memcpy(&meta_page[8], "\x01\x00\x00\x00", 4);
+  corrupt(meta_page, 1000, "a meta page as a leaf");
+  std::string late = bytes;
+  std::memcpy(&late[4], "\x05\x00\x00\x00", 4);  // the first leaf must start at record 0
+  corrupt(late, 1000, "the first leaf after record 0");
+}
+
+// A database walked as the reader walks it: its leaf table, and each
+// record's place as the index has it.
+struct Walked {
+  DataLocation location;
+  std::unique_ptr<LmdbEnv> env;
+  RecordIndex index;
+  LeafTable leaves;
+};
+
+void Walk(const std::string& path, Walked* w) {
+  ASSERT_OK(ResolveLocation(path, &w->location));
+  ASSERT_OK(LmdbEnv::Open(w->location, /*lock=*/false, "", &w->env));
+  ASSERT_OK(WalkIndex(*w->env, w->location, "", "", &w->index, &w->leaves));
+  w->index.identity = w->env->identity();  // the walk leaves it to its caller
+}
+
+std::string Page(const std::string& file, uint64_t pgno, uint32_t page_size) {
+  std::string out(page_size, '\0');
+  const int fd = ::open(file.c_str(), O_RDONLY);
+  EXPECT_EQ(::pread(fd, out.data(), page_size, static_cast<off_t>(pgno * page_size)), static_cast<ssize_t>(page_size));
+  ::close(fd);
+  return out;
+}
+
+TEST(LeafTableTest, EveryValueOfALeafIsWhereTheIndexFindsIt) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 3000, 64);
+  Walked w;
+  Walk(dir.Sub("db"), &w);
+  ASSERT_FALSE(w.leaves.empty());
+  EXPECT_EQ(w.leaves.records(), 3000u);
+  const LeafPageFormat format{w.index.identity.page_size, w.index.identity.page_header};
+  for (uint64_t i = 0; i < 3000; ++i) {
+    LeafSpot spot;
+    ASSERT_TRUE(w.leaves.Find(i, &spot)) << i;
+    const std::string page = Page(w.location.data_path, spot.pgno, format.page_size);
+    const std::string key = RecordKey(i);
+    uint32_t at = 0, size = 0;
+    ASSERT_OK(LeafValue(page.data(), spot, format, &key, w.location.data_path, &at, &size));
+    const ValueLocation loc{w.index.offset(i), w.index.value_size(i)};
+    EXPECT_EQ(spot.pgno * format.page_size + at, loc.offset) << i;
+    EXPECT_EQ(size, loc.size) << i;
+    EXPECT_EQ(page.substr(at, size), testing::RecordBytes(i, 64)) << i;
+  }
+}
+
+TEST(LeafTableTest, ALeafPageThatIsNotWhatTheTableSaysIsCorruption) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 500, 64);
+  Walked w;
+  Walk(dir.Sub("db"), &w);
+  const LeafPageFormat format{w.index.identity.page_size, w.index.identity.page_header};
+  LeafSpot spot;
+  ASSERT_TRUE(w.leaves.Find(20, &spot));
+  const std::string page = Page(w.location.data_path, spot.pgno, format.page_size);
+  const std::string key = RecordKey(20);
+  auto refused = [&](const std::string& bad, const LeafSpot& where, const std::string* k, const char* what) {
+    uint32_t at = 0, size = 0;
+    Status s = LeafValue(bad.data(), where, format, k, w.location.data_path, &at, &size);
+    EXPECT_EQ(s.code(), Status::Code::kCorruption) << what;
+    EXPECT_NE(s.message().find(w.location.data_path), std::string::npos) << s.message();
+  };
+  auto with = [&](size_t offset, uint16_t v) {
+    std::string bad = page;
+    std::memcpy(&bad[offset], &v, 2);
+    return bad;
+  };
+  // Page header (LMDB 0.9): pgno 0-7, pad 8-9, flags 10-11, lower 12-13, upper 14-15.
+  uint16_t lower = 0, upper = 0, node_at = 0;
+  std::memcpy(&lower, &page[12], 2);
+  std::memcpy(&upper, &page[14], 2);
+  std::memcpy(&node_at, &page[16 + 2 * spot.node], 2);
+  refused(with(0, static_cast<uint16_t>(spot.pgno + 1)), spot, nullptr, "another page number");
+  refused(with(10, 0x01), spot, nullptr, "a branch page");
+  refused(with(10, 0x04), spot, nullptr, "an overflow page");
+  refused(with(12, static_cast<uint16_t>(lower - 2)), spot, nullptr, "one node fewer");
+  refused(with(12, static_cast<uint16_t>(upper + 2)), spot, nullptr, "bounds that cross");
+  refused(with(16 + 2 * spot.node, static_cast<uint16_t>(format.page_size - 4)), spot, nullptr, "a node past the page");
+  refused(with(16 + 2 * spot.node, static_cast<uint16_t>(upper - 2)), spot, nullptr, "a node in the free space");
+  refused(with(node_at + 4, 0x01), spot, nullptr, "an overflow node");
+  refused(with(node_at + 2, 1), spot, nullptr, "a value past the page");
+  refused(with(node_at + 6, 4000), spot, nullptr, "a key past the page");
+  const std::string other = RecordKey(21);
+  refused(page, spot, &other, "another key");
+  LeafSpot shorter = spot;
+  shorter.nodes -= 1;
+  refused(page, shorter, nullptr, "a leaf of another node count");
+  uint32_t at = 0, size = 0;
+  EXPECT_OK(LeafValue(page.data(), spot, format, &key, w.location.data_path, &at, &size));
+}
+
+TEST(LeafTableTest, MetadataAndOverflowValuesLeaveTheirLeavesToTheIndex) {
+  TempDir dir;
+  std::vector<std::pair<std::string, std::string>> records;
+  for (uint64_t i = 0; i < 400; ++i) records.emplace_back(RecordKey(i), testing::RecordBytes(i, i == 200 ? 9000 : 40));
+  records.emplace_back(std::string("\xff__meta", 7), "m");
+  testing::WriteLmdb(dir.Sub("db"), records);
+  DataLocation location;
+  ASSERT_OK(ResolveLocation(dir.Sub("db"), &location));
+  std::unique_ptr<LmdbEnv> env;
+  ASSERT_OK(LmdbEnv::Open(location, false, "", &env));
+  RecordIndex index;
+  LeafTable leaves;
+  ASSERT_OK(WalkIndex(*env, location, "", std::string_view("\xff__", 3), &index, &leaves));
+  EXPECT_EQ(leaves.records(), 400u);
+  LeafSpot spot;
+  EXPECT_TRUE(leaves.Find(0, &spot));
+  EXPECT_FALSE(leaves.Find(200, &spot)) << "its leaf holds an overflow value";
+  EXPECT_FALSE(leaves.Find(399, &spot)) << "its leaf holds the metadata";
+  EXPECT_LT(leaves.usable_leaves(), leaves.leaves());
+}
+
+}  // namespace
+}  // namespace lmdbloader
