@@ -75,6 +75,7 @@ struct ReaderStats {
   uint64_t index_cache_hits = 0;  // paged: lookups the cache answered
   uint64_t leaf_page_reads = 0;   // leaves: LMDB leaf pages read (one for the records of a batch it holds)
   uint64_t leaf_values_read = 0;  // leaves: records located in them (and then copied out of them)
+  uint64_t leaf_node_reads = 0;   // leaves: of those, records of regular leaves whose node was read alone
   uint64_t checksum_bytes = 0;    // corpora: the records' checksums held, and the record of verified ones
   uint64_t files = 0;             // data files: 1, a shard set's parts, or a set of files' files
   uint64_t files_open = 0;        // of those, open now (a set of files opens them as they are read)

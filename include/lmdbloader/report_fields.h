@@ -87,6 +87,7 @@ struct ReportFieldsOf<ReaderStats> {
       Field("index_cache_hits", &ReaderStats::index_cache_hits),
       Field("leaf_page_reads", &ReaderStats::leaf_page_reads),
       Field("leaf_values_read", &ReaderStats::leaf_values_read),
+      Field("leaf_node_reads", &ReaderStats::leaf_node_reads),
       Field("checksum_bytes", &ReaderStats::checksum_bytes, InCommand()),
       Field("files", &ReaderStats::files, InCommand()),
       Field("files_open", &ReaderStats::files_open, InCommand()),

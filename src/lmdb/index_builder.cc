@@ -51,6 +51,7 @@ Status WalkIndex(LmdbEnv& env, const DataLocation& location, const std::string& 
   // Duplicates are several items of one node: no record is a node of its own.
   const bool one_node_a_record = !(env.db_flags() & kLmdbDupSort);
   uint64_t count = 0;
+  if (leaves != nullptr) leaves->Begin(LeafPageFormat{env.identity().page_size, env.identity().page_header});
   // LmdbFile checked that every value lies inside the file.
   Status walked = env.file().Walk(env.meta(), env.tree(), [&](const LmdbItem& item) -> Status {
     if (item.value_size > UINT32_MAX)
@@ -59,7 +60,8 @@ Status WalkIndex(LmdbEnv& env, const DataLocation& location, const std::string& 
     const bool meta = meta_allowed && item.key.substr(0, meta_prefix.size()) == meta_prefix;
     if (leaves != nullptr)
       leaves->Note(item.leaf_pgno, !meta,
-                   one_node_a_record && !item.on_overflow_pages && !item.named_database && item.dup_leaf_pgno == 0);
+                   one_node_a_record && !item.on_overflow_pages && !item.named_database && item.dup_leaf_pgno == 0,
+                   item.value_offset, item.value_size, item.key.size());
     if (meta) return sink->AddMeta(item.key, item.value_offset, static_cast<uint32_t>(item.value_size));
     ++count;
     return sink->Add(item.key, item.value_offset, static_cast<uint32_t>(item.value_size));

@@ -10,24 +10,60 @@ using namespace lmdb_layout;  // NOLINT: this file reads leaf pages
 
 void LeafTable::Close() {
   if (!open_) return;
-  if (current_pgno_ > UINT32_MAX || current_first_ > UINT32_MAX) too_large_ = true;
-  pgnos_.push_back(current_usable_ ? static_cast<uint32_t>(current_pgno_) : 0);
+  if (current_pgno_ >= kRegular || current_first_ > UINT32_MAX) too_large_ = true;
+  bool regular = current_usable_ && current_regular_ && current_nodes_ > 0;
+  if (regular) {
+    const LeafShape& c = current_shape_;
+    if (shape_.value_top == 0) {
+      // The table's shape: the first leaf whose nodes show a stride.
+      if (current_nodes_ >= 2) shape_ = c;
+      else regular = false;
+    } else if (c.value_top != shape_.value_top || c.value_size != shape_.value_size || c.key_size != shape_.key_size ||
+               (current_nodes_ >= 2 && c.stride != shape_.stride)) {
+      regular = false;
+    }
+  }
+  pgnos_.push_back(current_usable_ ? static_cast<uint32_t>(current_pgno_) | (regular ? kRegular : 0) : 0);
   firsts_.push_back(static_cast<uint32_t>(current_first_));
   usable_ += current_usable_;
+  regular_ += regular;
   open_ = false;
 }
 
-void LeafTable::Note(uint64_t leaf_pgno, bool record, bool inline_record) {
+void LeafTable::Note(uint64_t leaf_pgno, bool record, bool inline_record, uint64_t value_offset,
+                     uint64_t value_size, uint64_t key_size) {
   if (!open_ || leaf_pgno != current_pgno_) {
     Close();
     open_ = true;
     current_pgno_ = leaf_pgno;
     current_first_ = records_;
+    current_nodes_ = 0;
     current_usable_ = leaf_pgno >= 2;
+    current_regular_ = format_.page_size != 0;
   }
   // One item that is not an inline record (metadata among the records, an
   // overflow value) shifts or hides the node of every record after it.
   if (!record || !inline_record) current_usable_ = false;
+  if (current_usable_ && current_regular_) {
+    const uint64_t page = leaf_pgno * format_.page_size;
+    const uint64_t at = value_offset - page;  // the value's offset in its page
+    LeafShape& c = current_shape_;
+    if (value_offset < page || at >= format_.page_size) {
+      current_regular_ = false;
+    } else if (current_nodes_ == 0) {
+      const uint64_t key_span = format_.header_size == kHeaderSize10 ? (key_size + 1) & ~1ull : key_size;
+      c = LeafShape{static_cast<uint32_t>(at), 0, static_cast<uint32_t>(value_size), static_cast<uint32_t>(key_size),
+                    static_cast<uint32_t>(kNodeSize + key_span)};
+    } else if (value_size != c.value_size || key_size != c.key_size || at >= last_value_at_) {
+      current_regular_ = false;
+    } else if (current_nodes_ == 1) {
+      c.stride = static_cast<uint32_t>(last_value_at_ - at);
+    } else if (last_value_at_ - at != c.stride) {
+      current_regular_ = false;
+    }
+    last_value_at_ = at;
+  }
+  ++current_nodes_;
   records_ += record;
 }
 
@@ -38,29 +74,52 @@ void LeafTable::Finish() {
   if (too_large_ || records_ > UINT32_MAX || usable_ == 0) {
     pgnos_ = {};
     firsts_ = {};
-    usable_ = 0;
+    usable_ = regular_ = 0;
   } else {
     pgnos_.shrink_to_fit();
     firsts_.shrink_to_fit();
   }
 }
 
+bool LeafTable::Fits(uint64_t nodes) const {
+  const LeafShape& s = shape_;
+  const uint64_t bottom = uint64_t{s.stride} * (nodes - 1) + s.node_head;  // below node 0's value
+  return s.value_top + uint64_t{s.value_size} <= format_.page_size && s.stride >= s.node_head + s.value_size &&
+         s.value_top >= bottom && s.value_top - bottom >= format_.header_size + 2 * nodes;
+}
+
 std::string LeafTable::Encode() const {
-  std::string out(pgnos_.size() * kLeafEntryBytes, '\0');
+  if (pgnos_.empty()) return "";
+  std::string out(kLeafShapeBytes + pgnos_.size() * kLeafEntryBytes, '\0');
+  const uint32_t shape[4] = {shape_.value_top, shape_.stride, shape_.value_size, shape_.key_size};
+  std::memcpy(&out[0], shape, sizeof(shape));
   for (size_t k = 0; k < pgnos_.size(); ++k) {
-    std::memcpy(&out[k * kLeafEntryBytes], &pgnos_[k], 4);
-    std::memcpy(&out[k * kLeafEntryBytes + 4], &firsts_[k], 4);
+    std::memcpy(&out[kLeafShapeBytes + k * kLeafEntryBytes], &pgnos_[k], 4);
+    std::memcpy(&out[kLeafShapeBytes + k * kLeafEntryBytes + 4], &firsts_[k], 4);
   }
   return out;
 }
 
-Status LeafTable::Decode(std::string_view bytes, uint64_t records, const std::string& path, LeafTable* table) {
+Status LeafTable::Decode(std::string_view bytes, uint64_t records, const LeafPageFormat& format,
+                         const std::string& path, LeafTable* table) {
   auto damaged = [&](const std::string& what) {
     return Status::Corruption("index file " + path + ": its table of leaf pages " + what);
   };
-  if (bytes.size() % kLeafEntryBytes != 0) return damaged("is not a whole number of entries");
-  const size_t n = bytes.size() / kLeafEntryBytes;
   LeafTable t;
+  t.format_ = format;
+  if (bytes.empty()) {
+    *table = std::move(t);
+    return Status::OK();
+  }
+  if (bytes.size() < kLeafShapeBytes || (bytes.size() - kLeafShapeBytes) % kLeafEntryBytes != 0)
+    return damaged("is not a whole number of entries");
+  uint32_t shape[4];
+  std::memcpy(shape, bytes.data(), sizeof(shape));
+  const uint64_t key_span = format.header_size == kHeaderSize10 ? (uint64_t{shape[3]} + 1) & ~1ull : shape[3];
+  if (shape[3] > format.page_size) return damaged("gives keys larger than a page");
+  t.shape_ = LeafShape{shape[0], shape[1], shape[2], shape[3], static_cast<uint32_t>(kNodeSize + key_span)};
+  bytes.remove_prefix(kLeafShapeBytes);
+  const size_t n = bytes.size() / kLeafEntryBytes;
   t.pgnos_.resize(n);
   t.firsts_.resize(n);
   t.records_ = records;
@@ -70,14 +129,35 @@ Status LeafTable::Decode(std::string_view bytes, uint64_t records, const std::st
   }
   for (size_t k = 0; k < n; ++k) {
     const uint64_t end = k + 1 < n ? t.firsts_[k + 1] : records;
-    if (t.pgnos_[k] == 1) return damaged("names meta page 1 as a leaf");
+    const uint32_t pgno = t.pgnos_[k] & ~kRegular;
+    if (pgno == 1 || (pgno == 0 && t.pgnos_[k] != 0)) return damaged("names a meta page as a leaf");
     if ((k == 0 && t.firsts_[k] != 0) || end < t.firsts_[k] || end > records)
       return damaged("is out of order at leaf " + std::to_string(k));
     // A usable leaf holds at least one record.
-    if (t.pgnos_[k] != 0 && end == t.firsts_[k]) return damaged("holds an empty leaf at " + std::to_string(k));
-    t.usable_ += t.pgnos_[k] != 0;
+    if (pgno != 0 && end == t.firsts_[k]) return damaged("holds an empty leaf at " + std::to_string(k));
+    if ((t.pgnos_[k] & kRegular) && !t.Fits(end - t.firsts_[k]))
+      return damaged("gives leaf " + std::to_string(k) + " more nodes than its page holds");
+    t.usable_ += pgno != 0;
+    t.regular_ += (t.pgnos_[k] & kRegular) != 0;
   }
   *table = std::move(t);
+  return Status::OK();
+}
+
+Status LeafNodeCheck(const char* node, const LeafSpot& spot, const LeafShape& shape, const std::string* key,
+                     const std::string& path) {
+  const uint64_t dsize = Load<uint16_t>(node) | (uint64_t{Load<uint16_t>(node + 2)} << 16);
+  const uint16_t flags = Load<uint16_t>(node + 4);
+  const uint64_t ksize = Load<uint16_t>(node + 6);
+  auto damaged = [&](const std::string& what) {
+    return Status::Corruption(path + ": node " + std::to_string(spot.node) + " of page " + std::to_string(spot.pgno) +
+                              " is not the record the index found (" + what + "): the file changed or is damaged");
+  };
+  if (dsize != shape.value_size || flags != 0 || ksize != shape.key_size)
+    return damaged("a value of " + std::to_string(dsize) + " bytes, flags " + std::to_string(flags) + ", a key of " +
+                   std::to_string(ksize) + " bytes");
+  if (key != nullptr && (key->size() != ksize || std::memcmp(node + kNodeSize, key->data(), ksize) != 0))
+    return damaged("another key");
   return Status::OK();
 }
 

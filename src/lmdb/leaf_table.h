@@ -18,6 +18,15 @@
 // first(k + 1) - first(k) nodes. Other leaves are kept as unusable (page 0),
 // and their records are located through the index as before.
 //
+// A usable leaf is also regular when its nodes have the table's one shape
+// (key size, value size, and node j's value at value_top - j * stride in the
+// page): LMDB's append (MDB_APPEND, what converters and putmulti(append=True)
+// write) puts node j right below node j - 1, so equal records make every leaf
+// regular. A regular record's node is then read alone (its 8-byte header, key
+// and value: 81 bytes for a 64-byte record of a 9-byte key) instead of its
+// page (4 KiB copied out of the page cache, a third of a read's time); its
+// header and key size are checked, and its key where keys are record numbers.
+//
 // Immutable once built: safe for concurrent const use.
 #ifndef LMDBLOADER_SRC_LMDB_LEAF_TABLE_H_
 #define LMDBLOADER_SRC_LMDB_LEAF_TABLE_H_
@@ -31,15 +40,22 @@
 
 namespace lmdbloader {
 
-// Bytes each leaf costs, held or saved: its page number and first record,
-// 32 bits each (a table is not built past 2^32 pages or records).
+// Bytes each leaf costs, held or saved: its page number (31 bits, the top
+// bit saying it is regular) and first record (32 bits); a table is not built
+// past 2^31 pages or 2^32 records. The saved form starts with the shape
+// (kLeafShapeBytes).
 inline constexpr uint64_t kLeafEntryBytes = 8;
+inline constexpr uint64_t kLeafShapeBytes = 16;
 
-// Where a record sits: its leaf page, its node there and the leaf's node count.
+// Where a record sits: its leaf page, its node there and the leaf's node
+// count; for a regular leaf, where its node and its value lie in the file.
 struct LeafSpot {
   uint64_t pgno = 0;
   uint32_t node = 0;
   uint32_t nodes = 0;
+  bool regular = false;
+  uint64_t node_offset = 0;   // regular: file offset of the node's header
+  uint64_t value_offset = 0;  // regular: file offset of its value
 };
 
 // The shape of the pages a LeafTable's leaves are checked against.
@@ -48,20 +64,34 @@ struct LeafPageFormat {
   uint32_t header_size = 16;  // LMDB 0.9: 16; LMDB 1.0 (data format 3): 24
 };
 
+// The one shape of a table's regular leaves' nodes.
+struct LeafShape {
+  uint32_t value_top = 0;   // node 0's value: its offset in the page
+  uint32_t stride = 0;      // bytes between node j's value and node j + 1's
+  uint32_t value_size = 0;
+  uint32_t key_size = 0;
+  uint32_t node_head = 0;   // bytes from a node's start to its value (8 + the key, padded in format 3)
+};
+
 class LeafTable {
  public:
   // Builder side, fed by the index walk in key order: every item of the tree
-  // (records and corpus metadata alike) with the leaf page it sits on, and
-  // whether it is a record whose value lies inline on that leaf.
-  void Note(uint64_t leaf_pgno, bool record, bool inline_record);
+  // (records and corpus metadata alike) with the leaf page it sits on,
+  // whether it is a record whose value lies inline on that leaf, and that
+  // value's file offset and size and its key's size.
+  void Begin(const LeafPageFormat& format) { format_ = format; }
+  void Note(uint64_t leaf_pgno, bool record, bool inline_record, uint64_t value_offset = 0, uint64_t value_size = 0,
+            uint64_t key_size = 0);
   // After the last item. An empty table when nothing is usable or a page
-  // number or record count needs more than 32 bits.
+  // number or record count is too large.
   void Finish();
 
   // Unusable leaves included.
   uint64_t leaves() const { return pgnos_.size(); }
   uint64_t usable_leaves() const { return usable_; }
+  uint64_t regular_leaves() const { return regular_; }
   uint64_t records() const { return records_; }
+  const LeafShape& shape() const { return shape_; }
   bool empty() const { return usable_ == 0; }
   uint64_t MemoryBytes() const { return (pgnos_.capacity() + firsts_.capacity()) * 4; }
 
@@ -69,41 +99,78 @@ class LeafTable {
   // lies on an unusable leaf (or past the table).
   bool Find(uint64_t record, LeafSpot* spot) const {
     if (record >= records_ || pgnos_.empty()) return false;
-    // The last leaf whose first record is <= record.
-    size_t lo = 0, hi = firsts_.size();
+    // The last leaf whose first record is <= record: first a guess from the
+    // average leaf (full leaves of equal records make it exact), then a
+    // binary search of the range it misses by.
+    const size_t n = firsts_.size();
+    size_t guess = static_cast<size_t>(record * n / records_);
+    if (guess >= n) guess = n - 1;
+    size_t lo = 0, hi = n;
+    if (firsts_[guess] <= record) {
+      lo = guess;
+      if (guess + 1 < n && firsts_[guess + 1] > record) hi = guess + 1;
+    } else {
+      hi = guess;
+    }
     while (hi - lo > 1) {
       const size_t mid = lo + (hi - lo) / 2;
       if (firsts_[mid] <= record) lo = mid;
       else hi = mid;
     }
-    if (pgnos_[lo] == 0) return false;
-    const uint64_t end = lo + 1 < firsts_.size() ? firsts_[lo + 1] : records_;
-    spot->pgno = pgnos_[lo];
+    const uint32_t pgno = pgnos_[lo] & ~kRegular;
+    if (pgno == 0) return false;
+    const uint64_t end = lo + 1 < n ? firsts_[lo + 1] : records_;
+    spot->pgno = pgno;
     spot->node = static_cast<uint32_t>(record - firsts_[lo]);
     spot->nodes = static_cast<uint32_t>(end - firsts_[lo]);
+    spot->regular = pgnos_[lo] & kRegular;
+    if (spot->regular) {
+      spot->value_offset = pgno * uint64_t{format_.page_size} + shape_.value_top - uint64_t{spot->node} * shape_.stride;
+      spot->node_offset = spot->value_offset - shape_.node_head;
+    }
     return true;
   }
 
-  // The saved form: per leaf, page number and first record (u32 each,
-  // little-endian); Decode checks that first records rise from 0 and stay
-  // below `records`, and page numbers are 0 or at least 2.
+  // The saved form: the shape (value_top, stride, value_size, key_size:
+  // u32 each), then per leaf page number and first record (u32 each),
+  // little-endian. Decode checks that first records rise from 0 and stay
+  // below `records`, that page numbers are 0 or at least 2, and that every
+  // regular leaf's nodes fit its page.
   std::string Encode() const;
-  static Status Decode(std::string_view bytes, uint64_t records, const std::string& path, LeafTable* table);
+  static Status Decode(std::string_view bytes, uint64_t records, const LeafPageFormat& format,
+                       const std::string& path, LeafTable* table);
 
  private:
+  static constexpr uint32_t kRegular = 0x80000000u;
   void Close();  // ends the leaf being noted
+  // Whether a regular leaf of `nodes` nodes of the shape fits a page.
+  bool Fits(uint64_t nodes) const;
 
-  std::vector<uint32_t> pgnos_;   // 0: unusable
+  LeafPageFormat format_;
+  LeafShape shape_;
+  std::vector<uint32_t> pgnos_;   // 0: unusable; kRegular set: regular
   std::vector<uint32_t> firsts_;  // first record of each leaf
   uint64_t records_ = 0;
   uint64_t usable_ = 0;
-  // Building.
+  uint64_t regular_ = 0;
+  // Building: the leaf being noted.
   uint64_t current_pgno_ = 0;
   uint64_t current_first_ = 0;
+  uint64_t current_nodes_ = 0;
   bool current_usable_ = false;
+  bool current_regular_ = false;
+  LeafShape current_shape_;
+  uint64_t last_value_at_ = 0;  // in the page
   bool open_ = false;
   bool too_large_ = false;
 };
+
+// Checks the node of a regular leaf's record read alone (spot.node_offset,
+// shape.node_head + shape.value_size bytes at `node`): its value size,
+// flags (an inline value) and key size, and with `key` (not null) its key.
+// Corruption naming `path` and the page otherwise.
+Status LeafNodeCheck(const char* node, const LeafSpot& spot, const LeafShape& shape, const std::string* key,
+                     const std::string& path);
 
 // The value of node `spot.node` of leaf page `page` (format.page_size bytes
 // read from page spot.pgno of the data file `path`): *at (its offset in the

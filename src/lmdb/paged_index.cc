@@ -114,7 +114,8 @@ Status PagedIndex::ReadLeaves(LeafTable* leaves) const {
   LMDBLOADER_RETURN_IF_ERROR(ReadAt(bytes.data(), bytes.size(), header_.leaf_offset));
   if (Checksum(bytes) != header_.leaf_sum)
     return Status::Corruption("index file " + path_ + ": its table of leaf pages is damaged (checksum mismatch)");
-  return LeafTable::Decode(bytes, header_.records, path_, leaves);
+  const LeafPageFormat format{header_.identity.page_size, header_.identity.page_header};
+  return LeafTable::Decode(bytes, header_.records, format, path_, leaves);
 }
 
 uint64_t PagedIndex::cache_held() const {

@@ -441,6 +441,7 @@ ReaderStats Reader::stats() {
   }
   s.leaf_page_reads = rep_->leaf_page_reads_.load();
   s.leaf_values_read = rep_->leaf_values_.load();
+  s.leaf_node_reads = rep_->leaf_nodes_.load();
   s.drops = rep_->governor_ ? rep_->governor_->drops() : 0;
   s.remaps = rep_->remaps_.load();
   s.records_read = rep_->records_read_.load();

@@ -67,45 +67,58 @@ Status Reader::Rep::LocateParts(Part* const* parts, const uint64_t* locals, size
 Status Reader::Rep::LocateInLeaves(const Part& part, const uint64_t* locals, size_t count, ValueLocation* locations,
                                    LeafBatch* leaves, uint64_t* value_at) const {
   const LeafTable& table = *part.index.leaves();
+  const LeafShape& shape = table.shape();
   const FileIdentity& id = part.index.identity;
   const LeafPageFormat format{id.page_size, id.page_header};
   const std::string& path = part.location.data_path;
-  // Each record's leaf; the batch's distinct leaves, each read once.
+  // Each record's leaf: a regular leaf's record is read alone (its node),
+  // another leaf's page once for the records of the batch it holds.
   std::vector<LeafSpot> spots(count);
-  std::vector<std::pair<uint64_t, size_t>> by_page;  // (leaf page, record k)
-  std::vector<size_t> elsewhere;                     // records on no usable leaf
-  by_page.reserve(count);
+  std::vector<std::pair<uint64_t, size_t>> by_page;  // (leaf page, record k), irregular leaves
+  std::vector<size_t> regular, elsewhere;             // records on regular leaves; on no usable leaf
   for (size_t k = 0; k < count; ++k) {
     value_at[k] = LeafBatch::kNone;
-    if (table.Find(locals[k], &spots[k])) by_page.emplace_back(spots[k].pgno, k);
-    else elsewhere.push_back(k);
+    if (!table.Find(locals[k], &spots[k])) elsewhere.push_back(k);
+    else if (spots[k].regular) regular.push_back(k);
+    else by_page.emplace_back(spots[k].pgno, k);
   }
   std::sort(by_page.begin(), by_page.end());
-  std::vector<uint64_t> page_of(count);  // offset of record k's page in leaves->pages
-  std::vector<ReadRequest> reads;
-  const uint64_t first_page = leaves->pages.size();
   uint64_t pages = 0;
   for (size_t j = 0; j < by_page.size(); ++j)
     if (j == 0 || by_page[j].first != by_page[j - 1].first) ++pages;
-  leaves->pages.resize(first_page + pages * id.page_size);
-  reads.reserve(pages);
+  const uint64_t node_bytes = uint64_t{shape.node_head} + shape.value_size;
+  const uint64_t first = leaves->size();
+  char* const buf = leaves->Grow(pages * id.page_size + regular.size() * node_bytes);
+  std::vector<ReadRequest> reads;
+  reads.reserve(pages + regular.size());
+  std::vector<uint64_t> read_at(count);  // where in the buffer record k's page or node was read
+  auto request = [&](uint64_t offset, uint64_t size, uint64_t at) -> Status {
+    // The table came from a checked walk of this very file (its identity
+    // matched), so a page past its end means the file shrank since.
+    if (offset + size > id.size)
+      return Status::Corruption(path + ": a leaf page at offset " + std::to_string(offset) +
+                                " lies past the end of the file: the file changed since it was indexed");
+    ReadRequest r;
+    r.fd = part.fd;
+    r.offset = offset;
+    r.size = size;
+    r.dst = buf + at;
+    r.path = &path;
+    reads.push_back(r);
+    return Status::OK();
+  };
+  uint64_t at = 0;
   for (size_t j = 0; j < by_page.size(); ++j) {
-    const uint64_t pgno = by_page[j].first;
-    if (j == 0 || pgno != by_page[j - 1].first) {
-      // The table came from a checked walk of this very file (its identity
-      // matched), so a page past its end means the file shrank since.
-      if ((pgno + 1) * id.page_size > id.size)
-        return Status::Corruption(path + ": leaf page " + std::to_string(pgno) +
-                                  " lies past the end of the file: the file changed since it was indexed");
-      ReadRequest r;
-      r.fd = part.fd;
-      r.offset = pgno * id.page_size;
-      r.size = id.page_size;
-      r.dst = leaves->pages.data() + first_page + reads.size() * id.page_size;
-      r.path = &path;
-      reads.push_back(r);
+    if (j == 0 || by_page[j].first != by_page[j - 1].first) {
+      LMDBLOADER_RETURN_IF_ERROR(request(by_page[j].first * id.page_size, id.page_size, at));
+      at += id.page_size;
     }
-    page_of[by_page[j].second] = first_page + (reads.size() - 1) * id.page_size;
+    read_at[by_page[j].second] = at - id.page_size;
+  }
+  for (size_t k : regular) {
+    LMDBLOADER_RETURN_IF_ERROR(request(spots[k].node_offset, node_bytes, at));
+    read_at[k] = at;
+    at += node_bytes;
   }
   if (!reads.empty()) {
     auto read_all = [&]() -> Status {
@@ -116,20 +129,28 @@ Status Reader::Rep::LocateInLeaves(const Part& part, const uint64_t* locals, siz
     LMDBLOADER_RETURN_IF_ERROR(WithReadRetries(read_all));
     if (cache_policy_ == CachePolicy::kDrop)
       for (const ReadRequest& r : reads) DropFromPageCache(r.fd, r.offset, r.size);
-    leaf_page_reads_.fetch_add(reads.size(), std::memory_order_relaxed);
+    leaf_page_reads_.fetch_add(pages, std::memory_order_relaxed);
   }
+  // A database keyed by record numbers (a corpus) has its keys checked too.
+  const bool numbered = part.index.sequential_keys();
   std::string key;
   for (const auto& [pgno, k] : by_page) {
-    uint32_t at = 0, size = 0;
-    // A database keyed by record numbers (a corpus) has its key checked too.
-    if (part.index.sequential_keys()) key = RecordKey(locals[k]);
-    LMDBLOADER_RETURN_IF_ERROR(LeafValue(leaves->pages.data() + page_of[k], spots[k], format,
-                                         part.index.sequential_keys() ? &key : nullptr, path, &at, &size));
-    locations[k] = ValueLocation{pgno * id.page_size + at, size};
-    value_at[k] = page_of[k] + at;
+    uint32_t in_page = 0, size = 0;
+    if (numbered) key = RecordKey(locals[k]);
+    LMDBLOADER_RETURN_IF_ERROR(
+        LeafValue(buf + read_at[k], spots[k], format, numbered ? &key : nullptr, path, &in_page, &size));
+    locations[k] = ValueLocation{pgno * id.page_size + in_page, size};
+    value_at[k] = first + read_at[k] + in_page;
   }
-  leaf_values_.fetch_add(by_page.size(), std::memory_order_relaxed);
-  leaves->any = leaves->any || !by_page.empty();
+  for (size_t k : regular) {
+    if (numbered) key = RecordKey(locals[k]);
+    LMDBLOADER_RETURN_IF_ERROR(LeafNodeCheck(buf + read_at[k], spots[k], shape, numbered ? &key : nullptr, path));
+    locations[k] = ValueLocation{spots[k].value_offset, shape.value_size};
+    value_at[k] = first + read_at[k] + shape.node_head;
+  }
+  leaf_values_.fetch_add(by_page.size() + regular.size(), std::memory_order_relaxed);
+  leaf_nodes_.fetch_add(regular.size(), std::memory_order_relaxed);
+  leaves->any = leaves->any || by_page.size() + regular.size() > 0;
   if (elsewhere.empty()) return Status::OK();
   std::vector<uint64_t> rest(elsewhere.size());
   std::vector<ValueLocation> found(elsewhere.size());

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <cerrno>
@@ -89,20 +90,40 @@ class VerifiedRecords {
 // them instead of reading each value again.
 struct LeafBatch {
   static constexpr uint64_t kNone = UINT64_MAX;
-  std::string pages;               // the leaf pages read, back to back
-  std::vector<uint64_t> value_at;  // per record of the batch: its value in `pages`, or kNone
-  bool any = false;                // some record's value is in `pages`
+  std::vector<uint64_t> value_at;  // per record of the batch: its value in the buffer, or kNone
+  bool any = false;                // some record's value is in the buffer
   void Clear() {
-    pages.clear();
+    size_ = 0;
     value_at.clear();
     any = false;
+  }
+  const char* data() const { return buf_.get(); }
+  uint64_t size() const { return size_; }
+  // `n` more bytes at the end, left as they are (not zeroed: they are read
+  // into), kept with those before; earlier pointers into it may move.
+  char* Grow(uint64_t n) {
+    if (size_ + n > capacity_) {
+      const uint64_t capacity = std::max<uint64_t>(size_ + n, 2 * capacity_);
+      std::unique_ptr<char[]> bigger(new char[capacity]);
+      if (size_) std::memcpy(bigger.get(), buf_.get(), size_);
+      buf_ = std::move(bigger);
+      capacity_ = capacity;
+    }
+    size_ += n;
+    return buf_.get() + size_ - n;
   }
   // Copies record k's value (`size` bytes) into dst when its leaf holds it.
   bool Copy(size_t k, uint64_t size, char* dst) const {
     if (!any || value_at[k] == kNone) return false;
-    std::memcpy(dst, pages.data() + value_at[k], size);
+    std::memcpy(dst, buf_.get() + value_at[k], size);
     return true;
   }
+
+ private:
+  // What was read of the leaves (whole pages, or a regular leaf's node),
+  // back to back; kept across batches, so a warm thread allocates nothing.
+  std::unique_ptr<char[]> buf_;
+  uint64_t size_ = 0, capacity_ = 0;
 };
 // A batch reads its leaves when they take at most this many bytes of pages
 // (512 records of 4 KiB pages); larger batches read as a paged index does.
@@ -329,7 +350,8 @@ struct Reader::Rep {
   std::atomic<uint64_t> remaps_{0};
   mutable std::atomic<uint64_t> changes_seen_{0};  // files found written since indexed (CheckUnchanged)
   mutable std::atomic<uint64_t> leaf_page_reads_{0};  // leaf pages read by LocateInLeaves
-  mutable std::atomic<uint64_t> leaf_values_{0};      // values found in them
+  mutable std::atomic<uint64_t> leaf_values_{0};      // values found in them, or in nodes read alone
+  mutable std::atomic<uint64_t> leaf_nodes_{0};       // nodes of regular leaves read alone
 };
 
 }  // namespace lmdbloader

@@ -19,6 +19,8 @@ namespace {
 
 using testing::TempDir;
 
+constexpr LeafPageFormat kFormat{4096, 16};
+
 TEST(LeafTableTest, RecordsOnLeavesOfInlineRecordsAloneAreFound) {
   LeafTable t;
   for (int i = 0; i < 3; ++i) t.Note(5, true, true);   // records 0-2
@@ -49,6 +51,53 @@ TEST(LeafTableTest, RecordsOnLeavesOfInlineRecordsAloneAreFound) {
   EXPECT_FALSE(t.Find(8, &spot)) << "past the last record";
 }
 
+TEST(LeafTableTest, LeavesOfTheTablesOneShapeAreRegular) {
+  LeafTable t;
+  t.Begin(kFormat);
+  // Values of 50 bytes under 9-byte keys, each node 100 bytes below the last.
+  auto leaf = [&](uint64_t pgno, std::vector<uint64_t> value_at, uint64_t size = 50) {
+    for (uint64_t at : value_at) t.Note(pgno, true, true, pgno * 4096 + at, size, 9);
+  };
+  leaf(5, {3950, 3850, 3750});  // sets the shape
+  leaf(6, {3950, 3850, 3750, 3650});
+  leaf(7, {3950, 3800});         // another stride
+  leaf(8, {3950, 3850}, 40);     // another value size
+  leaf(9, {3950});               // one node of the shape
+  leaf(10, {3850, 3950});        // not in LMDB's append order
+  t.Finish();
+  EXPECT_EQ(t.usable_leaves(), 6u);
+  EXPECT_EQ(t.regular_leaves(), 3u);
+  EXPECT_EQ(t.shape().value_top, 3950u);
+  EXPECT_EQ(t.shape().stride, 100u);
+  EXPECT_EQ(t.shape().node_head, 8u + 9u);
+  LeafSpot spot;
+  ASSERT_TRUE(t.Find(5, &spot));  // leaf 6, node 2
+  EXPECT_TRUE(spot.regular);
+  EXPECT_EQ(spot.pgno, 6u);
+  EXPECT_EQ(spot.value_offset, 6u * 4096 + 3750);
+  EXPECT_EQ(spot.node_offset, 6u * 4096 + 3750 - 17);
+  for (uint64_t r : {7u, 9u, 12u}) {
+    ASSERT_TRUE(t.Find(r, &spot)) << r;
+    EXPECT_FALSE(spot.regular) << r;
+  }
+  ASSERT_TRUE(t.Find(11, &spot));
+  EXPECT_TRUE(spot.regular);
+  EXPECT_EQ(spot.pgno, 9u);
+  LeafTable back;
+  ASSERT_OK(LeafTable::Decode(t.Encode(), t.records(), kFormat, "x.idx", &back));
+  EXPECT_EQ(back.regular_leaves(), 3u);
+  ASSERT_TRUE(back.Find(5, &spot));
+  EXPECT_EQ(spot.value_offset, 6u * 4096 + 3750);
+  // A regular leaf said to hold more nodes than its page has room for.
+  LeafTable crowded;
+  crowded.Begin(kFormat);
+  for (uint64_t j = 0; j < 30; ++j) crowded.Note(3, true, true, 3 * 4096 + 3950 - j * 100, 50, 9);
+  crowded.Finish();
+  std::string bad = crowded.Encode();
+  EXPECT_OK(LeafTable::Decode(bad, 30, kFormat, "x.idx", &back));
+  EXPECT_EQ(LeafTable::Decode(bad, 60, kFormat, "x.idx", &back).code(), Status::Code::kCorruption);
+}
+
 TEST(LeafTableTest, NothingUsableHoldsNothing) {
   LeafTable t;
   for (int i = 0; i < 100; ++i) t.Note(2 + i, true, false);  // every value on overflow pages
@@ -64,9 +113,9 @@ TEST(LeafTableTest, TheSavedFormRoundTripsAndIsChecked) {
   for (uint64_t i = 0; i < 1000; ++i) t.Note(2 + i / 7, true, i / 7 != 3);
   t.Finish();
   const std::string bytes = t.Encode();
-  ASSERT_EQ(bytes.size(), t.leaves() * kLeafEntryBytes);
+  ASSERT_EQ(bytes.size(), kLeafShapeBytes + t.leaves() * kLeafEntryBytes);
   LeafTable back;
-  ASSERT_OK(LeafTable::Decode(bytes, 1000, "x.idx", &back));
+  ASSERT_OK(LeafTable::Decode(bytes, 1000, kFormat, "x.idx", &back));
   EXPECT_EQ(back.leaves(), t.leaves());
   EXPECT_EQ(back.usable_leaves(), t.usable_leaves());
   for (uint64_t i = 0; i < 1000; ++i) {
@@ -78,20 +127,21 @@ TEST(LeafTableTest, TheSavedFormRoundTripsAndIsChecked) {
   }
   auto corrupt = [&](std::string bad, uint64_t records, const char* what) {
     LeafTable out;
-    Status s = LeafTable::Decode(bad, records, "x.idx", &out);
+    Status s = LeafTable::Decode(bad, records, kFormat, "x.idx", &out);
     EXPECT_EQ(s.code(), Status::Code::kCorruption) << what;
     EXPECT_NE(s.message().find("x.idx"), std::string::npos) << s.message();
   };
   corrupt(bytes.substr(0, bytes.size() - 3), 1000, "not whole entries");
   corrupt(bytes, 10, "first records past the record count");
+  const size_t e = kLeafShapeBytes;  // the first entry
   std::string swapped = bytes;
-  std::memcpy(&swapped[4 + 8], "\x00\x00\x00\x00", 4);  // leaf 1 starts at record 0 again: leaf 0 empty
+  std::memcpy(&swapped[e + 8 + 4], "\x00\x00\x00\x00", 4);  // leaf 1 starts at record 0 again: leaf 0 empty
   corrupt(swapped, 1000, "an empty usable leaf");
   std::string meta_page = bytes;
-  std::memcpy(&meta_page[8], "\x01\x00\x00\x00", 4);
+  std::memcpy(&meta_page[e + 8], "\x01\x00\x00\x00", 4);
   corrupt(meta_page, 1000, "a meta page as a leaf");
   std::string late = bytes;
-  std::memcpy(&late[4], "\x05\x00\x00\x00", 4);  // the first leaf must start at record 0
+  std::memcpy(&late[e + 4], "\x05\x00\x00\x00", 4);  // the first leaf must start at record 0
   corrupt(late, 1000, "the first leaf after record 0");
 }
 
@@ -184,6 +234,39 @@ TEST(LeafTableTest, ALeafPageThatIsNotWhatTheTableSaysIsCorruption) {
   refused(page, shorter, nullptr, "a leaf of another node count");
   uint32_t at = 0, size = 0;
   EXPECT_OK(LeafValue(page.data(), spot, format, &key, w.location.data_path, &at, &size));
+}
+
+// Appended records of one size (as converters write them) make every leaf
+// regular: each record's node is where the table computes it, and a node
+// that is not that record's is refused.
+TEST(LeafTableTest, AppendedRecordsLieWhereTheRegularLeavesSay) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 3000, 64);
+  Walked w;
+  Walk(dir.Sub("db"), &w);
+  EXPECT_EQ(w.leaves.regular_leaves(), w.leaves.leaves());
+  const std::string data = testing::ReadAll(w.location.data_path);
+  const LeafShape& shape = w.leaves.shape();
+  for (uint64_t i = 0; i < 3000; ++i) {
+    LeafSpot spot;
+    ASSERT_TRUE(w.leaves.Find(i, &spot)) << i;
+    ASSERT_TRUE(spot.regular) << i;
+    EXPECT_EQ(spot.value_offset, w.index.offset(i)) << i;
+    const std::string key = RecordKey(i);
+    ASSERT_OK(LeafNodeCheck(data.data() + spot.node_offset, spot, shape, &key, w.location.data_path));
+  }
+  LeafSpot spot;
+  ASSERT_TRUE(w.leaves.Find(100, &spot));
+  const std::string other = RecordKey(101);
+  Status s = LeafNodeCheck(data.data() + spot.node_offset, spot, shape, &other, w.location.data_path);
+  EXPECT_EQ(s.code(), Status::Code::kCorruption);
+  EXPECT_NE(s.message().find(w.location.data_path), std::string::npos) << s.message();
+  for (size_t at : {size_t{0}, size_t{2}, size_t{4}, size_t{6}}) {  // size, its high half, flags, key size
+    std::string node = data.substr(spot.node_offset, shape.node_head + shape.value_size);
+    node[at] ^= 1;
+    EXPECT_EQ(LeafNodeCheck(node.data(), spot, shape, nullptr, w.location.data_path).code(), Status::Code::kCorruption)
+        << at;
+  }
 }
 
 TEST(LeafTableTest, MetadataAndOverflowValuesLeaveTheirLeavesToTheIndex) {

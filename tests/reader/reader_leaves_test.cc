@@ -80,8 +80,9 @@ TEST(ReaderLeavesTest, EveryRecordComesOutOfItsLeafForEveryEngineAndBatchSize) {
     EXPECT_EQ(v, RecordBytes(order[at], 48));
     const ReaderStats s = r->stats();
     EXPECT_EQ(s.leaf_values_read, 2u + 4u + 257u + 512u + 1u);
-    EXPECT_GT(s.leaf_page_reads, 0u);
-    EXPECT_LE(s.leaf_page_reads, s.leaf_values_read);
+    // Appended records of one size: every leaf regular, each record's node read alone.
+    EXPECT_EQ(s.leaf_node_reads, s.leaf_values_read);
+    EXPECT_EQ(s.leaf_page_reads, 0u);
     // The 700-record batch is read through the index's entries.
     EXPECT_GT(s.index_entry_reads + s.index_page_reads, 0u);
   }
@@ -108,6 +109,9 @@ TEST(ReaderLeavesTest, OverflowValuesAndTheirLeavesReadThroughTheIndex) {
   const ReaderStats s = r->stats();
   EXPECT_GT(s.leaf_values_read, 0u);
   EXPECT_LT(s.leaf_values_read, 3000u) << "the overflow values' leaves are left to the index";
+  // Values of many sizes: their leaves are read whole.
+  EXPECT_GT(s.leaf_page_reads, 0u);
+  EXPECT_LT(s.leaf_page_reads, s.leaf_values_read);
 }
 
 TEST(ReaderLeavesTest, PagedAndAutoUnderABudgetChooseAsTheRuleSays) {
@@ -127,34 +131,44 @@ TEST(ReaderLeavesTest, PagedAndAutoUnderABudgetChooseAsTheRuleSays) {
   EXPECT_LT(s.index_bytes, (128u << 10) + 8 * 40000 / 50);
 }
 
-// A leaf page damaged in place under a reader that holds LMDB's lock (and so
-// skips the file's change checks: its snapshot is what the index describes).
-TEST(ReaderLeavesTest, ADamagedLeafPageIsCorruptionNamingTheFileNeverItsBytes) {
-  TempDir dir;
-  testing::WriteNumberedLmdb(dir.Sub("db"), 5000, 48);
-  ReaderOptions o = LeafOptions(dir);
-  o.lock = true;
-  auto r = OpenOrDie(dir.Sub("db"), o);
-  ASSERT_EQ(r->stats().index_residence, "leaves");
-  std::vector<std::string> got;
-  ASSERT_OK(ReadBatch(*r, {0, 1, 2}, &got));
-  // Record 0's leaf is the first leaf page the tree holds: every page but
-  // the meta pages gets another page number in its header.
-  const std::string data = dir.Sub("db") + "/data.mdb";
-  const int fd = ::open(data.c_str(), O_RDWR);
-  ASSERT_GE(fd, 0);
-  const uint32_t page_size = 4096;
-  const off_t pages = ::lseek(fd, 0, SEEK_END) / page_size;
-  for (off_t p = 2; p < pages; ++p) {
-    const uint64_t wrong = 999999;
-    ASSERT_EQ(::pwrite(fd, &wrong, 8, p * page_size), 8);
-  }
-  ::close(fd);
-  for (const std::vector<uint64_t>& batch : {std::vector<uint64_t>{0, 1, 2}, std::vector<uint64_t>{4000}}) {
-    Status s = ReadBatch(*r, batch, &got);
-    EXPECT_EQ(s.code(), Status::Code::kCorruption) << s.ToString();
-    EXPECT_NE(s.message().find(data), std::string::npos) << s.message();
-    EXPECT_NE(s.message().find("not the leaf page"), std::string::npos) << s.message();
+// Leaf pages damaged in place under a reader that holds LMDB's lock (and so
+// skips the file's change checks: its snapshot is what the index describes):
+// a whole leaf read (values of many sizes) checks its page, a regular leaf's
+// node read alone (appended values of one size) checks the node.
+TEST(ReaderLeavesTest, ADamagedLeafIsCorruptionNamingTheFileNeverItsBytes) {
+  for (bool one_size : {false, true}) {
+    SCOPED_TRACE(one_size ? "regular leaves" : "leaves read whole");
+    TempDir dir;
+    if (one_size) {
+      testing::WriteNumberedLmdb(dir.Sub("db"), 5000, 48);
+    } else {
+      std::vector<std::pair<std::string, std::string>> records;
+      for (uint64_t i = 0; i < 5000; ++i) records.emplace_back(std::to_string(100000 + i), RecordBytes(i, 1 + i % 90));
+      testing::WriteLmdb(dir.Sub("db"), records);
+    }
+    ReaderOptions o = LeafOptions(dir);
+    o.lock = true;
+    auto r = OpenOrDie(dir.Sub("db"), o);
+    ASSERT_EQ(r->stats().index_residence, "leaves");
+    std::vector<std::string> got;
+    ASSERT_OK(ReadBatch(*r, {0, 1, 2}, &got));
+    // Every page but the two meta pages overwritten.
+    const std::string data = dir.Sub("db") + "/data.mdb";
+    const int fd = ::open(data.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    const uint32_t page_size = 4096;
+    const off_t pages = ::lseek(fd, 0, SEEK_END) / page_size;
+    const std::string garbage(page_size, '\xa5');
+    for (off_t p = 2; p < pages; ++p)
+      ASSERT_EQ(::pwrite(fd, garbage.data(), page_size, p * page_size), static_cast<ssize_t>(page_size));
+    ::close(fd);
+    for (const std::vector<uint64_t>& batch : {std::vector<uint64_t>{0, 1, 2}, std::vector<uint64_t>{4000}}) {
+      Status s = ReadBatch(*r, batch, &got);
+      EXPECT_EQ(s.code(), Status::Code::kCorruption) << s.ToString();
+      EXPECT_NE(s.message().find(data), std::string::npos) << s.message();
+      EXPECT_NE(s.message().find(one_size ? "is not the record" : "is not the leaf page"), std::string::npos)
+          << s.message();
+    }
   }
 }
 
