@@ -165,10 +165,12 @@ Status Reader::Rep::ReadRequests(const ReadRequest* requests, Part* const* parts
   return s;
 }
 
-Status Reader::Rep::CopyOut(Part& part, uint64_t local, const ValueLocation& at, char* dst) {
+Status Reader::Rep::CopyOut(Part& part, uint64_t local, const ValueLocation& at, char* dst, const LeafBatch* leaves) {
   const uint64_t offset = at.offset;
   const uint64_t size = at.size;
-  if (mode_ == AccessMode::kPread) {
+  if (mode_ == AccessMode::kPread && leaves && leaves->Copy(0, size, dst)) {
+    t_located.reader = 0;  // read once, as a batch's are
+  } else if (mode_ == AccessMode::kPread) {
     LMDBLOADER_RETURN_IF_ERROR(PreadAt(part, offset, size, dst));
   } else {
     LMDBLOADER_RETURN_IF_ERROR(CopyMapped(part, offset, size, dst));
@@ -190,9 +192,10 @@ Status Reader::Rep::NoteMapped(Part& part, uint64_t offset, uint64_t size) {
   return Status::OK();
 }
 
-Status Reader::Rep::LocateOne(uint64_t index, Part** part, uint64_t* local, ValueLocation* at, PartPins* pins) {
+Status Reader::Rep::LocateOne(uint64_t index, Part** part, uint64_t* local, ValueLocation* at, PartPins* pins,
+                              const LeafBatch** leaves) {
   LMDBLOADER_RETURN_IF_ERROR(EnsureProcess());
-  return LocateAll(&index, 1, part, local, at, pins);
+  return LocateAll(&index, 1, part, local, at, pins, leaves);
 }
 
 Status Reader::Rep::ReadOne(uint64_t index, const std::function<Status(uint64_t size, char** dst)>& place) {
@@ -201,10 +204,11 @@ Status Reader::Rep::ReadOne(uint64_t index, const std::function<Status(uint64_t 
     uint64_t local = 0;
     ValueLocation at;
     PartPins pins;
-    LMDBLOADER_RETURN_IF_ERROR(LocateOne(index, &part, &local, &at, &pins));
+    const LeafBatch* leaves = nullptr;
+    LMDBLOADER_RETURN_IF_ERROR(LocateOne(index, &part, &local, &at, &pins, &leaves));
     char* dst = nullptr;
     LMDBLOADER_RETURN_IF_ERROR(place(at.size, &dst));
-    return CopyOut(*part, local, at, dst);
+    return CopyOut(*part, local, at, dst, leaves);
   });
 }
 

@@ -262,7 +262,8 @@ struct Reader::Rep {
   Status LocateAll(const uint64_t* indices, size_t count, Part** parts, uint64_t* locals,
                    ValueLocation* locations, PartPins* pins, const LeafBatch** leaves = nullptr) const;
   // One record: this process's handles first (EnsureProcess), then LocateAll.
-  Status LocateOne(uint64_t index, Part** part, uint64_t* local, ValueLocation* at, PartPins* pins);
+  Status LocateOne(uint64_t index, Part** part, uint64_t* local, ValueLocation* at, PartPins* pins,
+                   const LeafBatch** leaves = nullptr);
   // File sets: opens each of parts[0..count) not open yet and pins it in `pins`.
   Status PinParts(Part* const* parts, size_t count, PartPins* pins) const;
   // Where each record lies, a part at a time; with `leaves`, from the leaf
@@ -278,7 +279,8 @@ struct Reader::Rep {
   // After a paged index is opened for `part`: its table of leaves held
   // beside it when the options' rule (IndexResidence) and the budget want it.
   Status HoldLeaves(Part* part);
-  Status CopyOut(Part& part, uint64_t local, const ValueLocation& at, char* dst);
+  // `leaves` (may be null): a one-record lookup's leaf, which holds the value.
+  Status CopyOut(Part& part, uint64_t local, const ValueLocation& at, char* dst, const LeafBatch* leaves = nullptr);
   // mmap mode: tells the governor, and remaps every remap_every bytes.
   Status NoteMapped(Part& part, uint64_t offset, uint64_t size);
   Status PreadAt(Part& part, uint64_t offset, uint64_t size, char* dst);

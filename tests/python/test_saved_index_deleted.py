@@ -46,7 +46,9 @@ def open_paged(path, index_dir, monkeypatch):
     monkeypatch.setenv("LMDBLOADER_INDEX_DIR", index_dir)
     # Named as an option too: a forkserver started by an earlier test keeps
     # the environment it started with, and its workers with it.
-    ds = lmdbloader.LmdbDataset(path, decode="raw", rss_budget="4MiB", index_dir=index_dir)
+    # index_mode="paged": every record through the deleted file (under "auto"
+    # a table of leaf pages would serve these small records from the data).
+    ds = lmdbloader.LmdbDataset(path, decode="raw", rss_budget="4MiB", index_dir=index_dir, index_mode="paged")
     stats = ds.reader.stats()
     assert stats["index_residence"] == "paged", stats
     assert ds[0] == value_of(0) and ds[RECORDS - 1] == value_of(RECORDS - 1)
@@ -59,7 +61,8 @@ def test_the_parent_and_a_forked_child_read_on(database, tmp_path, monkeypatch):
     path, records = database
     index_dir = str(tmp_path / "idx")
     ds = open_paged(path, index_dir, monkeypatch)
-    reader = lmdbloader.Reader(path, rss_budget="4MiB")  # opened again: walks the data, saves anew
+    # Opened again: walks the data, saves anew.
+    reader = lmdbloader.Reader(path, rss_budget="4MiB", index_mode="paged")
     assert reader.stats()["index_residence"] == "paged" and os.listdir(index_dir)
     shutil.rmtree(index_dir)
     pid = os.fork()
