@@ -58,10 +58,11 @@ Status WalkIndex(LmdbEnv& env, const DataLocation& location, const std::string& 
       return Status::Unsupported("open " + where + ": record " + std::to_string(count) + " holds " +
                                  std::to_string(item.value_size) + " bytes; records up to 4 GiB are supported");
     const bool meta = meta_allowed && item.key.substr(0, meta_prefix.size()) == meta_prefix;
-    if (leaves != nullptr)
-      leaves->Note(item.leaf_pgno, !meta,
-                   one_node_a_record && !item.on_overflow_pages && !item.named_database && item.dup_leaf_pgno == 0,
-                   item.value_offset, item.value_size, item.key.size());
+    if (leaves != nullptr) {
+      const bool plain = one_node_a_record && !item.named_database && item.dup_leaf_pgno == 0;
+      leaves->Note(item.leaf_pgno, !meta, plain && !item.on_overflow_pages, item.value_offset, item.value_size,
+                   item.key.size(), plain && item.on_overflow_pages);
+    }
     if (meta) return sink->AddMeta(item.key, item.value_offset, static_cast<uint32_t>(item.value_size));
     ++count;
     return sink->Add(item.key, item.value_offset, static_cast<uint32_t>(item.value_size));

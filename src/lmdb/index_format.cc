@@ -1,7 +1,6 @@
 #include "lmdb/index_format.h"
 
 #include "base/checksum.h"
-#include "lmdb/leaf_table.h"
 
 namespace lmdbloader {
 
@@ -115,7 +114,7 @@ Status DecodeIndexHeader(std::string_view page, const std::string& path, uint64_
       h->blob_offset != h->entries_offset + entries_bytes || blob_pages > (file_size - h->blob_offset) / kIndexPage ||
       h->meta_offset != h->blob_offset + blob_pages * kIndexPage || h->meta_offset > file_size ||
       h->meta_bytes > file_size - h->meta_offset || h->leaf_offset != h->meta_offset + h->meta_bytes ||
-      h->leaf_bytes != file_size - h->leaf_offset || h->leaf_bytes % kLeafEntryBytes != 0)
+      h->leaf_bytes != file_size - h->leaf_offset)
     return damaged("its sections do not fit the file");
   if (h->sequential_keys() && h->blob_bytes != 0) return damaged("keys stored for record-number keys");
   return Status::OK();

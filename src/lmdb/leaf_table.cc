@@ -10,11 +10,11 @@ using namespace lmdb_layout;  // NOLINT: this file reads leaf pages
 
 void LeafTable::Close() {
   if (!open_) return;
-  if (current_pgno_ >= kRegular || current_first_ > UINT32_MAX) too_large_ = true;
+  if (current_pgno_ >= kRegular || current_first_ > UINT32_MAX || current_run_ > UINT32_MAX) too_large_ = true;
+  const LeafShape& c = current_shape_;
   bool regular = current_usable_ && current_regular_ && current_nodes_ > 0;
   if (regular) {
-    const LeafShape& c = current_shape_;
-    if (shape_.value_top == 0) {
+    if (shape_.value_top == 0 && shape_.stride == 0) {
       // The table's shape: the first leaf whose nodes show a stride.
       if (current_nodes_ >= 2) shape_ = c;
       else regular = false;
@@ -23,15 +23,29 @@ void LeafTable::Close() {
       regular = false;
     }
   }
-  pgnos_.push_back(current_usable_ ? static_cast<uint32_t>(current_pgno_) | (regular ? kRegular : 0) : 0);
+  // A leaf of overflow values of one size whose runs follow each other.
+  bool overflow = !current_usable_ && current_overflow_ && current_nodes_ > 0 && current_pgno_ >= 2;
+  if (overflow) {
+    const uint32_t pages = static_cast<uint32_t>(OverflowPages(c.value_size, format_.page_size, format_.header_size));
+    if (shape_.value_top == 0 && shape_.stride == 0)
+      shape_ = LeafShape{0, pages, c.value_size, 0, format_.header_size};
+    else if (!shape_.overflow() || c.value_size != shape_.value_size)
+      overflow = false;
+  }
+  const bool usable = current_usable_ || overflow;
+  pgnos_.push_back(usable ? static_cast<uint32_t>(current_pgno_) | (regular || overflow ? kRegular : 0) : 0);
   firsts_.push_back(static_cast<uint32_t>(current_first_));
-  usable_ += current_usable_;
-  regular_ += regular;
+  if (shape_.overflow()) {
+    overflow_.resize(pgnos_.size() - 1, 0);  // leaves before the shape was known
+    overflow_.push_back(overflow ? static_cast<uint32_t>(current_run_) : 0);
+  }
+  usable_ += usable;
+  regular_ += regular || overflow;
   open_ = false;
 }
 
 void LeafTable::Note(uint64_t leaf_pgno, bool record, bool inline_record, uint64_t value_offset,
-                     uint64_t value_size, uint64_t key_size) {
+                     uint64_t value_size, uint64_t key_size, bool overflow) {
   if (!open_ || leaf_pgno != current_pgno_) {
     Close();
     open_ = true;
@@ -40,14 +54,28 @@ void LeafTable::Note(uint64_t leaf_pgno, bool record, bool inline_record, uint64
     current_nodes_ = 0;
     current_usable_ = leaf_pgno >= 2;
     current_regular_ = format_.page_size != 0;
+    current_overflow_ = format_.page_size != 0;
   }
   // One item that is not an inline record (metadata among the records, an
   // overflow value) shifts or hides the node of every record after it.
   if (!record || !inline_record) current_usable_ = false;
+  if (!record || !overflow) current_overflow_ = false;
+  LeafShape& c = current_shape_;
+  if (current_overflow_) {
+    // value_offset: the run's first page, past its header.
+    const uint64_t run = (value_offset - format_.header_size) / format_.page_size;
+    const uint64_t pages = OverflowPages(value_size, format_.page_size, format_.header_size);
+    if (current_nodes_ == 0) {
+      c.value_size = static_cast<uint32_t>(value_size);
+      current_run_ = run;
+    } else if (value_size != c.value_size || run != last_run_ + pages) {
+      current_overflow_ = false;
+    }
+    last_run_ = run;
+  }
   if (current_usable_ && current_regular_) {
     const uint64_t page = leaf_pgno * format_.page_size;
     const uint64_t at = value_offset - page;  // the value's offset in its page
-    LeafShape& c = current_shape_;
     if (value_offset < page || at >= format_.page_size) {
       current_regular_ = false;
     } else if (current_nodes_ == 0) {
@@ -74,15 +102,18 @@ void LeafTable::Finish() {
   if (too_large_ || records_ > UINT32_MAX || usable_ == 0) {
     pgnos_ = {};
     firsts_ = {};
+    overflow_ = {};
     usable_ = regular_ = 0;
   } else {
     pgnos_.shrink_to_fit();
     firsts_.shrink_to_fit();
+    overflow_.shrink_to_fit();
   }
 }
 
 bool LeafTable::Fits(uint64_t nodes) const {
   const LeafShape& s = shape_;
+  if (s.overflow()) return s.stride == OverflowPages(s.value_size, format_.page_size, format_.header_size);
   const uint64_t bottom = uint64_t{s.stride} * (nodes - 1) + s.node_head;  // below node 0's value
   return s.value_top + uint64_t{s.value_size} <= format_.page_size && s.stride >= s.node_head + s.value_size &&
          s.value_top >= bottom && s.value_top - bottom >= format_.header_size + 2 * nodes;
@@ -90,12 +121,14 @@ bool LeafTable::Fits(uint64_t nodes) const {
 
 std::string LeafTable::Encode() const {
   if (pgnos_.empty()) return "";
-  std::string out(kLeafShapeBytes + pgnos_.size() * kLeafEntryBytes, '\0');
+  const uint64_t entry = shape_.overflow() ? kOverflowLeafEntryBytes : kLeafEntryBytes;
+  std::string out(kLeafShapeBytes + pgnos_.size() * entry, '\0');
   const uint32_t shape[4] = {shape_.value_top, shape_.stride, shape_.value_size, shape_.key_size};
   std::memcpy(&out[0], shape, sizeof(shape));
   for (size_t k = 0; k < pgnos_.size(); ++k) {
-    std::memcpy(&out[kLeafShapeBytes + k * kLeafEntryBytes], &pgnos_[k], 4);
-    std::memcpy(&out[kLeafShapeBytes + k * kLeafEntryBytes + 4], &firsts_[k], 4);
+    std::memcpy(&out[kLeafShapeBytes + k * entry], &pgnos_[k], 4);
+    std::memcpy(&out[kLeafShapeBytes + k * entry + 4], &firsts_[k], 4);
+    if (shape_.overflow()) std::memcpy(&out[kLeafShapeBytes + k * entry + 8], &overflow_[k], 4);
   }
   return out;
 }
@@ -111,21 +144,26 @@ Status LeafTable::Decode(std::string_view bytes, uint64_t records, const LeafPag
     *table = std::move(t);
     return Status::OK();
   }
-  if (bytes.size() < kLeafShapeBytes || (bytes.size() - kLeafShapeBytes) % kLeafEntryBytes != 0)
-    return damaged("is not a whole number of entries");
+  if (bytes.size() < kLeafShapeBytes) return damaged("is not a whole number of entries");
   uint32_t shape[4];
   std::memcpy(shape, bytes.data(), sizeof(shape));
+  const bool overflow = shape[0] == 0 && shape[1] != 0;
   const uint64_t key_span = format.header_size == kHeaderSize10 ? (uint64_t{shape[3]} + 1) & ~1ull : shape[3];
   if (shape[3] > format.page_size) return damaged("gives keys larger than a page");
-  t.shape_ = LeafShape{shape[0], shape[1], shape[2], shape[3], static_cast<uint32_t>(kNodeSize + key_span)};
+  t.shape_ = LeafShape{shape[0], shape[1], shape[2], shape[3],
+                       overflow ? format.header_size : static_cast<uint32_t>(kNodeSize + key_span)};
   bytes.remove_prefix(kLeafShapeBytes);
-  const size_t n = bytes.size() / kLeafEntryBytes;
+  const uint64_t entry = overflow ? kOverflowLeafEntryBytes : kLeafEntryBytes;
+  if (bytes.size() % entry != 0) return damaged("is not a whole number of entries");
+  const size_t n = bytes.size() / entry;
   t.pgnos_.resize(n);
   t.firsts_.resize(n);
+  if (overflow) t.overflow_.resize(n);
   t.records_ = records;
   for (size_t k = 0; k < n; ++k) {
-    std::memcpy(&t.pgnos_[k], bytes.data() + k * kLeafEntryBytes, 4);
-    std::memcpy(&t.firsts_[k], bytes.data() + k * kLeafEntryBytes + 4, 4);
+    std::memcpy(&t.pgnos_[k], bytes.data() + k * entry, 4);
+    std::memcpy(&t.firsts_[k], bytes.data() + k * entry + 4, 4);
+    if (overflow) std::memcpy(&t.overflow_[k], bytes.data() + k * entry + 8, 4);
   }
   for (size_t k = 0; k < n; ++k) {
     const uint64_t end = k + 1 < n ? t.firsts_[k + 1] : records;
@@ -137,6 +175,8 @@ Status LeafTable::Decode(std::string_view bytes, uint64_t records, const LeafPag
     if (pgno != 0 && end == t.firsts_[k]) return damaged("holds an empty leaf at " + std::to_string(k));
     if ((t.pgnos_[k] & kRegular) && !t.Fits(end - t.firsts_[k]))
       return damaged("gives leaf " + std::to_string(k) + " more nodes than its page holds");
+    if (overflow && (t.pgnos_[k] & kRegular) && t.overflow_[k] < 2)
+      return damaged("puts the values of leaf " + std::to_string(k) + " on a meta page");
     t.usable_ += pgno != 0;
     t.regular_ += (t.pgnos_[k] & kRegular) != 0;
   }
@@ -144,8 +184,19 @@ Status LeafTable::Decode(std::string_view bytes, uint64_t records, const LeafPag
   return Status::OK();
 }
 
-Status LeafNodeCheck(const char* node, const LeafSpot& spot, const LeafShape& shape, const std::string* key,
-                     const std::string& path) {
+Status LeafNodeCheck(const char* node, const LeafSpot& spot, const LeafShape& shape, const LeafPageFormat& format,
+                     const std::string* key, const std::string& path) {
+  if (shape.overflow()) {  // `node` is the value's overflow page header
+    const uint64_t base = format.header_size == kHeaderSize10 ? format.header_size : 0;
+    const PageHeader h = PageHeader::Parse(node, format.header_size, base);
+    if (h.pgno != spot.overflow_pgno ||
+        (h.flags & (kPageBranch | kPageLeaf | kPageOverflow | kPageMeta)) != kPageOverflow || h.pages < shape.stride)
+      return Status::Corruption(path + ": page " + std::to_string(spot.overflow_pgno) + " is not the overflow page of node " +
+                                std::to_string(spot.node) + " of leaf " + std::to_string(spot.pgno) +
+                                " (its header says page " + std::to_string(h.pgno) + ", flags " +
+                                std::to_string(h.flags) + "): the file changed or is damaged");
+    return Status::OK();
+  }
   const uint64_t dsize = Load<uint16_t>(node) | (uint64_t{Load<uint16_t>(node + 2)} << 16);
   const uint16_t flags = Load<uint16_t>(node + 4);
   const uint64_t ksize = Load<uint16_t>(node + 6);

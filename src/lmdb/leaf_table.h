@@ -27,6 +27,14 @@
 // page (4 KiB copied out of the page cache, a third of a read's time); its
 // header and key size are checked, and its key where keys are record numbers.
 //
+// Values too large for a leaf (2 KiB and up with 4 KiB pages) lie on overflow
+// pages, which the same append allocates one run after another: in a leaf of
+// such records of one size, node j's run starts j * pages_per_value after node
+// 0's. A table of that shape keeps node 0's run beside each leaf (12 bytes a
+// leaf of ~150 records) and reads a record as its run's page header and value
+// together, checking the header (page number, P_OVERFLOW, run length): one
+// read where the paged index needs its entry too.
+//
 // Immutable once built: safe for concurrent const use.
 #ifndef LMDBLOADER_SRC_LMDB_LEAF_TABLE_H_
 #define LMDBLOADER_SRC_LMDB_LEAF_TABLE_H_
@@ -41,10 +49,12 @@
 namespace lmdbloader {
 
 // Bytes each leaf costs, held or saved: its page number (31 bits, the top
-// bit saying it is regular) and first record (32 bits); a table is not built
-// past 2^31 pages or 2^32 records. The saved form starts with the shape
+// bit saying it is regular) and first record (32 bits), and in a table of
+// overflow values node 0's overflow page (32 bits); a table is not built past
+// 2^31 pages or 2^32 records. The saved form starts with the shape
 // (kLeafShapeBytes).
 inline constexpr uint64_t kLeafEntryBytes = 8;
+inline constexpr uint64_t kOverflowLeafEntryBytes = 12;
 inline constexpr uint64_t kLeafShapeBytes = 16;
 
 // Where a record sits: its leaf page, its node there and the leaf's node
@@ -54,8 +64,9 @@ struct LeafSpot {
   uint32_t node = 0;
   uint32_t nodes = 0;
   bool regular = false;
-  uint64_t node_offset = 0;   // regular: file offset of the node's header
+  uint64_t node_offset = 0;   // regular: file offset of the node's header (or its overflow page's)
   uint64_t value_offset = 0;  // regular: file offset of its value
+  uint64_t overflow_pgno = 0;  // regular, values on overflow pages: the value's first page
 };
 
 // The shape of the pages a LeafTable's leaves are checked against.
@@ -66,11 +77,12 @@ struct LeafPageFormat {
 
 // The one shape of a table's regular leaves' nodes.
 struct LeafShape {
-  uint32_t value_top = 0;   // node 0's value: its offset in the page
-  uint32_t stride = 0;      // bytes between node j's value and node j + 1's
+  uint32_t value_top = 0;   // node 0's value: its offset in the page (0: values on overflow pages)
+  uint32_t stride = 0;      // bytes between node j's value and node j + 1's (overflow: pages a value)
   uint32_t value_size = 0;
   uint32_t key_size = 0;
-  uint32_t node_head = 0;   // bytes from a node's start to its value (8 + the key, padded in format 3)
+  uint32_t node_head = 0;   // bytes read before the value: the node's header and key, or the page header
+  bool overflow() const { return value_top == 0 && stride != 0; }
 };
 
 class LeafTable {
@@ -80,8 +92,9 @@ class LeafTable {
   // whether it is a record whose value lies inline on that leaf, and that
   // value's file offset and size and its key's size.
   void Begin(const LeafPageFormat& format) { format_ = format; }
+  // `overflow`: a record whose value lies on overflow pages (inline_record false).
   void Note(uint64_t leaf_pgno, bool record, bool inline_record, uint64_t value_offset = 0, uint64_t value_size = 0,
-            uint64_t key_size = 0);
+            uint64_t key_size = 0, bool overflow = false);
   // After the last item. An empty table when nothing is usable or a page
   // number or record count is too large.
   void Finish();
@@ -93,7 +106,7 @@ class LeafTable {
   uint64_t records() const { return records_; }
   const LeafShape& shape() const { return shape_; }
   bool empty() const { return usable_ == 0; }
-  uint64_t MemoryBytes() const { return (pgnos_.capacity() + firsts_.capacity()) * 4; }
+  uint64_t MemoryBytes() const { return (pgnos_.capacity() + firsts_.capacity() + overflow_.capacity()) * 4; }
 
   // Record `record`'s leaf, node and the leaf's node count; false when it
   // lies on an unusable leaf (or past the table).
@@ -124,7 +137,11 @@ class LeafTable {
     spot->node = static_cast<uint32_t>(record - firsts_[lo]);
     spot->nodes = static_cast<uint32_t>(end - firsts_[lo]);
     spot->regular = pgnos_[lo] & kRegular;
-    if (spot->regular) {
+    if (spot->regular && shape_.overflow()) {
+      spot->overflow_pgno = overflow_[lo] + uint64_t{spot->node} * shape_.stride;
+      spot->node_offset = spot->overflow_pgno * format_.page_size;
+      spot->value_offset = spot->node_offset + shape_.node_head;
+    } else if (spot->regular) {
       spot->value_offset = pgno * uint64_t{format_.page_size} + shape_.value_top - uint64_t{spot->node} * shape_.stride;
       spot->node_offset = spot->value_offset - shape_.node_head;
     }
@@ -150,6 +167,7 @@ class LeafTable {
   LeafShape shape_;
   std::vector<uint32_t> pgnos_;   // 0: unusable; kRegular set: regular
   std::vector<uint32_t> firsts_;  // first record of each leaf
+  std::vector<uint32_t> overflow_;  // values on overflow pages: node 0's first page, each leaf
   uint64_t records_ = 0;
   uint64_t usable_ = 0;
   uint64_t regular_ = 0;
@@ -159,6 +177,9 @@ class LeafTable {
   uint64_t current_nodes_ = 0;
   bool current_usable_ = false;
   bool current_regular_ = false;
+  bool current_overflow_ = false;  // every node a record of one size on overflow pages, runs in order
+  uint64_t current_run_ = 0;       // node 0's first overflow page
+  uint64_t last_run_ = 0;
   LeafShape current_shape_;
   uint64_t last_value_at_ = 0;  // in the page
   bool open_ = false;
@@ -167,10 +188,12 @@ class LeafTable {
 
 // Checks the node of a regular leaf's record read alone (spot.node_offset,
 // shape.node_head + shape.value_size bytes at `node`): its value size,
-// flags (an inline value) and key size, and with `key` (not null) its key.
-// Corruption naming `path` and the page otherwise.
-Status LeafNodeCheck(const char* node, const LeafSpot& spot, const LeafShape& shape, const std::string* key,
-                     const std::string& path);
+// flags (an inline value) and key size, and with `key` (not null) its key;
+// for values on overflow pages, the run's page header (its page number,
+// P_OVERFLOW, pages enough for the value). Corruption naming `path` and the
+// page otherwise.
+Status LeafNodeCheck(const char* node, const LeafSpot& spot, const LeafShape& shape, const LeafPageFormat& format,
+                     const std::string* key, const std::string& path);
 
 // The value of node `spot.node` of leaf page `page` (format.page_size bytes
 // read from page spot.pgno of the data file `path`): *at (its offset in the

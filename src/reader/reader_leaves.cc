@@ -144,7 +144,8 @@ Status Reader::Rep::LocateInLeaves(const Part& part, const uint64_t* locals, siz
   }
   for (size_t k : regular) {
     if (numbered) key = RecordKey(locals[k]);
-    LMDBLOADER_RETURN_IF_ERROR(LeafNodeCheck(buf + read_at[k], spots[k], shape, numbered ? &key : nullptr, path));
+    LMDBLOADER_RETURN_IF_ERROR(
+        LeafNodeCheck(buf + read_at[k], spots[k], shape, format, numbered ? &key : nullptr, path));
     locations[k] = ValueLocation{spots[k].value_offset, shape.value_size};
     value_at[k] = first + read_at[k] + shape.node_head;
   }

@@ -253,18 +253,55 @@ TEST(LeafTableTest, AppendedRecordsLieWhereTheRegularLeavesSay) {
     ASSERT_TRUE(spot.regular) << i;
     EXPECT_EQ(spot.value_offset, w.index.offset(i)) << i;
     const std::string key = RecordKey(i);
-    ASSERT_OK(LeafNodeCheck(data.data() + spot.node_offset, spot, shape, &key, w.location.data_path));
+    ASSERT_OK(LeafNodeCheck(data.data() + spot.node_offset, spot, shape, kFormat, &key, w.location.data_path));
   }
   LeafSpot spot;
   ASSERT_TRUE(w.leaves.Find(100, &spot));
   const std::string other = RecordKey(101);
-  Status s = LeafNodeCheck(data.data() + spot.node_offset, spot, shape, &other, w.location.data_path);
+  Status s = LeafNodeCheck(data.data() + spot.node_offset, spot, shape, kFormat, &other, w.location.data_path);
   EXPECT_EQ(s.code(), Status::Code::kCorruption);
   EXPECT_NE(s.message().find(w.location.data_path), std::string::npos) << s.message();
   for (size_t at : {size_t{0}, size_t{2}, size_t{4}, size_t{6}}) {  // size, its high half, flags, key size
     std::string node = data.substr(spot.node_offset, shape.node_head + shape.value_size);
     node[at] ^= 1;
-    EXPECT_EQ(LeafNodeCheck(node.data(), spot, shape, nullptr, w.location.data_path).code(), Status::Code::kCorruption)
+    EXPECT_EQ(LeafNodeCheck(node.data(), spot, shape, kFormat, nullptr, w.location.data_path).code(), Status::Code::kCorruption)
+        << at;
+  }
+}
+
+// Appended values on overflow pages (2 KiB with 4 KiB pages): each leaf's
+// runs follow each other, so a record's run is computed, and read with its
+// page header, which is checked.
+TEST(LeafTableTest, AppendedOverflowValuesLieWhereTheTableComputesThem) {
+  TempDir dir;
+  testing::WriteNumberedLmdb(dir.Sub("db"), 1500, 2048);
+  Walked w;
+  Walk(dir.Sub("db"), &w);
+  ASSERT_TRUE(w.leaves.shape().overflow());
+  EXPECT_EQ(w.leaves.shape().stride, 1u);  // one page a value
+  EXPECT_EQ(w.leaves.regular_leaves(), w.leaves.leaves());
+  EXPECT_EQ(w.leaves.MemoryBytes(), w.leaves.leaves() * kOverflowLeafEntryBytes);
+  const std::string data = testing::ReadAll(w.location.data_path);
+  const LeafShape& shape = w.leaves.shape();
+  for (uint64_t i = 0; i < 1500; ++i) {
+    LeafSpot spot;
+    ASSERT_TRUE(w.leaves.Find(i, &spot)) << i;
+    ASSERT_TRUE(spot.regular) << i;
+    EXPECT_EQ(spot.value_offset, w.index.offset(i)) << i;
+    ASSERT_OK(LeafNodeCheck(data.data() + spot.node_offset, spot, shape, kFormat, nullptr, w.location.data_path));
+  }
+  LeafTable back;
+  ASSERT_OK(LeafTable::Decode(w.leaves.Encode(), 1500, kFormat, "x.idx", &back));
+  LeafSpot spot, again;
+  ASSERT_TRUE(w.leaves.Find(700, &spot));
+  ASSERT_TRUE(back.Find(700, &again));
+  EXPECT_EQ(spot.value_offset, again.value_offset);
+  for (size_t at : {size_t{0}, size_t{10}, size_t{12}}) {  // page number, flags, run length
+    std::string head = data.substr(spot.node_offset, 16);
+    head[at] ^= (at == 12 ? 1 : 4);
+    if (at == 12) head[12] = 0;  // a run of 0 pages
+    EXPECT_EQ(LeafNodeCheck(head.data(), spot, shape, kFormat, nullptr, w.location.data_path).code(),
+              Status::Code::kCorruption)
         << at;
   }
 }

@@ -2,10 +2,11 @@
 under a budget the held index does not fit) against py-lmdb's txn.get.
 
 py-lmdb writes each database in LMDB 0.9's format and in 1.0's
-(lib_version=1), in three shapes that take the reader's three ways: records
-of one size appended (every leaf regular: each record's node read alone),
-records of many sizes inserted out of order (leaves read whole), and values
-of many sizes with some on overflow pages (those leaves left to the index).
+(lib_version=1), in four shapes that take the reader's ways: records of one
+size appended (every leaf regular: each record's node read alone), 2 KiB
+records appended (each value's overflow page read with its header), records
+of many sizes inserted out of order (leaves read whole), and values of many
+sizes with some on overflow pages (those leaves left to the index).
 Random batches of every size up to past the 512 records whose leaves a batch
 keeps, single reads and reads in a forked child must equal py-lmdb's.
 Damaged leaves give CorruptedError naming the file, never bytes.
@@ -26,6 +27,8 @@ def _write(path, shape, lib_version):
     rng = random.Random(7)
     if shape == "one size appended":
         items = [(b"%09d" % i, rng.randbytes(64)) for i in range(RECORDS)]
+    elif shape == "2 KiB appended":  # each value on an overflow page of its own
+        items = [(b"%09d" % i, rng.randbytes(2048)) for i in range(RECORDS)]
     elif shape == "many sizes out of order":
         items = [(b"%09d" % i, rng.randbytes(rng.randint(0, 300))) for i in range(RECORDS)]
         rng.shuffle(items)
@@ -33,7 +36,7 @@ def _write(path, shape, lib_version):
         items = [(b"k%d" % i, rng.randbytes(5000 if i % 41 == 0 else rng.randint(1, 120))) for i in range(RECORDS)]
     env = lmdb.open(path, map_size=1 << 28, lib_version=lib_version)
     with env.begin(write=True) as txn:
-        txn.cursor().putmulti(items, append=shape == "one size appended")
+        txn.cursor().putmulti(items, append=shape.endswith("appended"))
     env.close()
 
 
@@ -52,7 +55,8 @@ def _batches(n, seed):
 
 
 @pytest.mark.parametrize("lib_version", [0, 1])
-@pytest.mark.parametrize("shape", ["one size appended", "many sizes out of order", "some on overflow pages"])
+@pytest.mark.parametrize("shape", ["one size appended", "2 KiB appended", "many sizes out of order",
+                                   "some on overflow pages"])
 def test_leaf_reads_equal_pylmdb(tmp_path, shape, lib_version):
     db = str(tmp_path / "db")
     _write(db, shape, lib_version)
@@ -68,7 +72,7 @@ def test_leaf_reads_equal_pylmdb(tmp_path, shape, lib_version):
             assert r[i] == want[i]
         st = r.stats()
         assert st["leaf_values_read"] > 0
-        if shape == "one size appended":
+        if shape.endswith("appended"):
             assert st["leaf_page_reads"] == 0 and st["leaf_node_reads"] == st["leaf_values_read"]
         else:
             assert st["leaf_page_reads"] > 0 and st["leaf_node_reads"] == 0
@@ -83,7 +87,7 @@ def test_leaf_reads_equal_pylmdb(tmp_path, shape, lib_version):
 
 
 @pytest.mark.parametrize("lock", [True, False])
-@pytest.mark.parametrize("shape", ["one size appended", "many sizes out of order"])
+@pytest.mark.parametrize("shape", ["one size appended", "2 KiB appended", "many sizes out of order"])
 def test_damaged_leaves_are_corruption_never_bytes(tmp_path, shape, lock):
     """lock=True skips the file's change checks (LMDB's lock keeps the
     snapshot), so the leaf's own checks are what refuse it; without the lock
