@@ -34,7 +34,8 @@ def _open_reader(spec):
 def _index_stats(reader):
     st = reader.stats()
     keep = ("index_bytes", "index_source", "index_residence", "index_cache_held", "index_page_reads",
-            "index_entry_reads", "index_cache_hits", "cache_policy",
+            "index_entry_reads", "index_cache_hits", "leaf_page_reads", "leaf_values_read", "leaf_node_reads",
+            "cache_policy",
             "io_engine", "mode", "rss_budget", "process_rss", "process_file_rss")
     return {k: st[k] for k in keep if k in st}
 

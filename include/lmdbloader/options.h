@@ -68,13 +68,16 @@ enum class IndexResidence {
   // (index_dir not "none").
   kPaged,
   // kPaged, and beside it a table of the database's LMDB leaf pages (8 bytes
-  // a leaf: 1.6 MB for 10^7 records of 64 B): a record whose value lies
-  // inline on its leaf is read by reading that leaf page alone (checked: its
-  // page number, type and node count) and copying the value out of it, one
-  // read instead of two, in batches of up to 512 records (larger ones, values
-  // on overflow pages and leaves shared with metadata read as kPaged does).
-  // Where the database has no such leaf it is kPaged. One database file,
-  // not sets of files. Needs a saved index.
+  // a leaf: 1.7 MB for 10^7 records of 64 B; 12 bytes a leaf of values on
+  // overflow pages): one read a record instead of two. Records appended in
+  // one size (converters, putmulti(append=True)) are read as their node
+  // alone (checked: value size, flags, key size, the key where keys are
+  // record numbers) or their overflow run with its page header (checked:
+  // page number, type, run length); other leaves of inline values are read
+  // whole (checked: page number, type, node count, node bounds) and the value
+  // copied out. Batches of up to 512 records (4 KiB pages); larger ones,
+  // leaves shared with metadata or mixing inline and overflow values read as
+  // kPaged does. Where no leaf qualifies it is kPaged. Needs a saved index.
   kLeaves,
 };
 
