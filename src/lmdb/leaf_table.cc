@@ -144,6 +144,10 @@ Status LeafTable::Decode(std::string_view bytes, uint64_t records, const LeafPag
     *table = std::move(t);
     return Status::OK();
   }
+  if (format.page_size < 512 || format.page_size > 65536 ||
+      (format.header_size != kHeaderSize && format.header_size != kHeaderSize10))
+    return damaged("is of pages of " + std::to_string(format.page_size) + " bytes with headers of " +
+                   std::to_string(format.header_size));
   if (bytes.size() < kLeafShapeBytes) return damaged("is not a whole number of entries");
   uint32_t shape[4];
   std::memcpy(shape, bytes.data(), sizeof(shape));

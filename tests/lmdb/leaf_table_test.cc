@@ -132,6 +132,9 @@ TEST(LeafTableTest, TheSavedFormRoundTripsAndIsChecked) {
     EXPECT_NE(s.message().find("x.idx"), std::string::npos) << s.message();
   };
   corrupt(bytes.substr(0, bytes.size() - 3), 1000, "not whole entries");
+  LeafTable out;
+  EXPECT_EQ(LeafTable::Decode(bytes, 1000, LeafPageFormat{0, 16}, "x.idx", &out).code(), Status::Code::kCorruption)
+      << "pages of no size";
   corrupt(bytes, 10, "first records past the record count");
   const size_t e = kLeafShapeBytes;  // the first entry
   std::string swapped = bytes;
