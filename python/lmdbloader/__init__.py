@@ -18,7 +18,7 @@
 """
 
 from . import _dependencies  # noqa: F401  (first: names a missing numpy or msgpack)
-from . import _core
+from ._extension import core as _core  # noqa: F401  (names an extension built for another Python)
 from .errors import (ConvertError, CorruptedError, DecodeError, Error, ReadonlyError,
                      UnsupportedError)
 from ._convert import convert, convert_options, write_shard_list
