@@ -56,7 +56,8 @@ class LmdbDataset(torch.utils.data.Dataset):
     ``samples`` excludes ``keys``, ``targets`` and ``views``.
     The other keyword arguments are the reader options of
     :class:`lmdbloader.Reader` (rss_budget, mode, lock, db, index_dir,
-    verify_checksums, io_engine, queue_depth, cache, mmap_window, remap_every).
+    skip_bad_files, index_mode, verify_checksums, io_engine, queue_depth,
+    cache, mmap_window, remap_every).
     """
 
     def __init__(self, path, *, decode="msgpack", transform=None, views=False, keys=None, targets=None,
