@@ -54,7 +54,7 @@ def _images_of(batch, recipe):
 
 
 def _count(images):
-    """Samples in a batch's images: a tensor, or one tensor a view."""
+    """Samples in a batch's images: a tensor, or one tensor a Crop."""
     return len(images[0]) if isinstance(images, (list, tuple)) else len(images)
 
 
@@ -62,10 +62,10 @@ def _check_first(batch, recipe, size):
     """Every variant must hand the model the same thing: float32 [B, *shape], B labels."""
     import torch
     images, labels = _images_of(batch, recipe)
-    if recipe == "dinov2":  # one tensor a view: [B, n, 3, size, size]
+    if recipe == "dinov2":  # one tensor a Crop: [B, n, 3, size, size]
         got = [(tuple(v.shape), v.dtype) for v in images] if isinstance(images, (list, tuple)) else type(images)
         if got != [((size,) + shape, torch.float32) for shape in RECIPES[recipe]["shape"]]:
-            raise ValueError(f"{recipe}: the first batch should be float32 views of {RECIPES[recipe]['shape']}, "
+            raise ValueError(f"{recipe}: the first batch should be float32 crops of {RECIPES[recipe]['shape']}, "
                              f"got {got}")
         images = images[0]
     want = (size,) + RECIPES[recipe]["shape"] if recipe != "dinov2" else tuple(images.shape)

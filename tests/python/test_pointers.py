@@ -1,5 +1,5 @@
 """Every pointer the tree holds still leads somewhere: a Markdown link to a
-file and its section, a comment's `docs/NOTES.md, "Section"`, a path of the
+file and its section, a comment's `docs/NOTES.md, "Caveats"`, a path of the
 tree named in any file; and the documents' headings go down one level at a
 time, so their outline (and the anchors links use) reads as written."""
 

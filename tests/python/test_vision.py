@@ -395,3 +395,16 @@ def test_damaged_jpegs_are_refused_as_pil_refuses_them():
             else:
                 with pytest.raises(lmdbloader.DecodeError, match="marker|truncated"):
                     decode(body + tail)
+
+
+def test_the_image_decoders_are_what_a_decoded_batch_needs():
+    """batches.py names what it needs of a decoder (BatchDecoder) and
+    imports neither; both decoders, with crops or without, meet it, and say
+    whether a sample is one tensor or a tuple of them."""
+    from lmdbloader.batches import BatchDecoder
+    decoders = [lmdbloader.ImageDecode(32), lmdbloader.ClipDecode(32, frames=2),
+                lmdbloader.ImageDecode(crops=[lmdbloader.Crop(32), lmdbloader.Crop(16, n=2)])]
+    assert all(isinstance(d, BatchDecoder) for d in decoders)
+    assert [d.sample_is_tuple for d in decoders] == [False, False, True]
+    assert [len(d.outputs) for d in decoders] == [1, 1, 2]
+    assert not isinstance(object(), BatchDecoder)
