@@ -15,7 +15,7 @@ import torch
 
 import lmdbloader
 from lmdbloader import vision
-from synthetic_photos import jpeg, photo
+from synthetic_photos import image_folder_corpus, jpeg, photo
 from torchvision_cpu import import_torchvision
 
 PIL = pytest.importorskip("PIL")
@@ -214,20 +214,14 @@ def test_the_former_names_still_work_with_a_warning_that_names_the_new_ones():
     with pytest.raises(ValueError, match="crops= alone"):
         lmdbloader.ImageDecode(crops=[lmdbloader.Crop(32)], views=[lmdbloader.Crop(32)])
     with pytest.raises(AttributeError, match="no attribute 'Views'"):
-        lmdbloader.vision.Views  # noqa: B018
+        vision.Views  # noqa: B018
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """8 small JPEG records {image, label}, as `convert --from image_folder` writes them."""
-    root = tmp_path_factory.mktemp("crops")
-    for i in range(8):
-        d = root / "src" / f"class_{i % 2}"
-        d.mkdir(parents=True, exist_ok=True)
-        (d / f"{i:03d}.jpg").write_bytes(jpeg(photo(i, 120 + 17 * i, 100 + 9 * i), progressive=i == 3))
-    out = str(root / "corpus")
-    lmdbloader.convert(str(root / "src"), out, kind="image_folder")
-    return out
+    images = [jpeg(photo(i, 120 + 17 * i, 100 + 9 * i), progressive=i == 3) for i in range(8)]
+    return image_folder_corpus(tmp_path_factory.mktemp("crops"), images, classes=2)
 
 
 def seed_workers(worker_id):

@@ -18,21 +18,15 @@ import torch.utils.data
 
 import lmdbloader
 from conftest import TREE_PACKAGE, statm_rss
-from synthetic_photos import jpeg, photo
+from synthetic_photos import image_folder_corpus, jpeg, photo
 
 MiB = 1 << 20
 
 
 @pytest.fixture(scope="module")
 def photos(tmp_path_factory):
-    root = tmp_path_factory.mktemp("photos")
-    for i in range(40):
-        d = root / "src" / f"class_{i % 3}"
-        d.mkdir(parents=True, exist_ok=True)
-        (d / f"{i:03d}.jpg").write_bytes(jpeg(photo(i, 64 + 7 * (i % 9), 48 + 5 * (i % 7))))
-    out = str(root / "corpus")
-    lmdbloader.convert(str(root / "src"), out, kind="image_folder")
-    return out
+    images = [jpeg(photo(i, 64 + 7 * (i % 9), 48 + 5 * (i % 7))) for i in range(40)]
+    return image_folder_corpus(tmp_path_factory.mktemp("photos"), images, classes=3)
 
 
 @pytest.fixture(scope="module")

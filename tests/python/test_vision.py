@@ -22,7 +22,7 @@ from PIL import Image  # noqa: E402
 
 import_torchvision()
 import torchvision.transforms as T  # noqa: E402
-from synthetic_photos import jpeg, photo  # noqa: E402
+from synthetic_photos import image_folder_corpus, jpeg, photo  # noqa: E402
 
 
 def encoded(image, fmt):
@@ -35,15 +35,8 @@ def encoded(image, fmt):
 def corpus(tmp_path_factory):
     """64 JPEG records {image, label, name} of several sizes, as
     `convert --from image_folder` writes them."""
-    root = tmp_path_factory.mktemp("vision")
-    for i in range(64):
-        d = root / "src" / f"class_{i % 4}"
-        d.mkdir(parents=True, exist_ok=True)
-        w, h = 160 + (i * 37) % 300, 120 + (i * 53) % 260
-        (d / f"{i:03d}.jpg").write_bytes(jpeg(photo(i, w, h), progressive=i % 5 == 0))
-    out = str(root / "corpus")
-    lmdbloader.convert(str(root / "src"), out, kind="image_folder")
-    return out
+    images = [jpeg(photo(i, 160 + (i * 37) % 300, 120 + (i * 53) % 260), progressive=i % 5 == 0) for i in range(64)]
+    return image_folder_corpus(tmp_path_factory.mktemp("vision"), images, classes=4)
 
 
 def torchvision_recipe(train, size=224, interpolation="bilinear"):
