@@ -3,11 +3,15 @@ torchvision transforms and py-lmdb dataset users write, lmdbloader's fused
 decoder of each recipe, and the cost of the pickles the baseline reads."""
 
 import io
+import os
 import pickle
 import statistics
+import sys
 import time
 
-from pylmdb_baseline import PyLmdbRecords
+# The py-lmdb baseline lives with the tests (tests/python/pylmdb_baseline.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+from pylmdb_baseline import PyLmdbRecords  # noqa: E402
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)

@@ -14,12 +14,10 @@ import threading
 import time
 import warnings
 
-# The py-lmdb baseline lives with the tests (tests/python/pylmdb_baseline.py).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
-from batch_probes import dev_shm_used, touch  # noqa: E402
-from image_coclr import CoclrDataset, CoclrDecode, coclr_dataset  # noqa: E402
-from image_dali import dali_iterator  # noqa: E402
-from image_recipes import RECIPES, PyLmdbDataset, TorchvisionDecode, fused_decode, pickle_keys  # noqa: E402
+from batch_probes import dev_shm_used, touch
+from image_coclr import CoclrDataset, CoclrDecode, coclr_dataset
+from image_dali import dali_iterator
+from image_recipes import RECIPES, PyLmdbDataset, TorchvisionDecode, fused_decode, pickle_keys
 
 
 def dev_shm_held(pids):
