@@ -94,12 +94,13 @@ def run_child(spec):
     elif recipe == "coclr" and variant == "lmdb-tv":
         ds = coclr_dataset(paths, CoclrDecode(), **budget)
         loader = torch.utils.data.DataLoader(ds, collate_fn=lmdbloader.collate, **opts)
-    elif recipe == "coclr" and variant in ("fused-loader", "fused-collate"):
+    elif recipe == "coclr" and variant in ("fused-loader", "fused-collate", "fused-threads"):
         ds = coclr_dataset(paths, fused_decode(recipe), **budget)
-        if variant == "fused-loader":
-            loader = lmdbloader.DataLoader(ds, **opts)
-        else:
+        if variant == "fused-collate":
             loader = torch.utils.data.DataLoader(ds, collate_fn=lmdbloader.collate, **opts)
+        else:
+            threads = dict(worker_method="thread") if variant == "fused-threads" else {}
+            loader = lmdbloader.DataLoader(ds, **threads, **opts)
     elif variant == "pylmdb":
         loader = torch.utils.data.DataLoader(PyLmdbDataset(paths["pylmdb"], TorchvisionDecode(recipe, "pylmdb")),
                                              **opts)
