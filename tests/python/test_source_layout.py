@@ -1,7 +1,8 @@
 """The source tree's shape, checked: folders of src/ are layers, tests/ mirrors
-src/, no source file grows past what one reader holds in mind, no Python
-module reads another object's private members, and none takes another
-module's private names (the package's naming rule: see
+src/, no source file grows past what one reader holds in mind, the Python
+package's modules are layers too (PYTHON_LAYERS), no Python module reads
+another object's private members, and none takes another module's private
+names (the package's naming rule: see
 test_no_python_module_takes_another_modules_private_names).
 
 Layers, bottom first: base/ (Status, options, checksums) < io/ (files,
