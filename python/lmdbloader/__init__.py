@@ -10,6 +10,8 @@
 - :class:`KeyedSamples`: samples of several records named by key patterns
   (``LmdbDataset(samples=...)``; ``samples="ocr"``: create_lmdb_dataset.py's layout).
 - :class:`LocalitySampler`: a shuffle that reads neighbouring records together (cold corpora).
+- :class:`DeepmdFrames`, :class:`AseDbRows`: atomistic corpora as their tools write them
+  (``LmdbDataset(samples="deepmd" | "aselmdb")``); :class:`SizeBatchSampler`: batches by atoms.
 - :mod:`lmdbloader.compat`: py-lmdb's read-only API on top of Reader.
 - :mod:`lmdbloader.memory`: RSS / PSS / USS of a process tree, sampled and plotted.
 - :func:`convert`: writes corpora (the same C++ code as ``lmdbloader convert``).
@@ -21,14 +23,17 @@ from .errors import (ConvertError, CorruptedError, DecodeError, Error, ReadonlyE
                      UnsupportedError)
 from ._convert import convert, convert_options, write_shard_list
 from .reader import Reader
+from .atomistic import AseDbRows, DeepmdFrames
 from .sampler import LocalitySampler
+from .size_sampler import SizeBatchSampler
 from .samples import KeyedSamples
 from .writer import CorpusWriter
 
 __version__ = _core.__version__
 
 __all__ = ["Reader", "CorpusWriter", "LmdbDataset", "collate", "Collate", "DataLoader", "ring_stats",
-           "ImageDecode", "ClipDecode", "Crop", "KeyedSamples", "LocalitySampler", "convert", "convert_options", "write_shard_list", "Error", "CorruptedError", "UnsupportedError",
+           "ImageDecode", "ClipDecode", "Crop", "KeyedSamples", "LocalitySampler", "DeepmdFrames", "AseDbRows",
+           "SizeBatchSampler", "convert", "convert_options", "write_shard_list", "Error", "CorruptedError", "UnsupportedError",
            "DecodeError", "ReadonlyError", "ConvertError", "__version__"]
 _NEED_TORCH = {"LmdbDataset": "dataset", "collate": "batches", "Collate": "batches", "DataLoader": "batches",
                "ring_stats": "batches", "ImageDecode": "vision", "ClipDecode": "vision", "Crop": "vision",

@@ -8,6 +8,7 @@ import torch
 import torch.utils.data
 
 from ._decoding import decoding_for
+from .atomistic import layout_of
 from .batches import ring_stats
 from .reader import Reader
 from .samples import BoundSamples, samples_of
@@ -54,6 +55,14 @@ class LmdbDataset(torch.utils.data.Dataset):
     ``ImageDecode(32, record="raw")``) and ``transform``, the others are
     bytes or str; keys are formatted as samples are read, nothing per sample
     is held (KeyedSamples: what is checked at open, and the cost).
+    ``samples="deepmd"`` (DeePMD-kit's deepmd/lmdb, as dpdata writes it) and
+    ``samples="aselmdb"`` (ASE's LMDB database, fairchem's ``.aselmdb``):
+    sample i is frame i, or the i-th live row in id order, as a dict whose
+    arrays are numpy arrays, counts and ids taken from the file
+    (:class:`lmdbloader.DeepmdFrames`, :class:`lmdbloader.AseDbRows`: what
+    is checked, and how to pass a size column); :meth:`sizes` gives the atoms
+    of each, for :class:`lmdbloader.SizeBatchSampler`. They decode their
+    records themselves (``decode`` left as it is) and then ``transform``.
     ``samples`` excludes ``keys``, ``targets`` and ``views``.
     The other keyword arguments are the reader options of
     :class:`lmdbloader.Reader` (rss_budget, mode, lock, db, index_dir,
@@ -78,8 +87,12 @@ class LmdbDataset(torch.utils.data.Dataset):
             raise ValueError(f"views=True needs mode='mmap'; got mode={mode!r}")
         if transform is not None and not callable(transform):
             raise TypeError("transform must be callable")
+        frames = layout_of(samples)
+        if frames is not None and decode != "msgpack":
+            raise ValueError(f"samples={frames.name!r} decodes its records itself; decode={decode!r} does not "
+                             f"combine with it (use transform=)")
         if samples is not None:
-            samples = samples_of(samples)
+            samples = samples_of(samples) if frames is None else frames
             given = [name for name, value in (("keys", keys is not None), ("targets", targets is not None),
                                               ("views", views)) if value]
             if given:
@@ -92,7 +105,9 @@ class LmdbDataset(torch.utils.data.Dataset):
         self._deferred = False
         self._positions = None if keys is None else _positions_of(self.reader, keys)
         # Several records a sample: a few ints, keys formatted on each read.
-        self._keyed = None if samples is None else BoundSamples(samples, self.reader)
+        self._keyed = None if samples is None or frames is not None else BoundSamples(samples, self.reader)
+        # Atomistic frames: positions computed, a few numbers per file held.
+        self._frames = None if frames is None else frames.bind(self.reader)
         self._targets = None if targets is None else _targets_of(targets, len(self), self.reader.path)
 
     @property
@@ -106,6 +121,8 @@ class LmdbDataset(torch.utils.data.Dataset):
         if not -n <= index < n:
             raise IndexError(f"sample {index} out of range: {self.reader.path} has {n} samples")
         index = int(index) % n
+        if self._frames is not None:
+            return int(self._frames.positions(np.array([index], dtype=np.int64))[0])
         if self._keyed is not None:
             return self._keyed.positions([index], first_only=True)[0][0]
         return index if self._positions is None else int(self._positions[index])
@@ -130,7 +147,7 @@ class LmdbDataset(torch.utils.data.Dataset):
         a worker straight into a ring slot; None when this dataset's batches
         cannot wait (a transform, or another decode). :class:`DataLoader`
         calls it."""
-        if not self._decoding.deferrable_with(self._targets, self._several):
+        if self._frames is not None or not self._decoding.deferrable_with(self._targets, self._several):
             return None
         other = copy.copy(self)
         other._deferred = True
@@ -142,13 +159,15 @@ class LmdbDataset(torch.utils.data.Dataset):
         "tensor", or an ImageDecode / ClipDecode with a built-in record
         layout, and no transform or samples= (what ``DataLoader(...,
         worker_method="auto")`` runs in threads)."""
-        if self.transform is not None or self._keyed is not None or self.views:
+        if self.transform is not None or self._keyed is not None or self._frames is not None or self.views:
             return False
         if isinstance(self.decode, ImageDecode):
             return not callable(self.decode.record)
         return self.decode in ("raw", "tensor")
 
     def __len__(self):
+        if self._frames is not None:
+            return self._frames.count
         if self._keyed is not None:
             return self._keyed.count
         return len(self.reader) if self._positions is None else len(self._positions)
@@ -160,6 +179,8 @@ class LmdbDataset(torch.utils.data.Dataset):
         self.reader.expect_share(min(1.0, share * part), in_chunks)
 
     def __getitem__(self, index):
+        if self._frames is not None:
+            return self._frame_samples([_index(index)])[0]
         if self._several:
             return self._several_records([_index(index)])[0]
         positions, targets = self._picked([index])
@@ -176,10 +197,39 @@ class LmdbDataset(torch.utils.data.Dataset):
             raise
 
     def __getitems__(self, indices):
+        if self._frames is not None:
+            return self._frame_samples(indices)
         if self._several:
             return self._several_records(indices)
         positions, targets = self._picked(indices)
         return self._decoding.batch(positions, targets, self._deferred)
+
+    def _frame_samples(self, indices):
+        """Atomistic samples: the batch's records read in one call, each
+        decoded by its layout, then transformed."""
+        picked = _index_array(indices, len(self), self.reader.path)
+        positions = self._frames.positions(picked)
+        records = self.reader.get_batch(positions.tolist())
+        samples = self._frames.decode(records, positions, picked)
+        if self.transform is None:
+            return samples
+        return [self._call(self.transform, s, p) for s, p in zip(samples, positions.tolist())]
+
+    def sizes(self):
+        """The atoms of each sample of ``samples="deepmd"`` or
+        ``"aselmdb"`` as a read-only int64 numpy array (deepmd's
+        ``frame_nlocs``; else read once and saved where the record index is
+        saved, or the column file the layout was given)."""
+        if self._frames is None:
+            raise TypeError("sizes() is the atoms of each sample of samples='deepmd' or 'aselmdb'")
+        return self._frames.sizes()
+
+    @property
+    def layout_metadata(self):
+        """The file's own metadata for ``samples="deepmd"`` or
+        ``"aselmdb"`` (deepmd's ``__metadata__`` without its per-frame
+        lists, aselmdb's ``metadata``), or None."""
+        return None if self._frames is None else self._frames.metadata
 
     def _several_records(self, indices):
         """Samples of several records: (the first through decode and
@@ -218,6 +268,10 @@ class LmdbDataset(torch.utils.data.Dataset):
         """The file's record position of each sample (a read-only int64
         array): ``keys``' positions, the first record's of each of
         ``samples`` (found now, a key check or lookup each), or 0..len-1."""
+        if self._frames is not None:
+            positions = self._frames.positions(np.arange(len(self), dtype=np.int64))
+            positions.flags.writeable = False
+            return positions
         if self._keyed is not None:
             positions = np.array(self._keyed.positions(range(len(self)), first_only=True)[0], dtype=np.int64)
             positions.flags.writeable = False
