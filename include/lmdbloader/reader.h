@@ -264,8 +264,9 @@ class Reader {
   ReaderStats stats();
 
  private:
-  // Everything else, private (src/reader/reader_rep.h): the public methods
-  // forward to it, so the header stays the same when the state changes.
+  // Everything else, private (src/reader/reader_rep.h): the state and the
+  // helpers the implementation files share, which each public method reaches
+  // through rep_, so the header stays the same when the state changes.
   struct Rep;
   Reader();
   std::unique_ptr<Rep> rep_;
