@@ -346,7 +346,7 @@ PYTHON_LAYERS = [
      "compat": ["compat", "compat.*"]},
     {"reading": ["reader", "samples", "sampler", "writer", "_convert", "memory", "atomistic", "_decimal_keys",
                  "_size_column", "size_sampler"]},
-    {"base": ["errors", "_options", "_draws", "_dependencies", "_core"]},
+    {"base": ["errors", "_options", "_draws", "_dependencies", "_extension", "_core"]},
 ]
 
 
