@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "corpus/shard_list.h"
 #include "io/batch_io.h"
@@ -42,47 +43,84 @@ Status Reader::Rep::OpenFileSet(const std::string& name, const std::vector<std::
   resident_index_cap_ = index_share_ / 8;
   index_cache_bytes_ =
       std::max<uint64_t>(std::min<uint64_t>(budget ? budget / 8 : 4u << 20, 4u << 20) / max_open_parts_, 4096);
-  // Each file's record count from its meta page: no index is read or built
-  // here, so opening takes one small read a file.
-  uint64_t total = 0;
-  for (const std::string& file : files) {
-    auto part = std::make_unique<Part>();
-    part->slot = parts_.size();
-    part->indexed = false;
-    std::unique_ptr<LmdbEnv> env;
-    Status s = CheckFileSetMember(file);
-    if (s.ok()) s = ResolveDataLocation(file, &part->location);
-    if (s.ok()) s = LmdbEnv::Open(part->location, false, options_.db_name, &env);
-    if (!s.ok()) {
-      if (!options.skip_bad_files) return s;
-      skipped_files_.push_back(s.message());
-      continue;
+  // Each file's record count from its meta pages, read on several threads
+  // (lmdb_env.h, CountRecords): a record's position needs the counts of the
+  // files before it, and len() all of them. A file that cannot be read so is
+  // opened as one database is, which says what is wrong with it.
+  std::vector<MetaCount> counts;
+  CountRecords(files, options_.db_name, std::clamp(std::thread::hardware_concurrency(), 4u, 16u), &counts);
+  std::vector<std::string> kept;
+  uint64_t total = 0, data_bytes = 0;
+  for (size_t k = 0; k < files.size(); ++k) {
+    MetaCount count = counts[k];
+    if (!count.ok) {
+      DataLocation location;
+      std::unique_ptr<LmdbEnv> env;
+      Status s = CheckFileSetMember(files[k]);
+      if (s.ok()) s = ResolveDataLocation(files[k], &location);
+      if (s.ok()) s = LmdbEnv::Open(location, false, options_.db_name, &env);
+      if (!s.ok()) {
+        if (!options.skip_bad_files) return s;
+        skipped_files_.push_back(s.message());
+        continue;
+      }
+      count = {true, static_cast<uint8_t>(env->meta().format), static_cast<uint16_t>(env->db_flags()),
+               env->tree().entries, env->identity().size};
     }
-    part->records = env->tree().entries;
-    part->file_size = env->identity().size;
-    total += part->records;
+    if (kept.empty()) {
+      set_format_ = count.format;
+      set_db_flags_ = count.db_flags;
+    }
+    kept.push_back(files[k]);
+    total += count.records;
+    data_bytes += count.file_bytes;
     part_ends_.push_back(total);
-    parts_.push_back(std::move(part));
   }
-  if (parts_.empty())
+  if (kept.empty())
     return Status::Corruption("open " + name + ": none of its " + std::to_string(files.size()) +
                               " files opened (the first: " + skipped_files_.front() + ")");
+  // No Part yet: each is made when its file is first read (FilePart).
+  parts_.resize(kept.size());
+  member_paths_ = MemberPaths(kept);
+  DataLocation first;
+  LMDBLOADER_RETURN_IF_ERROR(ResolveDataLocation(kept.front(), &first));
+  first_data_path_ = first.data_path;
   size_ = total;
   budget_ = MemoryBudget(options.rss_budget, 0);
   index_source_ = "per file, when it is first read";
-  uint64_t data_bytes = 0;
-  for (const auto& p : parts_) data_bytes += p->file_size;
-  LMDBLOADER_RETURN_IF_ERROR(ChooseReadPath(parts_.front()->location.data_path, data_bytes));
+  LMDBLOADER_RETURN_IF_ERROR(ChooseReadPath(first_data_path_, data_bytes));
   return Status::OK();
 }
 
 std::vector<FileSetMember> Reader::FileSetMembers() const {
   std::vector<FileSetMember> members;
   if (!rep_->file_set_) return members;
-  for (size_t p = 0; p < rep_->parts_.size(); ++p)
-    members.push_back({rep_->parts_[p]->location.path, p == 0 ? 0 : rep_->part_ends_[p - 1],
-                       rep_->parts_[p]->records});
+  members.reserve(rep_->parts_.size());
+  for (size_t p = 0; p < rep_->parts_.size(); ++p) {
+    const uint64_t first = p == 0 ? 0 : rep_->part_ends_[p - 1];
+    members.push_back({rep_->member_paths_[p], first, rep_->part_ends_[p] - first});
+  }
   return members;
+}
+
+std::string Reader::Rep::FirstDataPath() const {
+  return file_set_ ? first_data_path_ : parts_.front()->location.data_path;
+}
+
+Reader::Rep::Part* Reader::Rep::FilePart(size_t slot) {
+  std::unique_ptr<Part>& held = parts_[slot];
+  if (!held) {
+    held = std::make_unique<Part>();
+    held->slot = slot;
+    held->indexed = false;
+    held->records = part_ends_[slot] - (slot == 0 ? 0 : part_ends_[slot - 1]);
+    held->location.path = member_paths_[slot];
+  }
+  return held.get();
+}
+
+void Reader::Rep::Forget(Part* part) {
+  if (file_set_ && part->fd < 0 && !part->indexed && part->pins.load() == 0) parts_[part->slot].reset();
 }
 
 Status Reader::Rep::EnsureOpen(Part* part) {
@@ -109,6 +147,7 @@ Status Reader::Rep::EnsureOpen(Part* part) {
     ::close(p->fd);
     p->fd = -1;
     open_parts_.erase(std::find(open_parts_.begin(), open_parts_.end(), p));
+    Forget(p);
   }
   if (part->indexed) {
     // Its index is still held: only the descriptor is opened again, if the
@@ -125,10 +164,11 @@ Status Reader::Rep::EnsureOpen(Part* part) {
   // An index: what every file's together hold stays within the index's
   // share of the budget, and a paged one (it holds a descriptor of its
   // own) among at most max_open_parts_.
+  // A held Part counts too: with one-record files it outweighs its index.
   auto over = [&] {
     uint64_t held = 0, paged = 0;
     for (Part* p : indexed_parts_) {
-      held += p->index.MemoryBytes();
+      held += sizeof(Part) + 2 * p->location.path.capacity() + p->index.MemoryBytes();
       paged += p->index.paged();
     }
     return held + resident_index_cap_ > index_share_ || paged >= max_open_parts_;
@@ -137,6 +177,7 @@ Status Reader::Rep::EnsureOpen(Part* part) {
     Part* p = oldest(indexed_parts_);
     if (p == nullptr) break;
     ClosePart(p);
+    Forget(p);
   }
   const uint64_t counted = part->records;
   std::string source;
@@ -182,14 +223,26 @@ void Reader::Rep::ClosePart(Part* part) {
   part->indexed = false;
 }
 
-Status Reader::Rep::PinParts(Part* const* parts, size_t count, PartPins* pins) const {
-  if (!file_set_) return Status::OK();
+Status Reader::Rep::PinSlots(const size_t* slots, size_t count, Part** parts, PartPins* pins) const {
+  if (!file_set_) {
+    for (size_t k = 0; k < count; ++k) parts[k] = parts_[slots[k]].get();
+    return Status::OK();
+  }
+  Rep* self = const_cast<Rep*>(this);
   std::lock_guard<std::mutex> lock(parts_mu_);
   for (size_t k = 0; k < count; ++k) {
-    Part* p = parts[k];
-    if (k > 0 && p == parts[k - 1]) continue;
+    if (k > 0 && slots[k] == slots[k - 1]) {
+      parts[k] = parts[k - 1];
+      continue;
+    }
+    Part* p = self->FilePart(slots[k]);
+    parts[k] = p;
     if (std::find(pins->held.begin(), pins->held.end(), p) != pins->held.end()) continue;
-    LMDBLOADER_RETURN_IF_ERROR(const_cast<Rep*>(this)->EnsureOpen(p));
+    Status opened = self->EnsureOpen(p);
+    if (!opened.ok()) {
+      self->Forget(p);
+      return opened;
+    }
     p->pins.fetch_add(1);
     pins->held.push_back(p);
   }

@@ -31,6 +31,7 @@
 #include "lmdb/lmdb_env.h"
 #include "lmdbloader/reader.h"
 #include "io/mapping.h"
+#include "reader/file_set.h"
 #include "reader/name_keys.h"
 #include "lmdb/record_index.h"
 
@@ -122,12 +123,13 @@ struct Reader::Rep {
     std::shared_ptr<Mapping> meta_pages;
     // A file set's files are opened as they are read (EnsureOpen): their
     // descriptors and their indexes each let go of least recently used first;
-    // reads in flight pin the files they use.
+    // reads in flight pin the files they use. A file neither open nor
+    // indexed has no Part (Forget): the set keeps its path and count in
+    // columns (member_paths_, part_ends_).
     bool indexed = true;
     std::atomic<int> pins{0};
     uint64_t last_use = 0;
-    uint64_t records = 0;    // file sets: the count its meta page gives
-    uint64_t file_size = 0;  // file sets: the data file's size when listed
+    uint64_t records = 0;  // file sets: the count its meta page gave at open
     // A read found the file written since it was indexed (CheckUnchanged):
     // a file set indexes it again at its next read.
     std::atomic<bool> changed{false};
@@ -205,7 +207,11 @@ struct Reader::Rep {
   // from the data (a file set's part drops it, to be indexed again when
   // next read), so a cleaner that deletes a saved index stops no reads.
   Status ReopenIndex(Part* part);
+  // Not for file sets, whose parts exist only while held: LocateSlot, then
+  // PinSlots.
   Status Locate(uint64_t index, Part** part, uint64_t* local) const;
+  // The part (its position in parts_) and the record within it.
+  Status LocateSlot(uint64_t index, size_t* slot, uint64_t* local) const;
   // Locate for each of `indices`, and where each record lies (a paged index
   // reads each part's entries together; the last batch a thread located
   // through one is remembered, so that its sizes and then its reads look it
@@ -215,8 +221,18 @@ struct Reader::Rep {
                    ValueLocation* locations, PartPins* pins) const;
   // One record: this process's handles first (EnsureProcess), then LocateAll.
   Status LocateOne(uint64_t index, Part** part, uint64_t* local, ValueLocation* at, PartPins* pins);
-  // File sets: opens each of parts[0..count) not open yet and pins it in `pins`.
-  Status PinParts(Part* const* parts, size_t count, PartPins* pins) const;
+  // parts[k] = the part of slots[k]. File sets: made (FilePart), opened
+  // when not open yet, and pinned in `pins`, so that it lives and stays open
+  // until `pins` lets go.
+  Status PinSlots(const size_t* slots, size_t count, Part** parts, PartPins* pins) const;
+  // File sets, parts_mu_ held: the Part of slot `slot`, made when it has none.
+  Part* FilePart(size_t slot);
+  // File sets, parts_mu_ held: deletes `part` when it holds nothing (no
+  // descriptor, no index, no pin), so that a set's closed files cost their
+  // columns' bytes alone.
+  void Forget(Part* part);
+  // The first part's data file (file sets: the first member's).
+  std::string FirstDataPath() const;
   // Where each record lies, a part at a time.
   Status LocateParts(Part* const* parts, const uint64_t* locals, size_t count, ValueLocation* locations) const;
   Status CopyOut(Part& part, uint64_t local, const ValueLocation& at, char* dst);
@@ -259,11 +275,16 @@ struct Reader::Rep {
   uint64_t index_share_ = 0;          // file sets: what their indexes may hold together
   uint64_t use_clock_ = 0;
   std::vector<std::string> skipped_files_;  // skip_bad_files: why each was left out
+  MemberPaths member_paths_;                // file sets: each file's path, by slot
+  std::string first_data_path_;             // file sets: the first member's data file
+  unsigned set_format_ = 1;                 // file sets: the first member's LMDB data format
+  unsigned set_db_flags_ = 0;               // file sets: the first member's database flags
   std::string path_;
   ReaderOptions options_;
   AccessMode mode_ = AccessMode::kPread;
   uint64_t size_ = 0;
   MemoryBudget budget_{0};
+  // One a data file; a file set's are null while the file is closed.
   std::vector<std::unique_ptr<Part>> parts_;
   std::vector<uint64_t> part_ends_;  // global end position of each part
   std::string manifest_;
