@@ -38,9 +38,8 @@ LmdbFile::~LmdbFile() {
 
 Status LmdbFile::Open(const std::string& data_path) {
   path_ = data_path;
-  LMDBLOADER_RETURN_IF_ERROR(OpenReadOnly(data_path, &fd_));
   struct stat st;
-  if (::fstat(fd_, &st) != 0) return Status::FromErrno(errno, "fstat", data_path);
+  LMDBLOADER_RETURN_IF_ERROR(OpenReadOnly(data_path, &fd_, &st));
   file_size_ = static_cast<uint64_t>(st.st_size);
   return Status::OK();
 }

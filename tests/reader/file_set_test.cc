@@ -410,5 +410,24 @@ TEST(FileSetTest, AListReadsInItsOwnOrderAndRefusesWhatNeedsOneDatabase) {
   EXPECT_EQ(Reader::Open(std::vector<std::string>{}, ReaderOptions{}, &r).code(), Status::Code::kInvalidArgument);
 }
 
+TEST(FileSetTest, MemberPathsGiveBackEachPathFromTheirSharedFolder) {
+  const std::vector<std::string> paths = {"/data/set/chunk-00001.lmdb", "/data/set/chunk-00002.lmdb",
+                                          "/data/set/sub/data", "/data/settle.lmdb", "relative.lmdb", ""};
+  for (size_t n = 1; n <= paths.size(); ++n) {
+    const std::vector<std::string> some(paths.begin(), paths.begin() + n);
+    MemberPaths column(some);
+    ASSERT_EQ(column.size(), n);
+    for (size_t i = 0; i < n; ++i) EXPECT_EQ(column[i], some[i]) << n << " paths";
+  }
+  EXPECT_EQ(MemberPaths(std::vector<std::string>{}).size(), 0u);
+  // 10^4 paths of one folder keep their names' bytes and 8 bytes each, not a
+  // std::string each.
+  std::vector<std::string> many;
+  for (int i = 0; i < 10000; ++i) many.push_back("/datasets/a-long-folder-name/shards/f" + std::to_string(100000 + i));
+  MemberPaths column(many);
+  EXPECT_LT(column.MemoryBytes(), 10000u * (7 + 8) + 4096);
+  EXPECT_EQ(column[9999], many[9999]);
+}
+
 }  // namespace
 }  // namespace lmdbloader
