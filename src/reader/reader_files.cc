@@ -131,21 +131,32 @@ Status Reader::Rep::EnsureOpen(Part* part) {
     ClosePart(part);
     part->changed.store(false);
   }
+  if (part->indexed) indexed_parts_.splice(indexed_parts_.end(), indexed_parts_, part->in_indexed);
   if (part->fd >= 0) return Status::OK();
   // Least recently used first among those no read holds (a batch's own
   // files are pinned as they open): all held means one over for a moment.
-  auto oldest = [&](const std::vector<Part*>& among) -> Part* {
+  // (Descriptors: at most max_open_parts_ to look through. Indexes: a list
+  // in the order of use, where the first unpinned one is the oldest.)
+  auto oldest_open = [&]() -> Part* {
     Part* found = nullptr;
-    for (Part* p : among)
+    for (Part* p : open_parts_)
       if (p != part && p->pins.load() == 0 && (found == nullptr || p->last_use < found->last_use)) found = p;
     return found;
   };
-  // A descriptor: the data file's, at most max_open_parts_ at once.
+  auto oldest_indexed = [&]() -> Part* {
+    for (Part* p : indexed_parts_)
+      if (p != part && p->pins.load() == 0) return p;
+    return nullptr;
+  };
+  // A descriptor: the data file's, at most max_open_parts_ at once. The
+  // chunk filler's mapping goes with it (a mapping each of 10^5 held
+  // indexes would pass the kernel's vm.max_map_count).
   while (open_parts_.size() >= max_open_parts_) {
-    Part* p = oldest(open_parts_);
+    Part* p = oldest_open();
     if (p == nullptr) break;
     ::close(p->fd);
     p->fd = -1;
+    p->filler.reset();
     open_parts_.erase(std::find(open_parts_.begin(), open_parts_.end(), p));
     Forget(p);
   }
@@ -153,6 +164,8 @@ Status Reader::Rep::EnsureOpen(Part* part) {
     // Its index is still held: only the descriptor is opened again, if the
     // file is the one indexed; one written since is indexed again.
     Status same = OpenDataFile(part->location.data_path, part->index.identity, true, &part->fd);
+    if (same.ok() && cache_policy_ == CachePolicy::kFill)
+      same = ChunkFiller::Create(part->fd, part->index.identity.size, part->location.data_path, &part->filler);
     if (same.ok()) {
       AdviseReads(part->fd);
       open_parts_.push_back(part);
@@ -164,17 +177,11 @@ Status Reader::Rep::EnsureOpen(Part* part) {
   // An index: what every file's together hold stays within the index's
   // share of the budget, and a paged one (it holds a descriptor of its
   // own) among at most max_open_parts_.
-  // A held Part counts too: with one-record files it outweighs its index.
   auto over = [&] {
-    uint64_t held = 0, paged = 0;
-    for (Part* p : indexed_parts_) {
-      held += sizeof(Part) + 2 * p->location.path.capacity() + p->index.MemoryBytes();
-      paged += p->index.paged();
-    }
-    return held + resident_index_cap_ > index_share_ || paged >= max_open_parts_;
+    return held_index_bytes_ + resident_index_cap_ > index_share_ || paged_parts_ >= max_open_parts_;
   };
   while (!indexed_parts_.empty() && over()) {
-    Part* p = oldest(indexed_parts_);
+    Part* p = oldest_indexed();
     if (p == nullptr) break;
     ClosePart(p);
     Forget(p);
@@ -205,7 +212,12 @@ Status Reader::Rep::EnsureOpen(Part* part) {
   AdviseReads(part->fd);
   if (part->index.paged()) any_paged_ = true;
   open_parts_.push_back(part);
-  indexed_parts_.push_back(part);
+  part->in_indexed = indexed_parts_.insert(indexed_parts_.end(), part);
+  // What it holds, counted once (a paged index's cache counts at its
+  // capacity); the Part counts too: with one-record files it outweighs its index.
+  part->held_bytes = sizeof(Part) + 2 * part->location.path.capacity() + part->index.MemoryBytes();
+  held_index_bytes_ += part->held_bytes;
+  paged_parts_ += part->index.paged();
   return Status::OK();
 }
 
@@ -215,11 +227,15 @@ void Reader::Rep::ClosePart(Part* part) {
     open_parts_.erase(std::find(open_parts_.begin(), open_parts_.end(), part));
   }
   part->fd = -1;
+  if (part->indexed) {
+    indexed_parts_.erase(part->in_indexed);
+    held_index_bytes_ -= part->held_bytes;
+    paged_parts_ -= part->index.paged();
+  }
   part->index.Clear();
   part->index_file.clear();
   part->filler.reset();
   part->meta_pages.reset();
-  if (part->indexed) indexed_parts_.erase(std::find(indexed_parts_.begin(), indexed_parts_.end(), part));
   part->indexed = false;
 }
 

@@ -422,7 +422,7 @@ Status Reader::Rep::ReopenHandles() {
     std::vector<Part*> closed;
     closed.swap(open_parts_);
     // A paged index reads on through the descriptor it inherited.
-    for (Part* p : std::vector<Part*>(indexed_parts_)) {
+    for (Part* p : std::vector<Part*>(indexed_parts_.begin(), indexed_parts_.end())) {
       LMDBLOADER_RETURN_IF_ERROR(ReopenIndex(p));
       if (!p->indexed) closed.push_back(p);
     }

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <functional>
 #include <cerrno>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -130,6 +131,10 @@ struct Reader::Rep {
     std::atomic<int> pins{0};
     uint64_t last_use = 0;
     uint64_t records = 0;  // file sets: the count its meta page gave at open
+    // File sets, while indexed: its place in indexed_parts_, and the bytes
+    // it counts against index_share_.
+    std::list<Part*>::iterator in_indexed;
+    uint64_t held_bytes = 0;
     // A read found the file written since it was indexed (CheckUnchanged):
     // a file set indexes it again at its next read.
     std::atomic<bool> changed{false};
@@ -271,7 +276,9 @@ struct Reader::Rep {
   mutable std::mutex parts_mu_;         // file sets: opening and closing parts
   size_t max_open_parts_ = 0;
   std::vector<Part*> open_parts_;     // file sets: parts with a data descriptor
-  std::vector<Part*> indexed_parts_;  // file sets: parts whose index is held
+  std::list<Part*> indexed_parts_;    // file sets: parts whose index is held, least recently used first
+  uint64_t held_index_bytes_ = 0;     // file sets: their held_bytes together
+  size_t paged_parts_ = 0;            // file sets: those whose index is paged
   uint64_t index_share_ = 0;          // file sets: what their indexes may hold together
   uint64_t use_clock_ = 0;
   std::vector<std::string> skipped_files_;  // skip_bad_files: why each was left out
