@@ -49,7 +49,7 @@ Status Reader::Rep::OpenFileSet(const std::string& name, const std::vector<std::
   // opened as one database is, which says what is wrong with it.
   std::vector<MetaCount> counts;
   CountRecords(files, options_.db_name, std::clamp(std::thread::hardware_concurrency(), 4u, 16u), &counts);
-  std::vector<std::string> kept;
+  std::vector<size_t> kept;  // positions in `files` of those read
   uint64_t total = 0, data_bytes = 0;
   for (size_t k = 0; k < files.size(); ++k) {
     MetaCount count = counts[k];
@@ -71,7 +71,7 @@ Status Reader::Rep::OpenFileSet(const std::string& name, const std::vector<std::
       set_format_ = count.format;
       set_db_flags_ = count.db_flags;
     }
-    kept.push_back(files[k]);
+    kept.push_back(k);
     total += count.records;
     data_bytes += count.file_bytes;
     part_ends_.push_back(total);
@@ -81,9 +81,15 @@ Status Reader::Rep::OpenFileSet(const std::string& name, const std::vector<std::
                               " files opened (the first: " + skipped_files_.front() + ")");
   // No Part yet: each is made when its file is first read (FilePart).
   parts_.resize(kept.size());
-  member_paths_ = MemberPaths(kept);
+  if (kept.size() == files.size()) {
+    member_paths_ = MemberPaths(files);
+  } else {
+    std::vector<std::string> read;
+    for (size_t k : kept) read.push_back(files[k]);
+    member_paths_ = MemberPaths(read);
+  }
   DataLocation first;
-  LMDBLOADER_RETURN_IF_ERROR(ResolveDataLocation(kept.front(), &first));
+  LMDBLOADER_RETURN_IF_ERROR(ResolveDataLocation(files[kept.front()], &first));
   first_data_path_ = first.data_path;
   size_ = total;
   budget_ = MemoryBudget(options.rss_budget, 0);
