@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <new>
 #include <thread>
 
 #include "corpus/shard_list.h"
@@ -243,6 +244,37 @@ void Reader::Rep::ClosePart(Part* part) {
   part->filler.reset();
   part->meta_pages.reset();
   part->indexed = false;
+}
+
+Status Reader::Rep::ReopenFileSet() {
+  // Only this thread runs in the child: locks and pins that threads of the
+  // parent held at fork() are not held here.
+  new (&parts_mu_) std::mutex();
+  for (auto& p : parts_)
+    if (p) p->pins.store(0);
+  // The files the parent had open are opened again when this process
+  // reads them; the inherited descriptors are closed only while they are
+  // still the data files (a caller may have closed and reused the numbers).
+  for (Part* p : open_parts_) {
+    struct stat st;
+    if (::fstat(p->fd, &st) == 0 && static_cast<uint64_t>(st.st_dev) == p->index.identity.device &&
+        static_cast<uint64_t>(st.st_ino) == p->index.identity.inode)
+      ::close(p->fd);
+    p->fd = -1;
+    p->filler.reset();  // it goes with the descriptor
+  }
+  std::vector<Part*> closed;
+  closed.swap(open_parts_);
+  // A paged index reads on through the descriptor it inherited.
+  for (Part* p : std::vector<Part*>(indexed_parts_.begin(), indexed_parts_.end())) {
+    LMDBLOADER_RETURN_IF_ERROR(ReopenIndex(p));
+    if (!p->indexed) closed.push_back(p);
+  }
+  std::sort(closed.begin(), closed.end());
+  closed.erase(std::unique(closed.begin(), closed.end()), closed.end());
+  for (Part* p : closed) Forget(p);
+  (void)io_.release();
+  return BatchIo::Create(io_engine_, options_.queue_depth, &io_, &io_fallback_);
 }
 
 Status Reader::Rep::PinSlots(const size_t* slots, size_t count, Part** parts, PartPins* pins) const {

@@ -403,35 +403,7 @@ Status Reader::Rep::ReopenHandles() {
   // What a thread remembers of this reader's lookups belongs to the handles
   // before (LocateAll); an index rebuilt below may differ.
   index_epoch_.fetch_add(1);
-  if (file_set_) {
-    // Only this thread runs in the child: locks and pins that threads of the
-    // parent held at fork() are not held here.
-    new (&parts_mu_) std::mutex();
-    for (auto& p : parts_)
-      if (p) p->pins.store(0);
-    // The files the parent had open are opened again when this process
-    // reads them; the inherited descriptors are closed only while they are
-    // still the data files (a caller may have closed and reused the numbers).
-    for (Part* p : open_parts_) {
-      struct stat st;
-      if (::fstat(p->fd, &st) == 0 && static_cast<uint64_t>(st.st_dev) == p->index.identity.device &&
-          static_cast<uint64_t>(st.st_ino) == p->index.identity.inode)
-        ::close(p->fd);
-      p->fd = -1;
-    }
-    std::vector<Part*> closed;
-    closed.swap(open_parts_);
-    // A paged index reads on through the descriptor it inherited.
-    for (Part* p : std::vector<Part*>(indexed_parts_.begin(), indexed_parts_.end())) {
-      LMDBLOADER_RETURN_IF_ERROR(ReopenIndex(p));
-      if (!p->indexed) closed.push_back(p);
-    }
-    std::sort(closed.begin(), closed.end());
-    closed.erase(std::unique(closed.begin(), closed.end()), closed.end());
-    for (Part* p : closed) Forget(p);
-    (void)io_.release();
-    return BatchIo::Create(io_engine_, options_.queue_depth, &io_, &io_fallback_);
-  }
+  if (file_set_) return ReopenFileSet();
   for (size_t i = 0; i < parts_.size(); ++i) {
     Part& p = *parts_[i];
     if (p.env) {

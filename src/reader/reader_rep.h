@@ -207,6 +207,9 @@ struct Reader::Rep {
   // only until a later writer reuses them, so what was read may be wrong.
   Status CheckSnapshot() const;
   Status ReopenHandles();
+  // ReopenHandles for a file set: its descriptors closed, its indexes
+  // reopened or let go, its engine made anew.
+  Status ReopenFileSet();
   // After fork(): part's paged index reopened (PagedIndex::Reopen). Where
   // neither its descriptor nor its name is left, the index is made anew
   // from the data (a file set's part drops it, to be indexed again when
