@@ -54,6 +54,10 @@ Status SameFile(const std::string& path, const struct stat& st, const FileIdenti
 // with `unchanged`, also when written since, as SameFile says).
 Status OpenDataFile(const std::string& path, const FileIdentity& identity, bool unchanged, int* fd);
 
+// A file set's member of at most this many bytes is indexed by a walk each
+// time it is opened, never through a saved index file (OpenPart).
+constexpr uint64_t kWalkedFileBytes = 1u << 20;
+
 inline std::string OutOfRangeMessage(const std::string& path, uint64_t index, uint64_t size) {
   return "index " + std::to_string(index) + " out of range for " + path + " (" +
          std::to_string(size) + " records)";
