@@ -25,7 +25,7 @@ Recipes (2 persistent workers, batch 32, shuffled, 3 epochs):
   GaussianBlur(9, (0.1, 2)) (always on global crop 1, 0.1 on global crop 2,
   0.5 on the locals), RandomSolarize(128, 0.2) on global crop 2, ToTensor,
   Normalize(ImageNet) -> float32 [1, 3, 224, 224] x 2 and [8, 3, 96, 96];
-  the fused path is ImageDecode(views=[View(...), ...]) (one decode an
+  the fused path is ImageDecode(crops=[Crop(...), ...]) (one decode an
   image), torchvision's a per-crop transform of the PIL image; same images;
 - ``clip``: 1,024 clips of 8 frames 320x240 -> one RandomResizedCrop box and
   one flip for the whole clip, 112x112 -> float32 [8, 3, 112, 112];
@@ -165,7 +165,7 @@ def agreement(recipe, paths, variant="fused-loader", n=8):
         if compare:
             torch.manual_seed(i)
         b, lb = fused[i]
-        a, b = (list(x) if isinstance(x, (tuple, list)) else [x] for x in (a, b))  # one tensor a view
+        a, b = (list(x) if isinstance(x, (tuple, list)) else [x] for x in (a, b))  # one tensor a Crop
         if [(tuple(x.shape), x.dtype) for x in a] != [(tuple(x.shape), x.dtype) for x in b] or int(lb) != int(la):
             return {"ok": False, "why": f"record {i}: torchvision gives {[(x.dtype, list(x.shape)) for x in a]} "
                                         f"label {la}, the fused path {[(x.dtype, list(x.shape)) for x in b]} "

@@ -3,11 +3,15 @@ torchvision transforms and py-lmdb dataset users write, lmdbloader's fused
 decoder of each recipe, and the cost of the pickles the baseline reads."""
 
 import io
+import os
 import pickle
 import statistics
+import sys
 import time
 
-from pylmdb_baseline import PyLmdbRecords
+# The py-lmdb baseline lives with the tests (tests/python/pylmdb_baseline.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+from pylmdb_baseline import PyLmdbRecords  # noqa: E402
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -23,8 +27,8 @@ OCR_SIZE = (32, 128)
 # SimCLR / BYOL-like colour (no blur): RandomApply([ColorJitter(0.4, 0.4, 0.2, 0.1)], 0.8),
 # RandomGrayscale(0.2), RandomSolarize(128, 0.2).
 JITTER, JITTER_P, GRAY_P, SOLARIZE_P, SOLARIZE_AT = (0.4, 0.4, 0.2, 0.1), 0.8, 0.2, 0.2, 128
-# DINOv2's multi-crop: (size, crops, scale, blur probability, solarize probability) of each view.
-DINOV2_VIEWS = ((224, 1, (0.32, 1.0), 1.0, 0.0), (224, 1, (0.32, 1.0), 0.1, 0.2), (96, 8, (0.05, 0.32), 0.5, 0.0))
+# DINOv2's multi-crop: (size, crops, scale, blur probability, solarize probability) of each Crop.
+DINOV2_CROPS = ((224, 1, (0.32, 1.0), 1.0, 0.0), (224, 1, (0.32, 1.0), 0.1, 0.2), (96, 8, (0.05, 0.32), 0.5, 0.0))
 
 RECIPES = {
     "train": {"corpus": "images", "unit": "images", "shape": (3, 224, 224)},
@@ -34,7 +38,7 @@ RECIPES = {
     "ocr-lines": {"corpus": "lines", "unit": "images", "shape": (1,) + OCR_SIZE},
     "colour": {"corpus": "images", "unit": "images", "shape": (3, 224, 224)},
     "dinov2": {"corpus": "images", "unit": "images",
-               "shape": tuple((n, 3, size, size) for size, n, *_ in DINOV2_VIEWS)},
+               "shape": tuple((n, 3, size, size) for size, n, *_ in DINOV2_CROPS)},
     "clip": {"corpus": "clips", "unit": "clips", "shape": (8, 3, 112, 112)},
     "coclr": {"corpus": "coclr", "unit": "videos", "shape": (2, 16, 3, 112, 112)},
 }
@@ -50,7 +54,7 @@ VARIANTS = {
 BASELINE = "pylmdb"
 FUSED_API = {"train": "ImageDecode", "eval": "ImageDecode", "clip-train": "ImageDecode", "ocr": "ImageDecode",
              "ocr-lines": "ImageDecode",
-             "colour": "ImageDecode", "dinov2": "View", "clip": "ClipDecode", "coclr": "ClipDecode"}
+             "colour": "ImageDecode", "dinov2": "ImageDecode", "clip": "ClipDecode", "coclr": "ClipDecode"}
 # Recipes whose output is fixed by the image (the rest are compared with torch seeded alike per image).
 DETERMINISTIC = ("eval", "ocr", "ocr-lines")
 # The OCR recipe over photographs (the image corpus) and over word crops (the lines corpus).
@@ -97,19 +101,19 @@ def torchvision_transform(recipe):
                           T.RandomGrayscale(GRAY_P), T.RandomSolarize(SOLARIZE_AT, p=SOLARIZE_P), T.ToTensor(),
                           T.Normalize(MEAN, STD)])
     if recipe == "dinov2":
-        views = []
-        for size, n, scale, blur_p, solarize_p in DINOV2_VIEWS:
+        crops = []
+        for size, n, scale, blur_p, solarize_p in DINOV2_CROPS:
             blur = T.GaussianBlur(9, sigma=(0.1, 2.0))
             steps = [T.RandomResizedCrop(size, scale=scale, interpolation=bicubic), T.RandomHorizontalFlip(),
                      T.RandomApply([T.ColorJitter(*JITTER)], p=JITTER_P), T.RandomGrayscale(GRAY_P),
                      blur if blur_p == 1 else T.RandomApply([blur], p=blur_p)]
             if solarize_p:
                 steps.append(T.RandomSolarize(SOLARIZE_AT, p=solarize_p))
-            views.append((n, T.Compose(steps + [T.ToTensor(), T.Normalize(MEAN, STD)])))
+            crops.append((n, T.Compose(steps + [T.ToTensor(), T.Normalize(MEAN, STD)])))
 
         def dinov2(image):
             # Each crop its own pass from the PIL image, as DINOv2's DataAugmentationDINO makes them.
-            return tuple(torch.stack([transform(image) for _ in range(n)]) for n, transform in views)
+            return tuple(torch.stack([transform(image) for _ in range(n)]) for n, transform in crops)
         return dinov2
 
     def clip(frames):
@@ -195,10 +199,12 @@ def fused_decode(recipe, record="msgpack"):
                                       jitter=JITTER, jitter_p=JITTER_P, gray_p=GRAY_P, solarize_p=SOLARIZE_P,
                                       solarize_threshold=SOLARIZE_AT, **fields, **common)
     if recipe == "dinov2":
-        views = [lmdbloader.View(size, n=n, scale=scale, ratio=RATIO, flip=0.5, jitter=JITTER, jitter_p=JITTER_P,
-                                 gray_p=GRAY_P, blur_p=blur_p, solarize_p=solarize_p, solarize_threshold=SOLARIZE_AT)
-                 for size, n, scale, blur_p, solarize_p in DINOV2_VIEWS]
-        return lmdbloader.ImageDecode(views=views, interpolation="bicubic", **fields, **common)
+        # Crop and crops=; View and views= in builds before the rename (a run against an older tree).
+        crop, keyword = (lmdbloader.Crop, "crops") if hasattr(lmdbloader, "Crop") else (lmdbloader.View, "views")
+        crops = [crop(size, n=n, scale=scale, ratio=RATIO, flip=0.5, jitter=JITTER, jitter_p=JITTER_P, gray_p=GRAY_P,
+                      blur_p=blur_p, solarize_p=solarize_p, solarize_threshold=SOLARIZE_AT)
+                 for size, n, scale, blur_p, solarize_p in DINOV2_CROPS]
+        return lmdbloader.ImageDecode(**{keyword: crops}, interpolation="bicubic", **fields, **common)
     if recipe == "coclr":
         # A msgpack list is the frames; the labels come from targets=.
         return lmdbloader.ClipDecode(COCLR_SIZE, frames=COCLR_FRAMES, clips=COCLR_CLIPS, train=True,

@@ -14,12 +14,10 @@ import threading
 import time
 import warnings
 
-# The py-lmdb baseline lives with the tests (tests/python/pylmdb_baseline.py).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
-from batch_probes import dev_shm_used, touch  # noqa: E402
-from image_coclr import CoclrDataset, CoclrDecode, coclr_dataset  # noqa: E402
-from image_dali import dali_iterator  # noqa: E402
-from image_recipes import RECIPES, PyLmdbDataset, TorchvisionDecode, fused_decode, pickle_keys  # noqa: E402
+from batch_probes import dev_shm_used, touch
+from image_coclr import CoclrDataset, CoclrDecode, coclr_dataset
+from image_dali import dali_iterator
+from image_recipes import RECIPES, PyLmdbDataset, TorchvisionDecode, fused_decode, pickle_keys
 
 
 def dev_shm_held(pids):
@@ -54,7 +52,7 @@ def _images_of(batch, recipe):
 
 
 def _count(images):
-    """Samples in a batch's images: a tensor, or one tensor a view."""
+    """Samples in a batch's images: a tensor, or one tensor a Crop."""
     return len(images[0]) if isinstance(images, (list, tuple)) else len(images)
 
 
@@ -62,10 +60,10 @@ def _check_first(batch, recipe, size):
     """Every variant must hand the model the same thing: float32 [B, *shape], B labels."""
     import torch
     images, labels = _images_of(batch, recipe)
-    if recipe == "dinov2":  # one tensor a view: [B, n, 3, size, size]
+    if recipe == "dinov2":  # one tensor a Crop: [B, n, 3, size, size]
         got = [(tuple(v.shape), v.dtype) for v in images] if isinstance(images, (list, tuple)) else type(images)
         if got != [((size,) + shape, torch.float32) for shape in RECIPES[recipe]["shape"]]:
-            raise ValueError(f"{recipe}: the first batch should be float32 views of {RECIPES[recipe]['shape']}, "
+            raise ValueError(f"{recipe}: the first batch should be float32 crops of {RECIPES[recipe]['shape']}, "
                              f"got {got}")
         images = images[0]
     want = (size,) + RECIPES[recipe]["shape"] if recipe != "dinov2" else tuple(images.shape)
@@ -96,12 +94,13 @@ def run_child(spec):
     elif recipe == "coclr" and variant == "lmdb-tv":
         ds = coclr_dataset(paths, CoclrDecode(), **budget)
         loader = torch.utils.data.DataLoader(ds, collate_fn=lmdbloader.collate, **opts)
-    elif recipe == "coclr" and variant in ("fused-loader", "fused-collate"):
+    elif recipe == "coclr" and variant in ("fused-loader", "fused-collate", "fused-threads"):
         ds = coclr_dataset(paths, fused_decode(recipe), **budget)
-        if variant == "fused-loader":
-            loader = lmdbloader.DataLoader(ds, **opts)
-        else:
+        if variant == "fused-collate":
             loader = torch.utils.data.DataLoader(ds, collate_fn=lmdbloader.collate, **opts)
+        else:
+            threads = dict(worker_method="thread") if variant == "fused-threads" else {}
+            loader = lmdbloader.DataLoader(ds, **threads, **opts)
     elif variant == "pylmdb":
         loader = torch.utils.data.DataLoader(PyLmdbDataset(paths["pylmdb"], TorchvisionDecode(recipe, "pylmdb")),
                                              **opts)

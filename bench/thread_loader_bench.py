@@ -5,7 +5,7 @@ fork and forkserver start methods, at W = 1, 2, 4, 8 workers, in one run.
 Jobs (persistent workers, batch 32, shuffled, drop_last):
 - ``train``: the ImageNet recipe (ImageDecode(224): RandomResizedCrop, flip,
   normalize) over the demo's 1,024 photographs (bench/image_corpus.py);
-- ``dinov2``: DINOv2's multi-crop as ImageDecode(views=...) (2 global crops
+- ``dinov2``: DINOv2's multi-crop as ImageDecode(crops=...) (2 global crops
   of 224, 8 local ones of 96, colour, blur, solarize: bench/image_bench.py's
   recipe), over the first ``--dinov2-images`` of them;
 - ``tensor``: decode="tensor", each record's bytes as a uint8 tensor

@@ -18,10 +18,14 @@ if ! $PY -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('2.13
   echo "setup: installing torch==2.13.0"
   $PY -m pip install -q torch==2.13.0
 fi
-$PY -m pip install -q -c constraints.txt -r requirements-dev.txt
+# pip runs only when something is missing (resolving a satisfied list takes
+# it 10-15 s): scripts/requirements_met.py checks the installed versions.
+$PY scripts/requirements_met.py requirements-dev.txt ||
+  $PY -m pip install -q -c constraints.txt -r requirements-dev.txt
 # DeePMD-kit's LmdbDataReader, the reference the deepmd/lmdb tests compare
 # against: what it imports is in requirements-dev.txt, the rest is not needed.
-$PY -m pip install -q --no-deps -c constraints.txt "deepmd-kit==3.2.*"
+$PY scripts/requirements_met.py "deepmd-kit==3.2.*" ||
+  $PY -m pip install -q --no-deps -c constraints.txt "deepmd-kit==3.2.*"
 # The package is installed from the wheel users get (scripts/wheel.sh): the
 # tests run what ships, and scripts/check_install.sh reuses the same build.
 echo "setup: building the lmdbloader wheel (scripts/wheel.sh) and installing it"

@@ -6,7 +6,7 @@
   through a bounded ring of reused shared memory (need torch; imported lazily).
 - :class:`ImageDecode`, :class:`ClipDecode`: images and clips decoded, cropped, resized and
   normalized in C++ straight into the batch, with torchvision's semantics (need torch);
-  ``ImageDecode(views=[View(...), ...])``: several crops of each image from one decode.
+  ``ImageDecode(crops=[Crop(...), ...])``: several crops of each image from one decode.
 - :class:`KeyedSamples`: samples of several records named by key patterns
   (``LmdbDataset(samples=...)``; ``samples="ocr"``: create_lmdb_dataset.py's layout).
 - :class:`LocalitySampler`: a shuffle that reads neighbouring records together (cold corpora).
@@ -18,7 +18,7 @@
 """
 
 from . import _dependencies  # noqa: F401  (first: names a missing numpy or msgpack)
-from . import _core
+from ._extension import core as _core  # noqa: F401  (names an extension built for another Python)
 from .errors import (ConvertError, CorruptedError, DecodeError, Error, ReadonlyError,
                      UnsupportedError)
 from ._convert import convert, convert_options, write_shard_list
@@ -32,16 +32,19 @@ from .writer import CorpusWriter
 __version__ = _core.__version__
 
 __all__ = ["Reader", "CorpusWriter", "LmdbDataset", "collate", "Collate", "DataLoader", "ring_stats",
-           "ImageDecode", "ClipDecode", "View", "KeyedSamples", "LocalitySampler", "DeepmdFrames", "AseDbRows",
+           "ImageDecode", "ClipDecode", "Crop", "KeyedSamples", "LocalitySampler", "DeepmdFrames", "AseDbRows",
            "SizeBatchSampler", "convert", "convert_options", "write_shard_list", "Error", "CorruptedError", "UnsupportedError",
            "DecodeError", "ReadonlyError", "ConvertError", "__version__"]
 _NEED_TORCH = {"LmdbDataset": "dataset", "collate": "batches", "Collate": "batches", "DataLoader": "batches",
-               "ring_stats": "batches", "ImageDecode": "vision", "ClipDecode": "vision", "View": "vision"}
+               "ring_stats": "batches", "ImageDecode": "vision", "ClipDecode": "vision", "Crop": "vision",
+               "View": "_multi_crop"}
 
 
 def __getattr__(name):
     # torch is needed only by these; importing lmdbloader must not need it.
     if name in _NEED_TORCH:
         import importlib
-        return getattr(importlib.import_module(f".{_NEED_TORCH[name]}", __name__), name)
+        module = importlib.import_module(f".{_NEED_TORCH[name]}", __name__)
+        # View: Crop's former name, with a DeprecationWarning.
+        return module.former_name(name, __name__) if name == "View" else getattr(module, name)
     raise AttributeError(f"module 'lmdbloader' has no attribute {name!r}")

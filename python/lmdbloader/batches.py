@@ -35,6 +35,7 @@ import collections.abc
 import inspect
 import os
 import secrets
+import typing
 
 import torch
 import torch.utils.data
@@ -186,6 +187,27 @@ class RecordBatch(DeferredBatch, collections.abc.Sequence):
         return (list, (self.tensors(),))
 
 
+@typing.runtime_checkable
+class BatchDecoder(typing.Protocol):
+    """What a :class:`DecodedBatch` needs of its decoder: met by
+    :class:`lmdbloader.ImageDecode` and ClipDecode, which this module does
+    not import (the two stand side by side; tests/python/test_source_layout.py)."""
+
+    #: (dtype, shape) of each tensor of one sample, in order.
+    outputs: tuple
+    #: Whether a sample is a tuple of those tensors rather than the one tensor.
+    sample_is_tuple: bool
+
+    def decode_records(self, records, out=None, where=None, targets=True):
+        """(images, targets) of ``records`` (bytes-like), decoded into
+        ``out`` (the tensor, or the tuple of them, of the whole batch; made
+        when None); the targets None where ``targets`` is false or the
+        records hold none; ``where(k)`` names record k in errors."""
+
+    def samples_of(self, images):
+        """decode_records' images as one item a sample."""
+
+
 class DecodedBatch(DeferredBatch, collections.abc.Sequence):
     """The samples of one batch of ``LmdbDataset(decode=ImageDecode(...))``
     under :class:`DataLoader`, not decoded yet: its :class:`Collate` decodes
@@ -194,7 +216,7 @@ class DecodedBatch(DeferredBatch, collections.abc.Sequence):
     first use anywhere else; either way the batch equals what
     ``default_collate`` makes of the samples.
 
-    ``decoder``: an :class:`lmdbloader.ImageDecode` (or ClipDecode) applied
+    ``decoder``: a :class:`BatchDecoder` (ImageDecode, ClipDecode) applied
     to the records at ``indices`` of ``reader``; ``targets``: one per
     record, returned instead of the records' own (``LmdbDataset(targets=)``).
     ``others``: (positions, values) for samples of several records
@@ -250,7 +272,7 @@ class DecodedBatch(DeferredBatch, collections.abc.Sequence):
     def _batch(self, images, targets, collate_targets):
         """As default_collate makes it of (image, target) samples, or of
         (image, *others): a list."""
-        if isinstance(images, tuple):  # one tensor a View: default_collate makes a list of a tuple
+        if isinstance(images, tuple):  # one tensor a Crop: default_collate makes a list of a tuple
             images = list(images)
         if self._others is not None:
             return [images, *(collate_targets(column) for column in zip(*targets))]
@@ -266,7 +288,7 @@ class DecodedBatch(DeferredBatch, collections.abc.Sequence):
     def into_slot(self, builder):
         """The batch decoded straight into `builder`'s ring slot (Collate in a worker)."""
         decoder = self._decoder
-        many = decoder.views is not None  # a tensor a View, else one
+        many = decoder.sample_is_tuple  # a tensor a Crop, else one
         targets = []
 
         def fill(dsts):

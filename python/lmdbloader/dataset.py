@@ -31,7 +31,8 @@ class LmdbDataset(torch.utils.data.Dataset):
     ``views=True`` hands a callable ``decode`` a zero-copy read-only
     memoryview of the record instead (mode="mmap", which it implies for
     mode="auto"): no copy out of the page cache, the checksum checked in
-    place. ``transform`` is applied to the decoded record. ``__getitems__`` fetches a
+    place; an ImageDecode or ClipDecode reads its records itself and
+    refuses it. ``transform`` is applied to the decoded record. ``__getitems__`` fetches a
     whole batch in one C++ call (the DataLoader uses it automatically).
     Labels and names stay in the file: use :meth:`column` and :meth:`name`
     instead of Python lists, so forked workers copy nothing on read.
@@ -65,7 +66,8 @@ class LmdbDataset(torch.utils.data.Dataset):
     ``samples`` excludes ``keys``, ``targets`` and ``views``.
     The other keyword arguments are the reader options of
     :class:`lmdbloader.Reader` (rss_budget, mode, lock, db, index_dir,
-    verify_checksums, io_engine, queue_depth, cache, mmap_window, remap_every).
+    skip_bad_files, index_mode, verify_checksums, io_engine, queue_depth,
+    cache, mmap_window, remap_every).
     """
 
     def __init__(self, path, *, decode="msgpack", transform=None, views=False, keys=None, targets=None,
@@ -74,6 +76,10 @@ class LmdbDataset(torch.utils.data.Dataset):
             raise ValueError(f"decode must be 'msgpack', 'raw', 'tensor' or a callable; got {decode!r}")
         if views and not callable(decode):
             raise ValueError(f"views=True hands records to a decode callable; decode is {decode!r}")
+        if views and isinstance(decode, ImageDecode):
+            raise ValueError(f"views=True hands a decode callable zero-copy views of the records; "
+                             f"{type(decode).__name__} reads a batch's records itself and takes none (several "
+                             "crops of each image: ImageDecode(crops=[lmdbloader.Crop(...), ...]))")
         mode = reader_options.get("mode")
         if views and mode in (None, "auto"):
             reader_options["mode"] = mode = "mmap"

@@ -33,8 +33,10 @@ class Reader:
     ``*.mdb`` files or of folders holding data.mdb, or a glob, in sorted
     order; or a list of paths, in its order. Each file is opened (its
     descriptors, its record index) while it is read, a bounded number at once
-    (a quarter of the descriptor limit, 64 at most), so neither the
-    descriptors nor the memory grow with the file count. What looks like one
+    (a quarter of the descriptor limit, 64 at most), so the descriptors do
+    not grow with the file count, and a closed file costs its path and record
+    count (about 45 bytes). The open reads every file's meta pages for its
+    count, which ``len()`` and positions need (about 10 us a file). What looks like one
     of the set's databases and is none (a ``*.lmdb`` file that is no LMDB, a
     folder named ``*.lmdb`` or holding lock.mdb without data.mdb) is an
     error naming it; ``skip_bad_files`` leaves such files out

@@ -33,7 +33,8 @@ from ._crop_boxes import (CropPlan, Point, Size, eval_resize, pad_frame, random_
                           random_resized_crop_box, resize_center_crop_plan)
 from ._image_checks import finite_values, normalization, ratio_range, side_pair, value_range
 from ._image_records import NO_TARGET, batch_targets, fn_name, image_name, pil_rgb, pil_size
-from ._views import PER_VIEW, View, decode_views, output_tensors, view_list  # noqa: F401 (View public here)
+from ._multi_crop import (PER_CROP, Crop, crop_list, crops_or_views, decode_multi_crop,  # noqa: F401 (Crop public)
+                          former_name, output_tensors)
 from .errors import DecodeError
 
 # The image path's option table, written once in C++ (image_decode.h, and the
@@ -46,6 +47,10 @@ RECORD_LAYOUTS = tuple(_OPTIONS["records"])
 _DTYPES = {getattr(torch, name): name for name in _OPTIONS["dtypes"]}
 _LAYOUTS = tuple(_OPTIONS["layouts"])
 _MAX_SIDE = _OPTIONS["max_side"]
+
+
+def __getattr__(name):
+    return former_name(name, __name__)  # View, Crop's former name, with a warning
 
 
 class ImageDecode:
@@ -93,12 +98,14 @@ class ImageDecode:
     number an option holds within float32's finite range, as torch draws
     it (docs/NOTES.md says each option's rule).
 
-    ``views=[View(...), ...]`` (training only; no ``size``, and ``scale``,
-    ``ratio``, ``flip`` and the colour options are each View's): several
+    ``crops=[Crop(...), ...]`` (training only; no ``size``, and ``scale``,
+    ``ratio``, ``flip`` and the colour options are each Crop's): several
     crops of each image from one decode (DINOv2, iBOT), a sample a tuple of
-    one (n, C, H, W) tensor a View (HWC: (n, H, W, C)), a batch a list of
-    (B, n, C, H, W), per image and View in order each crop drawn as above.
+    one (n, C, H, W) tensor a Crop (HWC: (n, H, W, C)), a batch a list of
+    (B, n, C, H, W), per image and Crop in order each crop drawn as above.
     DINOv2's crop-major order: ``x.transpose(0, 1).flatten(0, 1)``.
+    (``views=`` and ``View``, their former names, still work with a
+    DeprecationWarning: a view is a zero-copy read, ``LmdbDataset(views=True)``.)
 
     ``record``: how the image and its target come out of a record.
     ``"msgpack"`` (the default): a msgpack map, the image in ``field``
@@ -123,13 +130,14 @@ class ImageDecode:
                  crop_pct=None, mean=None, std=None, dtype=torch.float32, layout="CHW",
                  record="msgpack", field="image", target="label", interpolation="bilinear", grayscale=False,
                  jitter=None, jitter_p=1.0, gray_p=0.0, solarize_p=0.0, solarize_threshold=128,
-                 blur_p=0.0, blur_sigma=(0.1, 2.0), blur_kernel=9, views=None):
-        self.views = None
-        if views is not None:
+                 blur_p=0.0, blur_sigma=(0.1, 2.0), blur_kernel=9, crops=None, views=None):
+        crops = crops_or_views(crops, views)
+        self.crops = None
+        if crops is not None:
             given, defaults = locals(), inspect.signature(ImageDecode.__init__).parameters
-            self.views = view_list(views, size, train, {n: given[n] for n in PER_VIEW},
-                                   {n: defaults[n].default for n in PER_VIEW})
-            size = self.views[0].size
+            self.crops = crop_list(crops, size, train, {n: given[n] for n in PER_CROP},
+                                   {n: defaults[n].default for n in PER_CROP})
+            size = self.crops[0].size
         self.size = side_pair(size, "size")
         if interpolation not in _OPTIONS["interpolations"]:
             raise ValueError(f"interpolation must be {' or '.join(map(repr, _OPTIONS['interpolations']))}; "
@@ -156,7 +164,7 @@ class ImageDecode:
         # The ops see the resized crop: the output (training), or the
         # resized image inside it (evaluation), at least min(resize, size)
         # a side.
-        if self.views is None:
+        if self.crops is None:
             blurred = self.size if self.train else tuple(
                 min(o, r) for o, r in zip(self.size, self.resize if isinstance(self.resize, tuple) else
                                           (self.resize, self.resize)))
@@ -192,19 +200,24 @@ class ImageDecode:
 
     @property
     def sample_shape(self):
-        """The shape of one decoded sample; with views a tuple of them, one a View."""
-        if self.views is not None:
-            return tuple(view.shape(self.channels, self.layout) for view in self.views)
+        """The shape of one decoded sample; with crops a tuple of them, one a Crop."""
+        if self.crops is not None:
+            return tuple(crop.shape(self.channels, self.layout) for crop in self.crops)
         return self.frame_shape
 
     @property
     def outputs(self):
-        """(dtype, shape) of each tensor of a sample: one, or one a View."""
-        return tuple((self.dtype, s) for s in (self.sample_shape if self.views is not None else [self.sample_shape]))
+        """(dtype, shape) of each tensor of a sample: one, or one a Crop."""
+        return tuple((self.dtype, s) for s in (self.sample_shape if self.crops is not None else [self.sample_shape]))
+
+    @property
+    def sample_is_tuple(self):
+        """Whether a sample is a tuple of tensors, one a Crop (else one tensor)."""
+        return self.crops is not None
 
     def samples_of(self, images):
-        """decode_records' images, one item a sample: a tensor, or with views a tuple of one a View."""
-        return list(zip(*images)) if self.views is not None else list(images)
+        """decode_records' images, one item a sample: a tensor, or with crops a tuple of one a Crop."""
+        return list(zip(*images)) if self.crops is not None else list(images)
 
     def stats(self):
         """Images decoded in this process: by the fused JPEG path, by PIL
@@ -214,7 +227,7 @@ class ImageDecode:
 
     def __repr__(self):
         kind = (f"train, scale={self.scale}, ratio={self.ratio}" if self.train else f"eval, resize={self.resize}")
-        head = (f"views={list(self.views)!r}" if self.views is not None else
+        head = (f"crops={list(self.crops)!r}" if self.crops is not None else
                 f"{self.size}, {kind}, flip={self.flip}, {self.colour!r}")
         return (f"lmdbloader.ImageDecode({head}, interpolation={self.interpolation!r}, dtype={self.dtype}, "
                 f"layout={self.layout!r}, record={self.record!r}, field={self.field!r}, target={self.target!r})")
@@ -236,9 +249,9 @@ class ImageDecode:
         images, found = self._split(records, where, targets)
         out = self._output(len(records), out)
         found = batch_targets(found, where) if targets else None
-        if self.views is not None:
-            decode_views(self.views, images, out, dict(self._core_options(), layout=self.layout,
-                         dtype=_DTYPES[self.dtype]), self._counts, where)
+        if self.crops is not None:
+            decode_multi_crop(self.crops, images, out, dict(self._core_options(), layout=self.layout,
+                              dtype=_DTYPES[self.dtype]), self._counts, where)
         else:
             self._decode_into([[image] for image in images], out, where)
         return out, found
@@ -246,8 +259,8 @@ class ImageDecode:
     # -- the work ----------------------------------------------------------
 
     def _output(self, count, out):
-        """out, checked (with views a tuple, one tensor a View), or made."""
-        return output_tensors([(count, *shape) for _, shape in self.outputs], self.dtype, out, self.views is not None)
+        """out, checked (with crops a tuple, one tensor a Crop), or made."""
+        return output_tensors([(count, *shape) for _, shape in self.outputs], self.dtype, out, self.crops is not None)
 
     def _split(self, records, where, want_target=True):
         """(the images: bytes-like, lists of frames, or RGB pixels as
@@ -408,7 +421,7 @@ class ClipDecode(ImageDecode):
     (torch's generator: a batch's starts are drawn first, then each clip's
     box and flip), from the middle in evaluation; a clip shorter than that
     repeats its last frame. ``clips``: clips drawn from each record, each
-    with its own start, box and flip (contrastive views): [clips, T, C, H,
+    with its own start, box and flip (contrastive pairs): [clips, T, C, H,
     W]; 1 (the default) gives [T, C, H, W]. In evaluation nothing is drawn,
     so the clips are alike.
 
@@ -421,8 +434,8 @@ class ClipDecode(ImageDecode):
     """
 
     def __init__(self, size, *, frames=8, stride=1, clips=1, record="msgpack", field="frames", **options):
-        if options.get("views") is not None:
-            raise ValueError("ClipDecode takes no views: a clip's frames share one box")
+        if options.get("crops") is not None or options.get("views") is not None:
+            raise ValueError("ClipDecode takes no crops: a clip's frames share one box")
         if record in ("raw", "caffe"):
             raise ValueError(f"a clip's frames come from a msgpack list or map, or a callable; got record={record!r}")
         super().__init__(size, record=record, field=field, **options)

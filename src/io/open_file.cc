@@ -37,8 +37,9 @@ Status KeepRegularFile(const std::string& path, int f, struct stat* out) {
                      : "of another kind";
     return Status::InvalidArgument(path + ": not a regular file (" + kind + ")");
   }
-  const int flags = ::fcntl(f, F_GETFL);
-  if (flags < 0 || ::fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0) return Status::FromErrno(errno, "fcntl", path);
+  // Opened here with no other flag F_SETFL changes: no F_GETFL needed (a
+  // set of 10^5 files opens each at once).
+  if (::fcntl(f, F_SETFL, 0) != 0) return Status::FromErrno(errno, "fcntl", path);
   return Status::OK();
 }
 

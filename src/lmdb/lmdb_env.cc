@@ -4,11 +4,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <system_error>
+#include <thread>
 #include <tuple>
+
+#include "io/quiet_thread.h"
 
 
 namespace lmdbloader {
@@ -183,6 +189,54 @@ Status ResolveLocation(const std::string& path, DataLocation* location) {
   if (::access(location->data_path.c_str(), R_OK) != 0)
     return Status::FromErrno(errno, "open", location->data_path);
   return Status::OK();
+}
+
+namespace {
+
+MetaCount CountOne(const std::string& path, const std::string& db_name) {
+  MetaCount count;
+  struct stat st;
+  if (path.empty() || ::stat(path.c_str(), &st) != 0) return count;
+  std::string data_path = path;
+  if (S_ISDIR(st.st_mode)) data_path += path.back() == '/' ? "data.mdb" : "/data.mdb";
+  else if (!S_ISREG(st.st_mode)) return count;
+  LmdbFile file;
+  LmdbMeta meta;
+  if (!file.Open(data_path).ok() || !file.ReadMeta(0, &meta).ok()) return count;
+  LmdbTree tree = meta.main_tree;
+  if (!db_name.empty() && !file.FindNamedTree(meta, db_name, &tree).ok()) return count;
+  count.ok = true;
+  count.format = static_cast<uint8_t>(meta.format);
+  count.db_flags = tree.flags;
+  count.records = tree.entries;
+  count.file_bytes = file.file_size();
+  return count;
+}
+
+}  // namespace
+
+void CountRecords(const std::vector<std::string>& paths, const std::string& db_name, unsigned threads,
+                  std::vector<MetaCount>* counts) {
+  counts->assign(paths.size(), MetaCount{});
+  if (paths.empty()) return;
+  // Files are taken kChunk at a time, so that threads rarely meet on the counter.
+  constexpr size_t kChunk = 64;
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t first; (first = next.fetch_add(kChunk)) < paths.size();)
+      for (size_t k = first; k < std::min(first + kChunk, paths.size()); ++k) (*counts)[k] = CountOne(paths[k], db_name);
+  };
+  const size_t helpers = std::min<size_t>(std::max(threads, 1u) - 1, (paths.size() + kChunk - 1) / kChunk - 1);
+  std::vector<std::thread> started;
+  for (size_t t = 0; t < helpers; ++t) {
+    try {
+      started.push_back(StartQuietThread(work));
+    } catch (const std::system_error&) {
+      break;  // no thread to be had (a container's limit): fewer do the work
+    }
+  }
+  work();
+  for (std::thread& t : started) t.join();
 }
 
 Status LmdbEnv::Open(const DataLocation& location, bool lock, const std::string& db_name,

@@ -18,6 +18,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "lmdb/lmdb_pages.h"
 #include "lmdbloader/status.h"
@@ -37,6 +38,27 @@ struct DataLocation {
 
 // Resolves `path` (directory or file). IOError naming the path when missing.
 Status ResolveLocation(const std::string& path, DataLocation* location);
+
+// What a database's meta page says of its records, for a set of files read
+// as one dataset: their positions run on from file to file, so opening the
+// set needs every file's count, and this is all it reads of each.
+struct MetaCount {
+  bool ok = false;        // false: not read this way (LmdbEnv::Open says why)
+  uint8_t format = 0;     // LMDB's data format: 1 (0.9) or 3 (1.0)
+  uint16_t db_flags = 0;  // the database's flags (MDB_DUPSORT, ...)
+  uint64_t records = 0;
+  uint64_t file_bytes = 0;  // the data file's size
+};
+
+// The record count of each of `paths` (a folder holding data.mdb, or a data
+// file) from its meta pages, checked as LmdbEnv::Open checks them (and, for
+// `db_name` not empty, that database's header in the main tree), into
+// (*counts)[k], on up to `threads` threads at once (the cost is system calls
+// and, on a network file system, round trips, so threads overlap them): a
+// stat, open, fstat, one pread where pages are 4 KiB, an fstat and a close a
+// file; no mapping, no liblmdb.
+void CountRecords(const std::vector<std::string>& paths, const std::string& db_name, unsigned threads,
+                  std::vector<MetaCount>* counts);
 
 class LmdbEnv {
  public:

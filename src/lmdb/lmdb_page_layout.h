@@ -45,6 +45,9 @@ constexpr uint64_t kMaxBranchBatchBytes = 256u << 10;
 constexpr uint64_t kMaxReadBytes = 128u << 10;
 constexpr uint64_t kMetaSize = 152;    // format 1's header + MDB_meta up to mm_txnid
 constexpr uint64_t kMetaSize10 = 160;  // format 3's
+// The page size of nearly every LMDB file (the x86-64 OS page; 64 KiB on
+// some aarch64 and ppc64 kernels).
+constexpr uint64_t kUsualPageSize = 4096;
 
 template <typename T>
 inline T Load(const char* p) {

@@ -38,9 +38,8 @@ LmdbFile::~LmdbFile() {
 
 Status LmdbFile::Open(const std::string& data_path) {
   path_ = data_path;
-  LMDBLOADER_RETURN_IF_ERROR(OpenReadOnly(data_path, &fd_));
   struct stat st;
-  if (::fstat(fd_, &st) != 0) return Status::FromErrno(errno, "fstat", data_path);
+  LMDBLOADER_RETURN_IF_ERROR(OpenReadOnly(data_path, &fd_, &st));
   file_size_ = static_cast<uint64_t>(st.st_size);
   return Status::OK();
 }
@@ -91,10 +90,12 @@ Status LmdbFile::ReadMeta(uint64_t want_txnid, LmdbMeta* out) {
     return Status::Corruption(not_lmdb + " (" + why + ")").WithReason(Status::Reason::kNotLmdb);
   };
   if (file_size_ == 0) return not_lmdb_because("it is empty");
-  char first[kMetaSize10];
+  // Page 0 and, where pages are 4 KiB (nearly every file), the second meta
+  // page in one read: a set of 10^5 files reads every file's meta at open.
+  char first[kUsualPageSize + kMetaSize10];
   if (file_size_ < kMetaSize) return not_lmdb_because("only " + std::to_string(file_size_) + " bytes");
-  const size_t got = static_cast<size_t>(std::min<uint64_t>(file_size_, kMetaSize10));
-  std::memset(first, 0, sizeof first);
+  const size_t got = static_cast<size_t>(std::min<uint64_t>(file_size_, sizeof first));
+  std::memset(first, 0, kMetaSize10);
   if (::pread(fd_, first, got, 0) != static_cast<ssize_t>(got))
     return Status::FromErrno(errno ? errno : EIO, "pread", path_);
   // The format from where the meta sits: after a 16-byte page header (LMDB
@@ -121,7 +122,9 @@ Status LmdbFile::ReadMeta(uint64_t want_txnid, LmdbMeta* out) {
       if (file_size_ < 2ull * page_size)
         return Status::Corruption("open " + path_ + ": truncated: " + std::to_string(file_size_) +
                                   " bytes hold no second meta page");
-      if (::pread(fd_, buf, meta_size, page_size) != static_cast<ssize_t>(meta_size))
+      if (page_size + meta_size <= got)
+        std::memcpy(buf, first + page_size, meta_size);
+      else if (::pread(fd_, buf, meta_size, page_size) != static_cast<ssize_t>(meta_size))
         return Status::FromErrno(errno ? errno : EIO, "pread", path_);
     }
     PageHeader h = PageHeader::Parse(buf, hsize, 0);  // flags only
@@ -175,7 +178,9 @@ Status LmdbFile::ReadMeta(uint64_t want_txnid, LmdbMeta* out) {
                                  "cannot decrypt its pages")
           .WithReason(Status::Reason::kLmdbFormat, format);
     uint16_t sum_size = 0;
-    if (::pread(fd_, &sum_size, 2, static_cast<off_t>(page_size) - 2) != 2)
+    if (page_size <= got)
+      std::memcpy(&sum_size, first + page_size - 2, 2);
+    else if (::pread(fd_, &sum_size, 2, static_cast<off_t>(page_size) - 2) != 2)
       return Status::FromErrno(errno ? errno : EIO, "pread", path_);
     if (sum_size != 0)
       return Status::Unsupported("open " + path_ + ": the LMDB 1.0 file carries page checksums of " +

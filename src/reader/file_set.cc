@@ -77,6 +77,40 @@ Status CheckFileSetMember(const std::string& path) {
                          ENOENT);
 }
 
+MemberPaths::MemberPaths(const std::vector<std::string>& paths) {
+  if (paths.empty()) return;
+  // The shared prefix, cut after its last '/': "a/b/c1" and "a/b/c2" share
+  // "a/b/", so that a path is whole once prefix_ is put back.
+  size_t shared = paths.front().size();
+  for (const std::string& p : paths) {
+    size_t n = 0;
+    while (n < shared && n < p.size() && p[n] == paths.front()[n]) ++n;
+    shared = n;
+  }
+  const size_t slash = paths.front().rfind('/', shared == 0 ? 0 : shared - 1);
+  prefix_ = slash == std::string::npos || shared == 0 ? "" : paths.front().substr(0, slash + 1);
+  size_t bytes = 0;
+  for (const std::string& p : paths) bytes += p.size() - prefix_.size();
+  rests_.reserve(bytes);
+  ends_.reserve(paths.size());
+  for (const std::string& p : paths) {
+    rests_.append(p, prefix_.size(), std::string::npos);
+    ends_.push_back(rests_.size());
+  }
+}
+
+std::string MemberPaths::operator[](size_t i) const {
+  const uint64_t begin = i == 0 ? 0 : ends_[i - 1];
+  std::string path;
+  path.reserve(prefix_.size() + (ends_[i] - begin));
+  path.append(prefix_).append(rests_, begin, ends_[i] - begin);
+  return path;
+}
+
+uint64_t MemberPaths::MemoryBytes() const {
+  return prefix_.capacity() + rests_.capacity() + ends_.capacity() * sizeof(uint64_t);
+}
+
 Status ListFileSet(const std::string& path, bool* is_set, std::vector<std::string>* files) {
   files->clear();
   *is_set = false;

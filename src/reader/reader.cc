@@ -23,20 +23,28 @@
 
 namespace lmdbloader {
 
-Status Reader::Rep::Locate(uint64_t index, Part** part, uint64_t* local) const {
+Status Reader::Rep::LocateSlot(uint64_t index, size_t* slot, uint64_t* local) const {
   if (index >= size_) return Status::OutOfRange(OutOfRangeMessage(path_, index, size_));
   if (parts_.size() == 1) {
-    *part = parts_[0].get();
+    *slot = 0;
     *local = index;
     return Status::OK();
   }
-  size_t k = std::upper_bound(part_ends_.begin(), part_ends_.end(), index) - part_ends_.begin();
-  *part = parts_[k].get();
-  *local = index - (k == 0 ? 0 : part_ends_[k - 1]);
+  *slot = static_cast<size_t>(std::upper_bound(part_ends_.begin(), part_ends_.end(), index) - part_ends_.begin());
+  *local = index - (*slot == 0 ? 0 : part_ends_[*slot - 1]);
   return Status::OK();
 }
 
-unsigned Reader::db_flags() const { return rep_->parts_.front()->index.db_flags(); }
+Status Reader::Rep::Locate(uint64_t index, Part** part, uint64_t* local) const {
+  size_t slot = 0;
+  LMDBLOADER_RETURN_IF_ERROR(LocateSlot(index, &slot, local));
+  *part = parts_[slot].get();
+  return Status::OK();
+}
+
+unsigned Reader::db_flags() const {
+  return rep_->file_set_ ? rep_->set_db_flags_ : rep_->parts_.front()->index.db_flags();
+}
 
 Status Reader::ValueSize(uint64_t index, uint64_t* size) const { return ValueSizes(&index, 1, size); }
 
@@ -89,8 +97,9 @@ Reader::Rep::Rep() : id_(g_reader_ids.fetch_add(1) + 1) {}
 
 Status Reader::Rep::LocateAll(const uint64_t* indices, size_t count, Part** parts, uint64_t* locals,
                               ValueLocation* locations, PartPins* pins, const LeafBatch** leaves) const {
-  for (size_t k = 0; k < count; ++k) LMDBLOADER_RETURN_IF_ERROR(Locate(indices[k], &parts[k], &locals[k]));
-  LMDBLOADER_RETURN_IF_ERROR(PinParts(parts, count, pins));
+  std::vector<size_t> slots(count);
+  for (size_t k = 0; k < count; ++k) LMDBLOADER_RETURN_IF_ERROR(LocateSlot(indices[k], &slots[k], &locals[k]));
+  LMDBLOADER_RETURN_IF_ERROR(PinSlots(slots.data(), count, parts, pins));
   if (!any_paged_) {
     if (parts_.size() == 1) return parts_[0]->index.Locate(locals, count, locations);
   } else {
@@ -106,11 +115,11 @@ Status Reader::Rep::LocateAll(const uint64_t* indices, size_t count, Part** part
     memo.leaves.Clear();
     // The leaves' pages are kept for the batch's read: batches up to
     // kLeafBatchBytes of them (a page a record at most).
-    const bool by_leaves = count * parts_.front()->index.identity.page_size <= kLeafBatchBytes;
-    if (parts_.size() == 1 && by_leaves && parts_[0]->index.leaves()) {
+    const bool by_leaves = count > 0 && count * parts[0]->index.identity.page_size <= kLeafBatchBytes;
+    if (parts_.size() == 1 && by_leaves && parts[0]->index.leaves()) {
       memo.leaves.value_at.resize(count);
       LMDBLOADER_RETURN_IF_ERROR(
-          LocateInLeaves(*parts_[0], locals, count, locations, &memo.leaves, memo.leaves.value_at.data()));
+          LocateInLeaves(*parts[0], locals, count, locations, &memo.leaves, memo.leaves.value_at.data()));
     } else if (parts_.size() == 1) {
       LMDBLOADER_RETURN_IF_ERROR(parts_[0]->index.Locate(locals, count, locations, io_.get()));
     } else {
@@ -414,18 +423,19 @@ ReaderStats Reader::stats() {
   ReaderStats s;
   s.rss_budget = rep_->options_.rss_budget;
   s.mode = AccessModeName(rep_->mode_);
-  s.lmdb_format = rep_->parts_.front()->index.identity.page_header == 24 ? 3 : 1;
+  s.lmdb_format = rep_->file_set_ ? rep_->set_format_ : (rep_->parts_.front()->index.identity.page_header == 24 ? 3 : 1);
   s.records = rep_->size_;
   StatmProbe statm;
   // stats() reports what it can: an unreadable statm leaves the two at 0.
   if (statm.Open().ok() && !statm.Read(&s.process_rss, &s.process_file_rss).ok()) s.process_rss = s.process_file_rss = 0;
   s.files = rep_->parts_.size();
-  {
-    std::lock_guard<std::mutex> lock(rep_->parts_mu_);
-    s.files_open = rep_->file_set_ ? rep_->open_parts_.size() : rep_->parts_.size();
-  }
+  // A file set's parts come and go as other threads read (Forget).
+  std::unique_lock<std::mutex> parts_lock(rep_->parts_mu_, std::defer_lock);
+  if (rep_->file_set_) parts_lock.lock();
+  s.files_open = rep_->file_set_ ? rep_->open_parts_.size() : rep_->parts_.size();
   s.files_skipped = rep_->skipped_files_.size();
   for (const auto& p : rep_->parts_) {
+    if (!p) continue;
     uint64_t rss = 0;
     // A file set maps nothing (pread only), and reading smaps once per file
     // of thousands would cost seconds.
@@ -465,7 +475,7 @@ ReaderStats Reader::stats() {
   s.link_requests_us = static_cast<uint64_t>(rep_->link_.requests_s * 1e6);
   s.link_bytes_per_s = static_cast<uint64_t>(rep_->link_.bytes_per_s);
   for (const auto& p : rep_->parts_)
-    if (p->filler) s.chunks_filled += p->filler->chunks_filled();
+    if (p && p->filler) s.chunks_filled += p->filler->chunks_filled();
   return s;
 }
 

@@ -23,7 +23,9 @@
 namespace lmdbloader {
 
 Status Reader::Rep::CheckSnapshot() const {
-  // Only a plain LMDB, always a single part, is watched.
+  // Only a plain LMDB, always a single part, is watched (a set's files are
+  // each the state found when it was opened).
+  if (file_set_) return Status::OK();
   Part& p = *parts_.front();
   if (!p.watched) return Status::OK();
   // After the reads it vouches for: a page of the snapshot opened at

@@ -145,6 +145,9 @@ Status Reader::Rep::ReadMeta(Part& part, const std::string& key, std::string* by
 
 Status Reader::Name(uint64_t index, std::string* name) {
   LMDBLOADER_RETURN_IF_ERROR(rep_->EnsureProcess());
+  // No corpus is a set's member (EnsureOpen refuses them), and a set's
+  // closed files have no Part to look in.
+  if (rep_->file_set_) return Status::NotFound(rep_->path_ + " has no record names (a set of plain LMDB files)");
   Rep::Part* part = nullptr;
   uint64_t local = 0;
   LMDBLOADER_RETURN_IF_ERROR(rep_->Locate(index, &part, &local));
@@ -186,6 +189,7 @@ Status Reader::Name(uint64_t index, std::string* name) {
 Status Reader::Column(const std::string& name, std::vector<ColumnChunk>* chunks) const {
   chunks->clear();
   const std::string key = std::string(kColumnPrefix) + name;
+  if (rep_->file_set_) return Status::NotFound("no column '" + name + "' in " + rep_->FirstDataPath());
   for (const auto& part : rep_->parts_) {
     auto it = part->index.meta().find(key);
     if (it == part->index.meta().end())
@@ -215,6 +219,7 @@ Status Reader::ReadColumn(const std::string& name, std::string* bytes) {
 }
 
 Status Reader::SaveIndexBeside() {
+  if (rep_->file_set_) return Status::InvalidArgument(rep_->path_ + " is a set of files: save each file's index on its own");
   for (const auto& part : rep_->parts_)
     LMDBLOADER_RETURN_IF_ERROR(SaveIndex(IndexFileBeside(part->location, rep_->options_.db_name), part->index));
   return Status::OK();
@@ -222,6 +227,7 @@ Status Reader::SaveIndexBeside() {
 
 Status Reader::CheckMetadata() {
   LMDBLOADER_RETURN_IF_ERROR(rep_->EnsureProcess());
+  if (rep_->file_set_) return Status::OK();  // plain LMDB files: no manifest lists metadata
   for (const auto& part : rep_->parts_) {
     for (const auto& [key, sum] : part->meta_sums) {
       if (part->index.meta().find(key) == part->index.meta().end())

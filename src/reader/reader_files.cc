@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <new>
+#include <thread>
 
 #include "corpus/shard_list.h"
 #include "io/batch_io.h"
@@ -42,47 +44,90 @@ Status Reader::Rep::OpenFileSet(const std::string& name, const std::vector<std::
   resident_index_cap_ = index_share_ / 8;
   index_cache_bytes_ =
       std::max<uint64_t>(std::min<uint64_t>(budget ? budget / 8 : 4u << 20, 4u << 20) / max_open_parts_, 4096);
-  // Each file's record count from its meta page: no index is read or built
-  // here, so opening takes one small read a file.
-  uint64_t total = 0;
-  for (const std::string& file : files) {
-    auto part = std::make_unique<Part>();
-    part->slot = parts_.size();
-    part->indexed = false;
-    std::unique_ptr<LmdbEnv> env;
-    Status s = CheckFileSetMember(file);
-    if (s.ok()) s = ResolveDataLocation(file, &part->location);
-    if (s.ok()) s = LmdbEnv::Open(part->location, false, options_.db_name, &env);
-    if (!s.ok()) {
-      if (!options.skip_bad_files) return s;
-      skipped_files_.push_back(s.message());
-      continue;
+  // Each file's record count from its meta pages, read on several threads
+  // (lmdb_env.h, CountRecords): a record's position needs the counts of the
+  // files before it, and len() all of them. A file that cannot be read so is
+  // opened as one database is, which says what is wrong with it.
+  std::vector<MetaCount> counts;
+  CountRecords(files, options_.db_name, std::clamp(std::thread::hardware_concurrency(), 4u, 16u), &counts);
+  std::vector<size_t> kept;  // positions in `files` of those read
+  uint64_t total = 0, data_bytes = 0;
+  for (size_t k = 0; k < files.size(); ++k) {
+    MetaCount count = counts[k];
+    if (!count.ok) {
+      DataLocation location;
+      std::unique_ptr<LmdbEnv> env;
+      Status s = CheckFileSetMember(files[k]);
+      if (s.ok()) s = ResolveDataLocation(files[k], &location);
+      if (s.ok()) s = LmdbEnv::Open(location, false, options_.db_name, &env);
+      if (!s.ok()) {
+        if (!options.skip_bad_files) return s;
+        skipped_files_.push_back(s.message());
+        continue;
+      }
+      count = {true, static_cast<uint8_t>(env->meta().format), static_cast<uint16_t>(env->db_flags()),
+               env->tree().entries, env->identity().size};
     }
-    part->records = env->tree().entries;
-    part->file_size = env->identity().size;
-    total += part->records;
+    if (kept.empty()) {
+      set_format_ = count.format;
+      set_db_flags_ = count.db_flags;
+    }
+    kept.push_back(k);
+    total += count.records;
+    data_bytes += count.file_bytes;
     part_ends_.push_back(total);
-    parts_.push_back(std::move(part));
   }
-  if (parts_.empty())
+  if (kept.empty())
     return Status::Corruption("open " + name + ": none of its " + std::to_string(files.size()) +
                               " files opened (the first: " + skipped_files_.front() + ")");
+  // No Part yet: each is made when its file is first read (FilePart).
+  parts_.resize(kept.size());
+  if (kept.size() == files.size()) {
+    member_paths_ = MemberPaths(files);
+  } else {
+    std::vector<std::string> read;
+    for (size_t k : kept) read.push_back(files[k]);
+    member_paths_ = MemberPaths(read);
+  }
+  DataLocation first;
+  LMDBLOADER_RETURN_IF_ERROR(ResolveDataLocation(files[kept.front()], &first));
+  first_data_path_ = first.data_path;
   size_ = total;
   budget_ = MemoryBudget(options.rss_budget, 0);
   index_source_ = "per file, when it is first read";
-  uint64_t data_bytes = 0;
-  for (const auto& p : parts_) data_bytes += p->file_size;
-  LMDBLOADER_RETURN_IF_ERROR(ChooseReadPath(parts_.front()->location.data_path, data_bytes));
+  LMDBLOADER_RETURN_IF_ERROR(ChooseReadPath(first_data_path_, data_bytes));
   return Status::OK();
 }
 
 std::vector<FileSetMember> Reader::FileSetMembers() const {
   std::vector<FileSetMember> members;
   if (!rep_->file_set_) return members;
-  for (size_t p = 0; p < rep_->parts_.size(); ++p)
-    members.push_back({rep_->parts_[p]->location.path, p == 0 ? 0 : rep_->part_ends_[p - 1],
-                       rep_->parts_[p]->records});
+  members.reserve(rep_->parts_.size());
+  for (size_t p = 0; p < rep_->parts_.size(); ++p) {
+    const uint64_t first = p == 0 ? 0 : rep_->part_ends_[p - 1];
+    members.push_back({rep_->member_paths_[p], first, rep_->part_ends_[p] - first});
+  }
   return members;
+}
+
+std::string Reader::Rep::FirstDataPath() const {
+  return file_set_ ? first_data_path_ : parts_.front()->location.data_path;
+}
+
+Reader::Rep::Part* Reader::Rep::FilePart(size_t slot) {
+  std::unique_ptr<Part>& held = parts_[slot];
+  if (!held) {
+    held = std::make_unique<Part>();
+    held->slot = slot;
+    held->indexed = false;
+    held->records = part_ends_[slot] - (slot == 0 ? 0 : part_ends_[slot - 1]);
+    held->location.path = member_paths_[slot];
+  }
+  return held.get();
+}
+
+void Reader::Rep::Forget(Part* part) {
+  if (file_set_ && part->fd < 0 && !part->indexed && part->pins.load() == 0) parts_[part->slot].reset();
 }
 
 Status Reader::Rep::EnsureOpen(Part* part) {
@@ -93,27 +138,41 @@ Status Reader::Rep::EnsureOpen(Part* part) {
     ClosePart(part);
     part->changed.store(false);
   }
+  if (part->indexed) indexed_parts_.splice(indexed_parts_.end(), indexed_parts_, part->in_indexed);
   if (part->fd >= 0) return Status::OK();
   // Least recently used first among those no read holds (a batch's own
   // files are pinned as they open): all held means one over for a moment.
-  auto oldest = [&](const std::vector<Part*>& among) -> Part* {
+  // (Descriptors: at most max_open_parts_ to look through. Indexes: a list
+  // in the order of use, where the first unpinned one is the oldest.)
+  auto oldest_open = [&]() -> Part* {
     Part* found = nullptr;
-    for (Part* p : among)
+    for (Part* p : open_parts_)
       if (p != part && p->pins.load() == 0 && (found == nullptr || p->last_use < found->last_use)) found = p;
     return found;
   };
-  // A descriptor: the data file's, at most max_open_parts_ at once.
+  auto oldest_indexed = [&]() -> Part* {
+    for (Part* p : indexed_parts_)
+      if (p != part && p->pins.load() == 0) return p;
+    return nullptr;
+  };
+  // A descriptor: the data file's, at most max_open_parts_ at once. The
+  // chunk filler's mapping goes with it (a mapping each of 10^5 held
+  // indexes would pass the kernel's vm.max_map_count).
   while (open_parts_.size() >= max_open_parts_) {
-    Part* p = oldest(open_parts_);
+    Part* p = oldest_open();
     if (p == nullptr) break;
     ::close(p->fd);
     p->fd = -1;
+    p->filler.reset();
     open_parts_.erase(std::find(open_parts_.begin(), open_parts_.end(), p));
+    Forget(p);
   }
   if (part->indexed) {
     // Its index is still held: only the descriptor is opened again, if the
     // file is the one indexed; one written since is indexed again.
     Status same = OpenDataFile(part->location.data_path, part->index.identity, true, &part->fd);
+    if (same.ok() && cache_policy_ == CachePolicy::kFill)
+      same = ChunkFiller::Create(part->fd, part->index.identity.size, part->location.data_path, &part->filler);
     if (same.ok()) {
       AdviseReads(part->fd);
       open_parts_.push_back(part);
@@ -126,17 +185,13 @@ Status Reader::Rep::EnsureOpen(Part* part) {
   // share of the budget, and a paged one (it holds a descriptor of its
   // own) among at most max_open_parts_.
   auto over = [&] {
-    uint64_t held = 0, paged = 0;
-    for (Part* p : indexed_parts_) {
-      held += p->index.MemoryBytes();
-      paged += p->index.paged();
-    }
-    return held + resident_index_cap_ > index_share_ || paged >= max_open_parts_;
+    return held_index_bytes_ + resident_index_cap_ > index_share_ || paged_parts_ >= max_open_parts_;
   };
   while (!indexed_parts_.empty() && over()) {
-    Part* p = oldest(indexed_parts_);
+    Part* p = oldest_indexed();
     if (p == nullptr) break;
     ClosePart(p);
+    Forget(p);
   }
   const uint64_t counted = part->records;
   std::string source;
@@ -164,7 +219,12 @@ Status Reader::Rep::EnsureOpen(Part* part) {
   AdviseReads(part->fd);
   if (part->index.paged()) any_paged_ = true;
   open_parts_.push_back(part);
-  indexed_parts_.push_back(part);
+  part->in_indexed = indexed_parts_.insert(indexed_parts_.end(), part);
+  // What it holds, counted once (a paged index's cache counts at its
+  // capacity); the Part counts too: with one-record files it outweighs its index.
+  part->held_bytes = sizeof(Part) + 2 * part->location.path.capacity() + part->index.MemoryBytes();
+  held_index_bytes_ += part->held_bytes;
+  paged_parts_ += part->index.paged();
   return Status::OK();
 }
 
@@ -174,22 +234,69 @@ void Reader::Rep::ClosePart(Part* part) {
     open_parts_.erase(std::find(open_parts_.begin(), open_parts_.end(), part));
   }
   part->fd = -1;
+  if (part->indexed) {
+    indexed_parts_.erase(part->in_indexed);
+    held_index_bytes_ -= part->held_bytes;
+    paged_parts_ -= part->index.paged();
+  }
   part->index.Clear();
   part->index_file.clear();
   part->filler.reset();
   part->meta_pages.reset();
-  if (part->indexed) indexed_parts_.erase(std::find(indexed_parts_.begin(), indexed_parts_.end(), part));
   part->indexed = false;
 }
 
-Status Reader::Rep::PinParts(Part* const* parts, size_t count, PartPins* pins) const {
-  if (!file_set_) return Status::OK();
+Status Reader::Rep::ReopenFileSet() {
+  // Only this thread runs in the child: locks and pins that threads of the
+  // parent held at fork() are not held here.
+  new (&parts_mu_) std::mutex();
+  for (auto& p : parts_)
+    if (p) p->pins.store(0);
+  // The files the parent had open are opened again when this process
+  // reads them; the inherited descriptors are closed only while they are
+  // still the data files (a caller may have closed and reused the numbers).
+  for (Part* p : open_parts_) {
+    struct stat st;
+    if (::fstat(p->fd, &st) == 0 && static_cast<uint64_t>(st.st_dev) == p->index.identity.device &&
+        static_cast<uint64_t>(st.st_ino) == p->index.identity.inode)
+      ::close(p->fd);
+    p->fd = -1;
+    p->filler.reset();  // it goes with the descriptor
+  }
+  std::vector<Part*> closed;
+  closed.swap(open_parts_);
+  // A paged index reads on through the descriptor it inherited.
+  for (Part* p : std::vector<Part*>(indexed_parts_.begin(), indexed_parts_.end())) {
+    LMDBLOADER_RETURN_IF_ERROR(ReopenIndex(p));
+    if (!p->indexed) closed.push_back(p);
+  }
+  std::sort(closed.begin(), closed.end());
+  closed.erase(std::unique(closed.begin(), closed.end()), closed.end());
+  for (Part* p : closed) Forget(p);
+  (void)io_.release();
+  return BatchIo::Create(io_engine_, options_.queue_depth, &io_, &io_fallback_);
+}
+
+Status Reader::Rep::PinSlots(const size_t* slots, size_t count, Part** parts, PartPins* pins) const {
+  if (!file_set_) {
+    for (size_t k = 0; k < count; ++k) parts[k] = parts_[slots[k]].get();
+    return Status::OK();
+  }
+  Rep* self = const_cast<Rep*>(this);
   std::lock_guard<std::mutex> lock(parts_mu_);
   for (size_t k = 0; k < count; ++k) {
-    Part* p = parts[k];
-    if (k > 0 && p == parts[k - 1]) continue;
+    if (k > 0 && slots[k] == slots[k - 1]) {
+      parts[k] = parts[k - 1];
+      continue;
+    }
+    Part* p = self->FilePart(slots[k]);
+    parts[k] = p;
     if (std::find(pins->held.begin(), pins->held.end(), p) != pins->held.end()) continue;
-    LMDBLOADER_RETURN_IF_ERROR(const_cast<Rep*>(this)->EnsureOpen(p));
+    Status opened = self->EnsureOpen(p);
+    if (!opened.ok()) {
+      self->Forget(p);
+      return opened;
+    }
     p->pins.fetch_add(1);
     pins->held.push_back(p);
   }

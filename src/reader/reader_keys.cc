@@ -12,10 +12,11 @@ Status Reader::Key(uint64_t index, std::string* key) const {
   if (index >= rep_->size_) return Status::OutOfRange(OutOfRangeMessage(rep_->path_, index, rep_->size_));
   if (rep_->file_set_) {
     Rep::Part* part = nullptr;
+    size_t slot = 0;
     uint64_t local = 0;
-    LMDBLOADER_RETURN_IF_ERROR(rep_->Locate(index, &part, &local));
+    LMDBLOADER_RETURN_IF_ERROR(rep_->LocateSlot(index, &slot, &local));
     Rep::PartPins pins;
-    LMDBLOADER_RETURN_IF_ERROR(rep_->PinParts(&part, 1, &pins));
+    LMDBLOADER_RETURN_IF_ERROR(rep_->PinSlots(&slot, 1, &part, &pins));
     return part->index.Key(local, key);
   }
   if (rep_->parts_.front()->name_keys) {
@@ -31,6 +32,7 @@ Status Reader::Key(uint64_t index, std::string* key) const {
 }
 
 CorpusKeys Reader::corpus_keys() const {
+  if (rep_->file_set_) return CorpusKeys::kRecordNumbers;  // no corpus is a set's member
   return rep_->parts_.front()->name_keys ? CorpusKeys::kNames : CorpusKeys::kRecordNumbers;
 }
 
@@ -38,18 +40,18 @@ Status Reader::RecordPositions(std::vector<uint64_t>* positions) const {
   positions->clear();
   positions->reserve(rep_->size_);
   uint64_t base = 0;
-  for (const auto& p : rep_->parts_) {
+  for (size_t slot = 0; slot < rep_->parts_.size(); ++slot) {
     // A file set's files one at a time, each pinned while it is read.
     Rep::PartPins pins;
-    Rep::Part* part = p.get();
-    LMDBLOADER_RETURN_IF_ERROR(rep_->PinParts(&part, 1, &pins));
+    Rep::Part* p = nullptr;
+    LMDBLOADER_RETURN_IF_ERROR(rep_->PinSlots(&slot, 1, &p, &pins));
     if (p->index.paged()) {
       LMDBLOADER_RETURN_IF_ERROR(p->index.paged_index()->ForEach(
           [&](uint64_t, const ValueLocation& at) { positions->push_back(base + at.offset); }));
     } else {
       for (uint64_t i = 0; i < p->index.size(); ++i) positions->push_back(base + p->index.offset(i));
     }
-    base += rep_->file_set_ ? p->file_size : p->index.identity.size;
+    base += p->index.identity.size;
   }
   return Status::OK();
 }
@@ -60,8 +62,8 @@ Status Reader::Find(std::string_view key, uint64_t* index) const {
     // Keys are the files' own: the first file, in order, that holds it.
     for (size_t p = 0; p < rep_->parts_.size() && !found; ++p) {
       Rep::PartPins pins;
-      Rep::Part* part = rep_->parts_[p].get();
-      LMDBLOADER_RETURN_IF_ERROR(rep_->PinParts(&part, 1, &pins));
+      Rep::Part* part = nullptr;
+      LMDBLOADER_RETURN_IF_ERROR(rep_->PinSlots(&p, 1, &part, &pins));
       LMDBLOADER_RETURN_IF_ERROR(part->index.Find(key, &found, index));
       if (found && p > 0) *index += rep_->part_ends_[p - 1];
     }
@@ -88,8 +90,8 @@ Status Reader::FindInMember(size_t member, std::string_view key, uint64_t* index
     return Status::OutOfRange("member " + std::to_string(member) + " out of range for " + rep_->path_ + " (" +
                               std::to_string(rep_->parts_.size()) + " files)");
   Rep::PartPins pins;
-  Rep::Part* part = rep_->parts_[member].get();
-  LMDBLOADER_RETURN_IF_ERROR(rep_->PinParts(&part, 1, &pins));
+  Rep::Part* part = nullptr;
+  LMDBLOADER_RETURN_IF_ERROR(rep_->PinSlots(&member, 1, &part, &pins));
   bool found = false;
   LMDBLOADER_RETURN_IF_ERROR(part->index.Find(key, &found, index));
   if (!found) return Status::NotFound("key not found in " + part->location.path);

@@ -152,7 +152,14 @@ Status Reader::Rep::OpenPart(const std::string& path, Part* part, std::string* i
   LMDBLOADER_RETURN_IF_ERROR(ResolveDataLocation(path, &part->location));
   std::unique_ptr<LmdbEnv> env;
   LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(part->location, options_.lock, options_.db_name, &env));
-  const IndexPaths paths = IndexFilePaths(part->location, options_, env->identity());
+  IndexPaths paths = IndexFilePaths(part->location, options_, env->identity());
+  // A small file of a set is walked each time it is opened: its walk reads
+  // a few pages, as loading a saved index would, where saving one costs a
+  // file and its fsync (4.3 ms a file: an epoch over 10^6 one-record files
+  // would write 10^6 index files, 16 GB, into the cache directory). Unless
+  // asked for a paged index, which lives in such a file.
+  if (file_set_ && options_.index_residence != IndexResidence::kPaged && env->identity().size <= kWalkedFileBytes)
+    paths = IndexPaths();
   Status loaded = Status::NotFound("");
   for (const std::string& candidate : paths.load) {
     loaded = UseSavedIndex(candidate, env->identity(), part);
@@ -207,8 +214,17 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
   bool is_set = false;
   std::vector<std::string> files;
   LMDBLOADER_RETURN_IF_ERROR(ListFileSet(path, &is_set, &files));
-  if (is_set) LMDBLOADER_RETURN_IF_ERROR(r->rep_->OpenFileSet(path, files, options));
-  else LMDBLOADER_RETURN_IF_ERROR(r->rep_->Open(path, options));
+  if (is_set) {
+    LMDBLOADER_RETURN_IF_ERROR(r->rep_->OpenFileSet(path, files, options));
+    // The listing is freed, but glibc keeps such blocks in the heap (10^5
+    // paths: about 5 MiB of RSS, more than the set keeps of them): give them back.
+    std::vector<std::string>().swap(files);
+#ifdef __GLIBC__
+    ::malloc_trim(0);
+#endif
+  } else {
+    LMDBLOADER_RETURN_IF_ERROR(r->rep_->Open(path, options));
+  }
   *out = std::move(r);
   return Status::OK();
 }
@@ -329,7 +345,8 @@ Status Reader::Rep::ChooseReadPath(const std::string& data_path, uint64_t data_b
   // read 1.20x the bytes of 200 random 60-160 KB records over FUSE, 0.875x
   // with POSIX_FADV_RANDOM on the descriptor).
   read_random_ = fs.remote && cache_policy_ == CachePolicy::kExact;
-  for (auto& p : parts_) AdviseReads(p->fd);
+  for (auto& p : parts_)
+    if (p) AdviseReads(p->fd);  // a file set has none open yet
   return Status::OK();
 }
 
@@ -351,8 +368,11 @@ Status Reader::ExpectShare(double share, bool in_chunks) {
   const bool fill = rep_->fill_room_ && small_records && (in_chunks || share >= 0.5);
   const CachePolicy want = fill ? CachePolicy::kFill : CachePolicy::kExact;
   if (want != rep_->cache_policy_) {
+    // A file set's parts come and go as other threads read (Forget).
+    std::unique_lock<std::mutex> parts_lock(rep_->parts_mu_, std::defer_lock);
+    if (rep_->file_set_) parts_lock.lock();
     for (auto& p : rep_->parts_) {
-      if (p->fd < 0) continue;  // a file of a set not open yet: its open follows the policy
+      if (!p || p->fd < 0) continue;  // a file of a set not open yet: its open follows the policy
       if (fill) {
         LMDBLOADER_RETURN_IF_ERROR(
             ChunkFiller::Create(p->fd, p->index.identity.size, p->location.data_path, &p->filler));
@@ -363,7 +383,8 @@ Status Reader::ExpectShare(double share, bool in_chunks) {
     }
     rep_->cache_policy_ = want;
     rep_->read_random_ = !fill;
-    for (auto& p : rep_->parts_) rep_->AdviseReads(p->fd);
+    for (auto& p : rep_->parts_)
+      if (p) rep_->AdviseReads(p->fd);
   }
   // A part of the records, read exactly, is capped by the requests in
   // flight; where the link moves the whole file faster than that (measured:
@@ -373,7 +394,7 @@ Status Reader::ExpectShare(double share, bool in_chunks) {
   // less than the round trips they save.
   rep_->read_around_ = false;
   if (!fill && small_records && rep_->cache_room_ && share > 0 && !rep_->parts_.empty()) {
-    if (!rep_->link_.measured) rep_->link_ = MeasureLink(rep_->parts_.front()->location.data_path, rep_->io_.get());
+    if (!rep_->link_.measured) rep_->link_ = MeasureLink(rep_->FirstDataPath(), rep_->io_.get());
     rep_->read_around_ = ReadAroundPays(rep_->link_, rep_->data_bytes_, share * static_cast<double>(rep_->size_));
   }
   return Status::OK();
@@ -392,27 +413,7 @@ Status Reader::Rep::ReopenHandles() {
   // What a thread remembers of this reader's lookups belongs to the handles
   // before (LocateAll); an index rebuilt below may differ.
   index_epoch_.fetch_add(1);
-  if (file_set_) {
-    // Only this thread runs in the child: locks and pins that threads of the
-    // parent held at fork() are not held here.
-    new (&parts_mu_) std::mutex();
-    for (auto& p : parts_) p->pins.store(0);
-    // The files the parent had open are opened again when this process
-    // reads them; the inherited descriptors are closed only while they are
-    // still the data files (a caller may have closed and reused the numbers).
-    for (Part* p : open_parts_) {
-      struct stat st;
-      if (::fstat(p->fd, &st) == 0 && static_cast<uint64_t>(st.st_dev) == p->index.identity.device &&
-          static_cast<uint64_t>(st.st_ino) == p->index.identity.inode)
-        ::close(p->fd);
-      p->fd = -1;
-    }
-    open_parts_.clear();
-    // A paged index reads on through the descriptor it inherited.
-    for (Part* p : std::vector<Part*>(indexed_parts_)) LMDBLOADER_RETURN_IF_ERROR(ReopenIndex(p));
-    (void)io_.release();
-    return BatchIo::Create(io_engine_, options_.queue_depth, &io_, &io_fallback_);
-  }
+  if (file_set_) return ReopenFileSet();
   for (size_t i = 0; i < parts_.size(); ++i) {
     Part& p = *parts_[i];
     if (p.env) {

@@ -20,6 +20,7 @@
 #include <functional>
 #include <cerrno>
 #include <cstring>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,6 +34,7 @@
 #include "lmdb/lmdb_env.h"
 #include "lmdbloader/reader.h"
 #include "io/mapping.h"
+#include "reader/file_set.h"
 #include "reader/name_keys.h"
 #include "lmdb/record_index.h"
 
@@ -53,6 +55,10 @@ Status SameFile(const std::string& path, const struct stat& st, const FileIdenti
 // (Corruption naming it when replaced or truncated since it was indexed;
 // with `unchanged`, also when written since, as SameFile says).
 Status OpenDataFile(const std::string& path, const FileIdentity& identity, bool unchanged, int* fd);
+
+// A file set's member of at most this many bytes is indexed by a walk each
+// time it is opened, never through a saved index file (OpenPart).
+constexpr uint64_t kWalkedFileBytes = 1u << 20;
 
 inline std::string OutOfRangeMessage(const std::string& path, uint64_t index, uint64_t size) {
   return "index " + std::to_string(index) + " out of range for " + path + " (" +
@@ -168,12 +174,17 @@ struct Reader::Rep {
     std::shared_ptr<Mapping> meta_pages;
     // A file set's files are opened as they are read (EnsureOpen): their
     // descriptors and their indexes each let go of least recently used first;
-    // reads in flight pin the files they use.
+    // reads in flight pin the files they use. A file neither open nor
+    // indexed has no Part (Forget): the set keeps its path and count in
+    // columns (member_paths_, part_ends_).
     bool indexed = true;
     std::atomic<int> pins{0};
     uint64_t last_use = 0;
-    uint64_t records = 0;    // file sets: the count its meta page gives
-    uint64_t file_size = 0;  // file sets: the data file's size when listed
+    uint64_t records = 0;  // file sets: the count its meta page gave at open
+    // File sets, while indexed: its place in indexed_parts_, and the bytes
+    // it counts against index_share_.
+    std::list<Part*>::iterator in_indexed;
+    uint64_t held_bytes = 0;
     // A read found the file written since it was indexed (CheckUnchanged):
     // a file set indexes it again at its next read.
     std::atomic<bool> changed{false};
@@ -246,12 +257,19 @@ struct Reader::Rep {
   // only until a later writer reuses them, so what was read may be wrong.
   Status CheckSnapshot() const;
   Status ReopenHandles();
+  // ReopenHandles for a file set: its descriptors closed, its indexes
+  // reopened or let go, its engine made anew.
+  Status ReopenFileSet();
   // After fork(): part's paged index reopened (PagedIndex::Reopen). Where
   // neither its descriptor nor its name is left, the index is made anew
   // from the data (a file set's part drops it, to be indexed again when
   // next read), so a cleaner that deletes a saved index stops no reads.
   Status ReopenIndex(Part* part);
+  // Not for file sets, whose parts exist only while held: LocateSlot, then
+  // PinSlots.
   Status Locate(uint64_t index, Part** part, uint64_t* local) const;
+  // The part (its position in parts_) and the record within it.
+  Status LocateSlot(uint64_t index, size_t* slot, uint64_t* local) const;
   // Locate for each of `indices`, and where each record lies (a paged index
   // reads each part's entries together; the last batch a thread located
   // through one is remembered, so that its sizes and then its reads look it
@@ -264,16 +282,26 @@ struct Reader::Rep {
   // One record: this process's handles first (EnsureProcess), then LocateAll.
   Status LocateOne(uint64_t index, Part** part, uint64_t* local, ValueLocation* at, PartPins* pins,
                    const LeafBatch** leaves = nullptr);
-  // File sets: opens each of parts[0..count) not open yet and pins it in `pins`.
-  Status PinParts(Part* const* parts, size_t count, PartPins* pins) const;
+  // parts[k] = the part of slots[k]. File sets: made (FilePart), opened
+  // when not open yet, and pinned in `pins`, so that it lives and stays open
+  // until `pins` lets go.
+  Status PinSlots(const size_t* slots, size_t count, Part** parts, PartPins* pins) const;
+  // File sets, parts_mu_ held: the Part of slot `slot`, made when it has none.
+  Part* FilePart(size_t slot);
+  // File sets, parts_mu_ held: deletes `part` when it holds nothing (no
+  // descriptor, no index, no pin), so that a set's closed files cost their
+  // columns' bytes alone.
+  void Forget(Part* part);
+  // The first part's data file (file sets: the first member's).
+  std::string FirstDataPath() const;
   // Where each record lies, a part at a time; with `leaves`, from the leaf
   // pages of parts that hold a table of them (LocateInLeaves).
   Status LocateParts(Part* const* parts, const uint64_t* locals, size_t count, ValueLocation* locations,
                      LeafBatch* leaves = nullptr) const;
   // reader_leaves.cc: where records locals[0..count) of `part` lie, those on
-  // usable leaves by reading their leaf pages (appended to leaves->pages,
+  // usable leaves by reading their leaf pages or nodes (into `leaves`,
   // value_at[k] set; kNone for the others, located by the index). Corruption
-  // naming the data file when a leaf page is not what the table says.
+  // naming the data file when a leaf page or node is not what the table says.
   Status LocateInLeaves(const Part& part, const uint64_t* locals, size_t count, ValueLocation* locations,
                         LeafBatch* leaves, uint64_t* value_at) const;
   // After a paged index is opened for `part`: its table of leaves held
@@ -316,15 +344,22 @@ struct Reader::Rep {
   mutable std::mutex parts_mu_;         // file sets: opening and closing parts
   size_t max_open_parts_ = 0;
   std::vector<Part*> open_parts_;     // file sets: parts with a data descriptor
-  std::vector<Part*> indexed_parts_;  // file sets: parts whose index is held
+  std::list<Part*> indexed_parts_;    // file sets: parts whose index is held, least recently used first
+  uint64_t held_index_bytes_ = 0;     // file sets: their held_bytes together
+  size_t paged_parts_ = 0;            // file sets: those whose index is paged
   uint64_t index_share_ = 0;          // file sets: what their indexes may hold together
   uint64_t use_clock_ = 0;
   std::vector<std::string> skipped_files_;  // skip_bad_files: why each was left out
+  MemberPaths member_paths_;                // file sets: each file's path, by slot
+  std::string first_data_path_;             // file sets: the first member's data file
+  unsigned set_format_ = 1;                 // file sets: the first member's LMDB data format
+  unsigned set_db_flags_ = 0;               // file sets: the first member's database flags
   std::string path_;
   ReaderOptions options_;
   AccessMode mode_ = AccessMode::kPread;
   uint64_t size_ = 0;
   MemoryBudget budget_{0};
+  // One a data file; a file set's are null while the file is closed.
   std::vector<std::unique_ptr<Part>> parts_;
   std::vector<uint64_t> part_ends_;  // global end position of each part
   std::string manifest_;

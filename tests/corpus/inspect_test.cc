@@ -63,6 +63,33 @@ void Put(MDB_txn* txn, const char* db, unsigned flags, const Pairs& records) {
   }
 }
 
+// A read transaction of liblmdb's own on the environment in directory `dir`
+// (up to 8 named databases), what a test holds lmdbloader's answers to;
+// aborted and closed with the object.
+class LiblmdbTxn {
+ public:
+  explicit LiblmdbTxn(const std::string& dir) {
+    EXPECT_EQ(mdb_env_create(&env_), 0);
+    mdb_env_set_maxdbs(env_, 8);
+    const int opened = mdb_env_open(env_, dir.c_str(), MDB_RDONLY | MDB_NOLOCK, 0644);
+    EXPECT_EQ(opened, 0) << dir;
+    if (opened == 0) {
+      EXPECT_EQ(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn_), 0);
+    }
+  }
+  ~LiblmdbTxn() {
+    if (txn_ != nullptr) mdb_txn_abort(txn_);
+    mdb_env_close(env_);
+  }
+  LiblmdbTxn(const LiblmdbTxn&) = delete;
+  LiblmdbTxn& operator=(const LiblmdbTxn&) = delete;
+  MDB_txn* get() const { return txn_; }
+
+ private:
+  MDB_env* env_ = nullptr;
+  MDB_txn* txn_ = nullptr;
+};
+
 // What liblmdb reports for database `db_name` of the environment at `path`,
 // in InspectDatabase's terms.
 DatabaseInfo Liblmdb(const std::string& path, const std::string& db_name, bool nosubdir) {
@@ -214,17 +241,13 @@ TEST(InspectTest, NamedDatabasesAreThoseLiblmdbOpensAndNoPlainKey) {
   ASSERT_OK(ListNamedDatabases(dir.Sub("db"), &names));
   EXPECT_EQ(names, (std::vector<std::string>{"alpha", "with space", "zeta"}));  // the main tree's order
   // liblmdb opens each listed name as a database and refuses the plain key.
-  MDB_env* env;
-  ASSERT_EQ(mdb_env_create(&env), 0);
-  mdb_env_set_maxdbs(env, 8);
-  ASSERT_EQ(mdb_env_open(env, dir.Sub("db").c_str(), MDB_RDONLY | MDB_NOLOCK, 0644), 0);
-  MDB_txn* txn;
-  ASSERT_EQ(mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn), 0);
-  MDB_dbi dbi;
-  for (const std::string& n : names) EXPECT_EQ(mdb_dbi_open(txn, n.c_str(), 0, &dbi), 0) << n;
-  EXPECT_EQ(mdb_dbi_open(txn, "plain key", 0, &dbi), MDB_INCOMPATIBLE);
-  mdb_txn_abort(txn);
-  mdb_env_close(env);
+  {
+    LiblmdbTxn txn(dir.Sub("db"));
+    ASSERT_NE(txn.get(), nullptr);
+    MDB_dbi dbi;
+    for (const std::string& n : names) EXPECT_EQ(mdb_dbi_open(txn.get(), n.c_str(), 0, &dbi), 0) << n;
+    EXPECT_EQ(mdb_dbi_open(txn.get(), "plain key", 0, &dbi), MDB_INCOMPATIBLE);
+  }
   // The names are stable: listed again (the list is cleared first), the same.
   ASSERT_OK(ListNamedDatabases(dir.Sub("db"), &names));
   EXPECT_EQ(names.size(), 3u);
@@ -314,16 +337,12 @@ TEST(InspectTest, LeafPageStartsAreWhereLiblmdbsCursorStepsOntoTheMissedKey) {
     EXPECT_GT(layout.key_page_starts.size(), 5u);
     EXPECT_TRUE(layout.dup_page_starts.empty());
     std::vector<uint64_t> quirks;
-    MDB_env* env;
-    ASSERT_EQ(mdb_env_create(&env), 0);
-    mdb_env_set_maxdbs(env, 8);
-    ASSERT_EQ(mdb_env_open(env, dir.Sub("db").c_str(), MDB_RDONLY | MDB_NOLOCK, 0644), 0);
-    MDB_txn* txn;
-    ASSERT_EQ(mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn), 0);
+    LiblmdbTxn txn(dir.Sub("db"));
+    ASSERT_NE(txn.get(), nullptr);
     MDB_dbi dbi;
-    ASSERT_EQ(mdb_dbi_open(txn, c.db.empty() ? nullptr : c.db.c_str(), 0, &dbi), 0);
+    ASSERT_EQ(mdb_dbi_open(txn.get(), c.db.empty() ? nullptr : c.db.c_str(), 0, &dbi), 0);
     MDB_cursor* cur;
-    ASSERT_EQ(mdb_cursor_open(txn, dbi, &cur), 0);
+    ASSERT_EQ(mdb_cursor_open(txn.get(), dbi, &cur), 0);
     for (int k = 0; k + 1 < n; ++k) {
       std::string below = BigEndian(2 * k + 1);
       MDB_val key{below.size(), below.data()}, val;
@@ -337,8 +356,6 @@ TEST(InspectTest, LeafPageStartsAreWhereLiblmdbsCursorStepsOntoTheMissedKey) {
       }
     }
     mdb_cursor_close(cur);
-    mdb_txn_abort(txn);
-    mdb_env_close(env);
     EXPECT_EQ(layout.key_page_starts, quirks);
   }
 }

@@ -43,8 +43,6 @@ std::vector<JpegOptions> Kinds() {
   return kinds;
 }
 
-// Whole-pixel boxes at full scale: what torchvision computes, bar rounding
-// ties (see resample.h): a level here and there.
 TEST(PixelNames, EveryNameParsesToItsValueAndOthersAreRefusedWithTheList) {
   ASSERT_EQ(PixelLayoutNames(), (std::vector<std::string>{"CHW", "HWC"}));
   ASSERT_EQ(PixelTypeNames(), (std::vector<std::string>{"float32", "uint8"}));
@@ -66,6 +64,8 @@ TEST(PixelNames, EveryNameParsesToItsValueAndOthersAreRefusedWithTheList) {
   }
 }
 
+// Whole-pixel boxes at full scale: what torchvision computes, bar rounding
+// ties (see resample.h): a level here and there.
 TEST(ImageDecodeTest, FullScaleDecodingMatchesPilDecodeThenResize) {
   std::mt19937 rng(1);
   DecodeScratch scratch;

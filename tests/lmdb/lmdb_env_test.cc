@@ -253,5 +253,45 @@ TEST(LmdbEnvTest, ALockedSnapshotKeepsItsPagesWhileAWriterCommitsAndAnUnlockedOn
   }
 }
 
+TEST(LmdbEnvTest, CountRecordsReadsEachMetaPageAndMarksWhatItCannotRead) {
+  TempDir dir;
+  std::vector<std::string> paths;
+  for (int k = 0; k < 150; ++k) {
+    paths.push_back(dir.Sub("db" + std::to_string(k)));
+    testing::WriteLmdb(paths.back(), Numbered(k % 7, k, 16), "", /*nosubdir=*/k % 2 == 1);
+  }
+  testing::WriteLmdb(dir.Sub("named"), Numbered(5, 0, 16), "frames");
+  paths.push_back(dir.Sub("named"));
+  paths.push_back(dir.Sub("absent"));
+  testing::WriteAll(dir.Sub("not-lmdb"), std::string(8192, 'x'));
+  paths.push_back(dir.Sub("not-lmdb"));
+  for (unsigned threads : {1u, 4u}) {
+    std::vector<MetaCount> counts;
+    CountRecords(paths, "", threads, &counts);
+    ASSERT_EQ(counts.size(), paths.size());
+    for (int k = 0; k < 150; ++k) {
+      std::unique_ptr<LmdbEnv> env;
+      ASSERT_OK(OpenAt(paths[k], false, "", &env));
+      ASSERT_TRUE(counts[k].ok) << paths[k];
+      EXPECT_EQ(counts[k].records, env->tree().entries) << paths[k];
+      EXPECT_EQ(counts[k].records, static_cast<uint64_t>(k % 7)) << paths[k];
+      EXPECT_EQ(counts[k].file_bytes, env->identity().size) << paths[k];
+      EXPECT_EQ(counts[k].format, 1) << paths[k];
+    }
+    EXPECT_TRUE(counts[150].ok);
+    EXPECT_EQ(counts[150].records, 1u) << "the main tree holds the named database's header";
+    EXPECT_FALSE(counts[151].ok) << "a missing path";
+    EXPECT_FALSE(counts[152].ok) << "a file that is no LMDB";
+  }
+  std::vector<MetaCount> named;
+  CountRecords({dir.Sub("named"), paths[3]}, "frames", 2, &named);
+  EXPECT_TRUE(named[0].ok);
+  EXPECT_EQ(named[0].records, 5u);
+  EXPECT_FALSE(named[1].ok) << "no database 'frames' in it";
+  std::vector<MetaCount> none;
+  CountRecords({}, "", 4, &none);
+  EXPECT_TRUE(none.empty());
+}
+
 }  // namespace
 }  // namespace lmdbloader

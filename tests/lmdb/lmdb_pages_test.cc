@@ -306,7 +306,7 @@ TEST(LmdbPagesTest, AnotherDataFormatIsUnsupportedNotCorruption) {
 
 // Random damage over every kind of tree: each walk ends OK or in Corruption,
 // and under ASan + UBSan no mutation makes the reader touch memory it should
-// not. The full-file fuzzer (tools/fuzz_corrupt.py) covers whole processes.
+// not. The full-file fuzzer (fuzz/corrupt_databases.py) covers whole processes.
 TEST(LmdbPagesTest, RandomMutationsEndInCorruptionNeverACrash) {
   std::mt19937_64 rng(20261122);
   std::unique_ptr<BatchIo> io;  // half the walks read their batches through it

@@ -1,5 +1,5 @@
-"""Photograph-like test images made from numbers (no files), and their JPEGs:
-one copy for the tests of the fused decode path."""
+"""Photograph-like test images made from numbers (no files), their JPEGs and
+corpora of them: one copy for the tests of the fused decode path."""
 
 import io
 
@@ -25,3 +25,17 @@ def jpeg(image, **options):
     buf = io.BytesIO()
     image.save(buf, format="JPEG", quality=options.pop("quality", 90), **options)
     return buf.getvalue()
+
+
+def image_folder_corpus(root, images, classes):
+    """The corpus `convert --from image_folder` writes of ``images`` (encoded
+    image bytes) laid out under ``root``/src, image i in class folder
+    ``class_{i % classes}``; returns its path (``root``/corpus)."""
+    import lmdbloader
+    for i, data in enumerate(images):
+        folder = root / "src" / f"class_{i % classes}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{i:03d}.jpg").write_bytes(data)
+    out = str(root / "corpus")
+    lmdbloader.convert(str(root / "src"), out, kind="image_folder")
+    return out

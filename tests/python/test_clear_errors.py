@@ -291,3 +291,25 @@ def test_compat_readers_lists_transactions_as_pylmdb_does(tmp_path):
 
     assert threads_numbered(listings[1]) == threads_numbered(listings[0])
     assert listings[0][0] != listings[0][1]  # py-lmdb's test_readers: a transaction shows
+
+
+@pytest.mark.parametrize("suffix, says", [
+    (".cpython-314t-x86_64-linux-gnu.so", "install the lmdbloader wheel made for it"),
+    (".cpython-39-x86_64-linux-gnu.so", "install the lmdbloader wheel made for it"),
+])
+def test_an_extension_built_for_another_python_is_named(tmp_path, suffix, says):
+    # The package as a wheel for another interpreter lays it out: the same
+    # files, the extension under that interpreter's suffix (a GIL build's
+    # cp314 extension under 3.14t looks the same from this side).
+    package = os.path.dirname(lmdbloader.__file__)
+    copy = tmp_path / "lmdbloader"
+    shutil.copytree(package, copy, symlinks=False, ignore=shutil.ignore_patterns("__pycache__", "_core*"))
+    core = [n for n in os.listdir(package) if n.startswith("_core")]
+    assert len(core) == 1
+    shutil.copy(os.path.join(package, core[0]), copy / ("_core" + suffix))
+    done = subprocess.run([sys.executable, "-c", "import lmdbloader"], cwd=tmp_path, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: lmdbloader's compiled extension in ") and str(copy) in last, last
+    assert "_core" + suffix in last and "built for another Python" in last and says in last, last

@@ -382,6 +382,9 @@ def test_dataset_views_match_bytes_through_dataloader_workers(corpus):
     (dict(decode="raw", views=True), "decode callable"),
     (dict(decode="msgpack", views=True), "decode callable"),
     (dict(decode=len, views=True, mode="pread"), "mode='mmap'"),
+    # The image decoders read a batch's records in one call of their own: views would be ignored.
+    (dict(decode=lmdbloader.ImageDecode(32), views=True), "ImageDecode reads a batch's records itself"),
+    (dict(decode=lmdbloader.ClipDecode(32), views=True), "ClipDecode reads a batch's records itself"),
 ])
 def test_dataset_views_refuse_what_cannot_take_a_view(corpus, kwargs, error):
     with pytest.raises(ValueError, match=error):

@@ -15,6 +15,7 @@ from PIL import Image
 import lmdbloader
 from lmdbloader import vision
 
+from synthetic_photos import image_folder_corpus
 from torchvision_cpu import import_torchvision
 
 skimage_data = pytest.importorskip("skimage.data")
@@ -172,14 +173,7 @@ def test_probability_zero_is_no_op():
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    root = tmp_path_factory.mktemp("colour")
-    for i, (name, data) in enumerate(sources() * 3):
-        d = root / "src" / f"class_{i % 2}"
-        d.mkdir(parents=True, exist_ok=True)
-        (d / f"{i:03d}.jpg").write_bytes(data)
-    out = str(root / "corpus")
-    lmdbloader.convert(str(root / "src"), out, kind="image_folder")
-    return out
+    return image_folder_corpus(tmp_path_factory.mktemp("colour"), [data for _, data in sources() * 3], classes=2)
 
 
 def seed_workers(worker_id):

@@ -72,6 +72,14 @@ def test_every_reader_option_is_a_keyword_of_every_python_front(corpus, name, ki
         env.close()
 
 
+def test_the_datasets_docstring_names_every_reader_option_in_the_tables_order():
+    """LmdbDataset passes the reader options on to Reader and lists them by
+    name in its docstring: the list is the table, no more, no less."""
+    doc = " ".join(lmdbloader.LmdbDataset.__doc__.split())
+    listed = doc.split("reader options of :class:`lmdbloader.Reader` (", 1)[1].split(")", 1)[0]
+    assert listed.split(", ") == [row[0] for row in READER_OPTIONS], listed
+
+
 def test_an_unknown_keyword_is_a_type_error_naming_the_table(corpus):
     for front in (lambda: lmdbloader.Reader(corpus, nope=1),
                   lambda: compat.open(corpus, lock=False, nope=1),

@@ -1,4 +1,4 @@
-"""The float options of ImageDecode, ClipDecode and View against torchvision's
+"""The float options of ImageDecode, ClipDecode and Crop against torchvision's
 rules for the same transforms: a value torchvision refuses, or accepts only
 to fail at every draw (torch's ``uniform_`` past float32's range), is refused
 when the decoder is made, by a ValueError naming the option and the value;
@@ -71,10 +71,10 @@ def test_a_bad_value_is_refused_naming_the_option_and_the_value(options, name, v
     assert e.match(value), str(e.value)
     if "mean" in options or "std" in options:
         return
-    per_view = {k: v for k, v in options.items() if k not in ("crop_pct", "train")}
-    if per_view:
+    per_crop = {k: v for k, v in options.items() if k not in ("crop_pct", "train")}
+    if per_crop:
         with pytest.raises(ValueError, match=name):
-            lmdbloader.View(32, **per_view)
+            lmdbloader.Crop(32, **per_crop)
     with pytest.raises(ValueError, match=name):
         lmdbloader.ClipDecode(32, frames=2, **options)
 
@@ -125,9 +125,9 @@ def test_the_edges_torchvision_draws_from_are_accepted_and_decode():
             torch.manual_seed(0)
             out = decoder(data)
             assert out.shape[-3:] == (3, 32, 32), options
-        views = {k: v for k, v in options.items() if k not in ("mean", "std", "crop_pct", "train")}
-        if views:
-            out = lmdbloader.ImageDecode(views=[lmdbloader.View(32, n=2, **views)], record="raw")(data)
+        per_crop = {k: v for k, v in options.items() if k not in ("mean", "std", "crop_pct", "train")}
+        if per_crop:
+            out = lmdbloader.ImageDecode(crops=[lmdbloader.Crop(32, n=2, **per_crop)], record="raw")(data)
             assert out[0].shape == (2, 3, 32, 32), options
     # A float32 factor as large as any: the image as torchvision's brightness makes it.
     img = Image.open(io.BytesIO(data)).convert("RGB")
@@ -139,7 +139,7 @@ def test_the_edges_torchvision_draws_from_are_accepted_and_decode():
 def test_a_blur_kernel_fits_the_image_as_torchs_reflect_padding(side):
     """torchvision's GaussianBlur of a side x side image: kernel 2 side - 1
     blurs it, 2 side + 1 raises (reflect padding needs kernel // 2 below
-    each side); ImageDecode and View give the same verdict when made, naming
+    each side); ImageDecode and Crop give the same verdict when made, naming
     the kernel and the size; a blur that is never drawn (blur_p=0) is no
     error, as RandomApply(p=0) never pads."""
     img = torch.randint(0, 256, (3, side, side), dtype=torch.uint8)
@@ -153,11 +153,11 @@ def test_a_blur_kernel_fits_the_image_as_torchs_reflect_padding(side):
     with pytest.raises(ValueError, match=message):
         lmdbloader.ImageDecode(side, blur_p=0.5, blur_kernel=too_large)
     with pytest.raises(ValueError, match=message):
-        lmdbloader.View(side, blur_p=0.5, blur_kernel=too_large)
+        lmdbloader.Crop(side, blur_p=0.5, blur_kernel=too_large)
     with pytest.raises(ValueError, match=message):
         lmdbloader.ClipDecode(side, frames=2, blur_p=0.5, blur_kernel=too_large)
     lmdbloader.ImageDecode(side, blur_kernel=too_large)  # blur_p=0: never drawn
-    lmdbloader.View(side, blur_kernel=too_large)
+    lmdbloader.Crop(side, blur_kernel=too_large)
     # Given straight to the core, refused as the image is blurred.
     with pytest.raises(ValueError, match=f"blur kernel {too_large} is too large for a {side}x{side} image"):
         vision.apply_colour(np.zeros((side, side, 3), np.uint8), [("blur", 1.0, too_large)])

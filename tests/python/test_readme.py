@@ -55,3 +55,9 @@ def test_ci_runs_the_readmes_test_command():
     assert "bash scripts/demo.sh" in commands and "bash scripts/test.sh" in commands, commands
     ci = [line.strip() for line in open(os.path.join(ROOT, ".ci", "run")) if not line.lstrip().startswith("#")]
     assert "bash scripts/test.sh" in ci, ".ci/run does not run the README's test command"
+
+
+def test_the_readme_stays_at_most_300_lines():
+    """The README is the first read: detail belongs in docs/ (NOTES, MEASURED, DEVELOPING), linked."""
+    lines = open(os.path.join(ROOT, "README.md")).read().splitlines()
+    assert len(lines) <= 300, f"README.md has {len(lines)} lines; move detail to docs/ and link it"

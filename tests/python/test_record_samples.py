@@ -189,7 +189,7 @@ def test_ocr_images_through_image_decode_are_torchvisions(ocr, train):
     recipe over PIL of the bytes py-lmdb reads, seeded alike; the label is
     the text, not ImageDecode's target."""
     path, expected = ocr
-    size = (32, 100) if train else (24, 24)  # evaluation: no padding (see the report on padded boxes)
+    size = (32, 100) if train else (24, 24)  # evaluation: the crop inside the resized image, no padding
     ds = lmdbloader.LmdbDataset(path, samples="ocr", decode=lmdbloader.ImageDecode(size, train=train, record="raw"))
     if train:
         steps = [T.RandomResizedCrop(size, antialias=True), T.RandomHorizontalFlip()]

@@ -1,7 +1,8 @@
 """The source tree's shape, checked: folders of src/ are layers, tests/ mirrors
-src/, no source file grows past what one reader holds in mind, no Python
-module reads another object's private members, and none takes another
-module's private names (the package's naming rule: see
+src/, no source file grows past what one reader holds in mind, the Python
+package's modules are layers too (PYTHON_LAYERS), no Python module reads
+another object's private members, and none takes another module's private
+names (the package's naming rule: see
 test_no_python_module_takes_another_modules_private_names).
 
 Layers, bottom first: base/ (Status, options, checksums) < io/ (files,
@@ -329,3 +330,101 @@ def test_no_python_module_takes_another_modules_private_names(path):
     module = next(name for name, p in MODULES.items() if p == path)
     found = private_imports(path.read_text(), module, is_package=path.name == "__init__.py")
     assert not found, f"{path.relative_to(ROOT)} takes other modules' private names: {found}"
+
+
+# The package in layers, top first, each layer one or more groups (a public
+# module with the private ones that serve it). A module imports from its own
+# group and from the layers below its own, never from a layer above nor from
+# another group of its layer: batches and vision stand side by side, and what
+# a DecodedBatch needs of ImageDecode is batches.BatchDecoder (a Protocol),
+# not an import. Lazy imports inside functions count as imports.
+PYTHON_LAYERS = [
+    {"front": ["lmdbloader"]},
+    {"dataset": ["dataset", "_decoding"]},
+    {"batches": ["batches", "_thread_loader", "_buffer_pool", "_ring_worker", "_ring_main"],
+     "vision": ["vision", "_multi_crop", "_colour_ops", "_crop_boxes", "_image_checks", "_image_records"],
+     "compat": ["compat", "compat.*"]},
+    {"reading": ["reader", "samples", "sampler", "writer", "_convert", "memory", "atomistic", "_decimal_keys",
+                 "_size_column", "size_sampler"]},
+    {"base": ["errors", "_options", "_draws", "_dependencies", "_extension", "_core"]},
+]
+
+
+def python_places(layers=PYTHON_LAYERS):
+    """{dotted module name: (layer number from the top, group)}; "compat.*"
+    stands for every module of the subpackage."""
+    places = {}
+    for depth, groups in enumerate(layers):
+        for group, names in groups.items():
+            for name in names:
+                dotted = "lmdbloader" if name == "lmdbloader" else f"lmdbloader.{name}"
+                if dotted.endswith(".*"):
+                    prefix = dotted[:-1]
+                    places.update({m: (depth, group) for m in MODULES if m.startswith(prefix)})
+                else:
+                    places[dotted] = (depth, group)
+    return places
+
+
+def package_imports(source, module, is_package=False):
+    """(line, package module) of each import in `source` of a module of the
+    package, at the top or inside a function: `from .x import y` reads x (or
+    the module x.y), `import lmdbloader.x` reads x, importlib.import_module
+    with a constant name likewise."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            origin = _imported_from(module, is_package, node)
+            for alias in node.names:
+                target = f"{origin}.{alias.name}" if f"{origin}.{alias.name}" in MODULES else origin
+                found.append((node.lineno, target))
+        elif isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "import_module" and node.args and isinstance(node.args[0], ast.Constant)):
+            found.append((node.lineno, node.args[0].value))
+    return [(line, target) for line, target in found if target.split(".")[0] == "lmdbloader"]
+
+
+def upward_imports(source, module, is_package=False, places=None):
+    """Where `source` (the package's `module`) imports from a layer above its
+    own or from another group of its layer, as 'line: a (layer) imports b (layer)'."""
+    places = places or python_places()
+    depth, group = places[module]
+    bad = []
+    for line, target in package_imports(source, module, is_package):
+        if target == module or target not in places:
+            continue
+        to_depth, to_group = places[target]
+        if to_depth < depth or (to_depth == depth and to_group != group):
+            where = "a layer above" if to_depth < depth else "another group of its layer"
+            bad.append(f"{line}: {module} ({group}) imports {target} ({to_group}, {where})")
+    return bad
+
+
+def test_the_layering_check_sees_an_upward_import():
+    assert upward_imports("from .dataset import LmdbDataset\n", "lmdbloader.reader")
+    assert upward_imports("def f():\n    from .batches import DataLoader\n", "lmdbloader.samples")
+    assert upward_imports("import lmdbloader.vision\n", "lmdbloader.errors")
+    assert upward_imports("import importlib\nm = importlib.import_module('lmdbloader.dataset')\n",
+                          "lmdbloader.batches")
+    assert upward_imports("from ..batches import Collate\n", "lmdbloader.compat.cursor")
+    assert upward_imports("from .vision import ImageDecode\n", "lmdbloader.batches"), "a sibling group"
+    assert not upward_imports("from ._ring_worker import DeferredBatch\nfrom .sampler import LocalitySampler\n"
+                              "from . import _core\n", "lmdbloader.batches")
+    assert not upward_imports("from ._handles import state_of\nfrom ..reader import Reader\n",
+                              "lmdbloader.compat.environment")
+
+
+def test_every_python_module_has_a_layer():
+    places = python_places()
+    assert set(places) == set(MODULES), (f"modules without a layer in PYTHON_LAYERS: {set(MODULES) - set(places)}; "
+                                         f"listed but gone: {set(places) - set(MODULES)}")
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_python_module_imports_from_a_layer_above_it(path):
+    module = next(name for name, p in MODULES.items() if p == path)
+    bad = upward_imports(path.read_text(), module, is_package=path.name == "__init__.py")
+    assert not bad, f"{path.relative_to(ROOT)} imports upward:\n" + "\n".join(bad)
+

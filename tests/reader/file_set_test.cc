@@ -37,6 +37,19 @@ void WriteFiles(const std::string& dir, int files, int per) {
   }
 }
 
+// The records at `batch`, through ValueSizes and ReadBatch as a caller reads them.
+Status ReadValues(Reader& r, const std::vector<uint64_t>& batch, std::vector<std::string>* values) {
+  std::vector<uint64_t> sizes(batch.size());
+  LMDBLOADER_RETURN_IF_ERROR(r.ValueSizes(batch.data(), batch.size(), sizes.data()));
+  values->assign(batch.size(), "");
+  std::vector<char*> dsts(batch.size());
+  for (size_t k = 0; k < batch.size(); ++k) {
+    (*values)[k].resize(sizes[k]);
+    dsts[k] = (*values)[k].data();
+  }
+  return r.ReadBatch(batch.data(), batch.size(), dsts.data());
+}
+
 TEST(FileSetTest, AFolderListsItsDatabasesInOrderAndNothingElse) {
   TempDir dir;
   WriteFiles(dir.Sub("set"), 4, 3);
@@ -207,20 +220,13 @@ TEST(FileSetTest, ThreadsReadingAcrossFilesSeeTheirOwnRecords) {
     threads.emplace_back([&, t] {
       std::mt19937_64 rng(t);
       std::vector<uint64_t> batch(40);
+      std::vector<std::string> values;
       for (int round = 0; round < 60; ++round) {
         for (auto& i : batch) i = rng() % r->size();
-        std::vector<uint64_t> sizes(batch.size());
-        if (!r->ValueSizes(batch.data(), batch.size(), sizes.data()).ok()) {
+        if (!ReadValues(*r, batch, &values).ok()) {
           ++bad;
           continue;
         }
-        std::vector<std::string> values(batch.size());
-        std::vector<char*> dsts(batch.size());
-        for (size_t k = 0; k < batch.size(); ++k) {
-          values[k].resize(sizes[k]);
-          dsts[k] = values[k].data();
-        }
-        if (!r->ReadBatch(batch.data(), batch.size(), dsts.data()).ok()) ++bad;
         for (size_t k = 0; k < batch.size(); ++k)
           if (values[k] != ValueOf(static_cast<int>(batch[k] / kPer), static_cast<int>(batch[k] % kPer))) ++bad;
       }
@@ -408,6 +414,83 @@ TEST(FileSetTest, AListReadsInItsOwnOrderAndRefusesWhatNeedsOneDatabase) {
   options.lock = true;
   EXPECT_EQ(Reader::Open(dir.Sub("set"), options, &r).code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(Reader::Open(std::vector<std::string>{}, ReaderOptions{}, &r).code(), Status::Code::kInvalidArgument);
+}
+
+TEST(FileSetTest, MemberPathsGiveBackEachPathFromTheirSharedFolder) {
+  const std::vector<std::string> paths = {"/data/set/chunk-00001.lmdb", "/data/set/chunk-00002.lmdb",
+                                          "/data/set/sub/data", "/data/settle.lmdb", "relative.lmdb", ""};
+  for (size_t n = 1; n <= paths.size(); ++n) {
+    const std::vector<std::string> some(paths.begin(), paths.begin() + n);
+    MemberPaths column(some);
+    ASSERT_EQ(column.size(), n);
+    for (size_t i = 0; i < n; ++i) EXPECT_EQ(column[i], some[i]) << n << " paths";
+  }
+  EXPECT_EQ(MemberPaths(std::vector<std::string>{}).size(), 0u);
+  // 10^4 paths of one folder keep their names' bytes and 8 bytes each, not a
+  // std::string each.
+  std::vector<std::string> many;
+  for (int i = 0; i < 10000; ++i) many.push_back("/datasets/a-long-folder-name/shards/f" + std::to_string(100000 + i));
+  MemberPaths column(many);
+  EXPECT_LT(column.MemoryBytes(), 10000u * (7 + 8) + 4096);
+  EXPECT_EQ(column[9999], many[9999]);
+}
+
+TEST(FileSetTest, PartsOfFilesLetGoAreDeletedWhileThreadsRead) {
+  // A budget whose index share holds some 270 files' Parts: files are
+  // indexed, let go and deleted (Forget) all the time under four readers,
+  // while another thread asks stats() and keys, which walk the held ones.
+  // The files: copies of one with its values' digits changed in place.
+  TempDir dir;
+  const int kFiles = 600, kPer = 2;
+  auto value = [](int f, int r) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "file %05d rec %d", f, r);
+    return std::string(text);
+  };
+  testing::WriteLmdb(dir.Sub("template"), {{"k100", value(0, 0)}, {"k101", value(0, 1)}}, "", /*nosubdir=*/true);
+  std::string bytes = testing::ReadAll(dir.Sub("template"));
+  const size_t at[kPer] = {bytes.find(value(0, 0)), bytes.find(value(0, 1))};
+  ASSERT_NE(at[0], std::string::npos);
+  ASSERT_NE(at[1], std::string::npos);
+  std::filesystem::create_directories(dir.Sub("set"));
+  for (int f = 0; f < kFiles; ++f) {
+    for (int r = 0; r < kPer; ++r) bytes.replace(at[r], value(f, r).size(), value(f, r));
+    char name[32];
+    std::snprintf(name, sizeof(name), "/f%05d.lmdb", f);
+    testing::WriteAll(dir.Sub("set") + name, bytes);
+  }
+  ReaderOptions options;
+  options.rss_budget = 1 << 20;  // the floor: 256 KiB for indexes and their Parts
+  options.index_dir = "none";
+  std::unique_ptr<Reader> r;
+  ASSERT_OK(Reader::Open(dir.Sub("set"), options, &r));
+  ASSERT_EQ(r->size(), uint64_t{kFiles} * kPer);
+  std::atomic<int> bad{0};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(t);
+      std::vector<uint64_t> batch(16);
+      std::vector<std::string> values;
+      for (int round = 0; round < 100; ++round) {
+        for (auto& i : batch) i = rng() % r->size();
+        if (!ReadValues(*r, batch, &values).ok()) ++bad;
+        for (size_t k = 0; k < batch.size(); ++k)
+          if (values[k] != value(static_cast<int>(batch[k] / kPer), static_cast<int>(batch[k] % kPer))) ++bad;
+      }
+    });
+  std::thread watcher([&] {
+    std::string key;
+    for (uint64_t i = 0; !done.load(); i = (i + 7) % r->size()) {
+      if (r->stats().index_bytes > (256u << 10) || !r->Key(i, &key).ok() || key != "k" + std::to_string(100 + i % kPer))
+        ++bad;
+    }
+  });
+  for (auto& t : threads) t.join();
+  done.store(true);
+  watcher.join();
+  EXPECT_EQ(bad.load(), 0);
 }
 
 }  // namespace

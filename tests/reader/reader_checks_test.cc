@@ -10,19 +10,14 @@
 #include <vector>
 
 #include "lmdbloader/reader.h"
+#include "reader_test_util.h"
 #include "test_util.h"
 
 namespace lmdbloader {
 namespace {
 
+using testing::OpenOrDie;
 using testing::TempDir;
-
-std::unique_ptr<Reader> OpenOrDie(const std::string& path, ReaderOptions options = {}) {
-  std::unique_ptr<Reader> r;
-  Status s = Reader::Open(path, options, &r);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return r;
-}
 
 // cp B A writes B's bytes into A's inode: the Reader's index of A must never
 // be used for them, held (an open Reader) or saved (a new one, with A's old

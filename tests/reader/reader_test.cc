@@ -18,20 +18,15 @@
 
 #include "corpus/corpus_format.h"
 #include "io/fault_guard.h"
+#include "reader_test_util.h"
 #include "test_util.h"
 
 namespace lmdbloader {
 namespace {
 
+using testing::OpenOrDie;
 using testing::RecordBytes;
 using testing::TempDir;
-
-std::unique_ptr<Reader> OpenOrDie(const std::string& path, ReaderOptions options = {}) {
-  std::unique_ptr<Reader> r;
-  Status s = Reader::Open(path, options, &r);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return r;
-}
 
 ReaderOptions NoSavedIndex() {
   ReaderOptions options;

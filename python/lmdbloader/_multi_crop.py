@@ -1,10 +1,11 @@
-"""Several views of one image from one decode (multi-crop recipes: DINOv2,
-iBOT, DINO, SwAV): :class:`View`, and how ``ImageDecode(views=...)`` draws
+"""Several crops of one image from one decode (multi-crop recipes: DINOv2,
+iBOT, DINO, SwAV): :class:`Crop`, and how ``ImageDecode(crops=...)`` draws
 and decodes a batch's crops (one ``_core.decode_views`` call a batch, each
 image decoded once)."""
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 import torch
@@ -17,40 +18,40 @@ from ._image_checks import ratio_range, side_pair, value_range
 from ._image_records import image_name, pil_rgb
 from .errors import DecodeError
 
-#: The most crops ``ImageDecode(views=...)`` cuts from one image, all views together.
+#: The most crops ``ImageDecode(crops=...)`` cuts from one image, all Crops together.
 MAX_CROPS = _core.image_options()["max_view_crops"]
 
 #: ImageDecode's options that say how one crop is cut and coloured: with
-#: views each View has its own, and ImageDecode's are refused.
-PER_VIEW = ("scale", "ratio", "flip", "resize", "crop_pct", "jitter", "jitter_p", "gray_p", "solarize_p",
+#: crops each Crop has its own, and ImageDecode's are refused.
+PER_CROP = ("scale", "ratio", "flip", "resize", "crop_pct", "jitter", "jitter_p", "gray_p", "solarize_p",
             "solarize_threshold", "blur_p", "blur_sigma", "blur_kernel")
 
 
-class View:
-    """``n`` crops of each image, for ``ImageDecode(views=[View(...), ...])``:
+class Crop:
+    """``n`` crops of each image, for ``ImageDecode(crops=[Crop(...), ...])``:
     torchvision's ``RandomResizedCrop(size, scale, ratio)``,
     ``RandomHorizontalFlip(flip)``, then the colour ops as ImageDecode
     takes them (``jitter``, ``jitter_p``, ``gray_p``, ``blur_p``,
     ``blur_sigma``, ``blur_kernel``, ``solarize_p``,
     ``solarize_threshold``), drawn for each crop in that order. ``size``:
-    an int or (height, width); ``n``: 1 to 64 (and the views of one decoder
+    an int or (height, width); ``n``: 1 to 64 (and the Crops of one decoder
     at most 64 crops in all)."""
 
     def __init__(self, size, *, n=1, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip=0.5, jitter=None, jitter_p=1.0,
                  gray_p=0.0, blur_p=0.0, blur_sigma=(0.1, 2.0), blur_kernel=9, solarize_p=0.0,
                  solarize_threshold=128):
-        self.size = side_pair(size, "View size")
+        self.size = side_pair(size, "Crop size")
         if isinstance(n, bool) or not isinstance(n, numbers.Integral) or not 1 <= n <= MAX_CROPS:
-            raise ValueError(f"View n (crops of each image) must be an integer from 1 to {MAX_CROPS}; got {n!r}")
+            raise ValueError(f"Crop n (crops of each image) must be an integer from 1 to {MAX_CROPS}; got {n!r}")
         self.n = int(n)
-        self.scale = value_range(scale, "View scale", 0.0)
+        self.scale = value_range(scale, "Crop scale", 0.0)
         if self.scale[1] > 1.0:
-            raise ValueError(f"View scale must lie in (0, 1]; got {scale!r}")
-        self.ratio = ratio_range(ratio, "View ratio")
-        self.flip = probability(flip, "View flip")
+            raise ValueError(f"Crop scale must lie in (0, 1]; got {scale!r}")
+        self.ratio = ratio_range(ratio, "Crop ratio")
+        self.flip = probability(flip, "Crop flip")
         self.colour = ColourDraws(jitter, jitter_p, gray_p, solarize_p, solarize_threshold, blur_p, blur_sigma,
                                   blur_kernel)
-        self.colour.check_blur_fits(*self.size, "blurs (View size)")
+        self.colour.check_blur_fits(*self.size, "blurs (Crop size)")
 
     def shape(self, channels, layout):
         """One image's crops: (n, C, H, W), or (n, H, W, C) for "HWC"."""
@@ -66,29 +67,52 @@ class View:
         return box, flip, self.colour.draw() if self.colour.active else None
 
     def __repr__(self):
-        return (f"lmdbloader.View({self.size}, n={self.n}, scale={self.scale}, ratio={self.ratio}, "
+        return (f"lmdbloader.Crop({self.size}, n={self.n}, scale={self.scale}, ratio={self.ratio}, "
                 f"flip={self.flip}, {self.colour!r})")
 
 
-def view_list(views, size, train, options, defaults):
-    """ImageDecode's ``views``, checked: a tuple of View. ``options``:
-    ImageDecode's PER_VIEW options as given, ``defaults`` their defaults."""
+#: What the former names say when used: ImageDecode(views=...) and View.
+RENAMED = ("ImageDecode(views=[View(...)]) is now ImageDecode(crops=[Crop(...)]): the former names still work "
+           "and will be removed; in lmdbloader a view is a zero-copy read (LmdbDataset(views=True))")
+
+
+def crops_or_views(crops, views):
+    """ImageDecode's crops=, or views= (its former name) with a DeprecationWarning."""
+    if views is None:
+        return crops
+    if crops is not None:
+        raise ValueError("give ImageDecode crops= alone: views= is its former name")
+    warnings.warn(RENAMED, DeprecationWarning, stacklevel=3)
+    return views
+
+
+def former_name(name, module):
+    """A module's ``__getattr__``: View (Crop's former name) with a DeprecationWarning."""
+    if name == "View":
+        warnings.warn(RENAMED, DeprecationWarning, stacklevel=3)
+        return Crop
+    raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+
+def crop_list(crops, size, train, options, defaults):
+    """ImageDecode's ``crops``, checked: a tuple of Crop. ``options``:
+    ImageDecode's PER_CROP options as given, ``defaults`` their defaults."""
     if not train:
-        raise ValueError("views are random crops for training: ImageDecode(views=...) takes no train=False "
+        raise ValueError("crops are random crops for training: ImageDecode(crops=...) takes no train=False "
                          "(evaluate with ImageDecode(size, train=False))")
     if size is not None:
-        raise ValueError("give ImageDecode a size or views, not both: with views each View has its size")
-    given = [name for name in PER_VIEW if options[name] != defaults[name]]
+        raise ValueError("give ImageDecode a size or crops, not both: with crops each Crop has its size")
+    given = [name for name in PER_CROP if options[name] != defaults[name]]
     if given:
-        raise ValueError(f"with views, {', '.join(given)} belong to each View (lmdbloader.View(size, ...)), "
+        raise ValueError(f"with crops, {', '.join(given)} belong to each Crop (lmdbloader.Crop(size, ...)), "
                          "not to ImageDecode")
-    if isinstance(views, View) or not isinstance(views, (list, tuple)) or not views or \
-            not all(isinstance(v, View) for v in views):
-        raise ValueError(f"views must be a non-empty list of lmdbloader.View; got {views!r}")
-    crops = sum(v.n for v in views)
-    if crops > MAX_CROPS:
-        raise ValueError(f"views cut {crops} crops from each image; at most {MAX_CROPS}")
-    return tuple(views)
+    if isinstance(crops, Crop) or not isinstance(crops, (list, tuple)) or not crops or \
+            not all(isinstance(c, Crop) for c in crops):
+        raise ValueError(f"crops must be a non-empty list of lmdbloader.Crop; got {crops!r}")
+    count = sum(c.n for c in crops)
+    if count > MAX_CROPS:
+        raise ValueError(f"crops cut {count} crops from each image; at most {MAX_CROPS}")
+    return tuple(crops)
 
 
 def output_tensors(shapes, dtype, out, many):
@@ -102,16 +126,16 @@ def output_tensors(shapes, dtype, out, many):
             raise ValueError(f"out must be {'one ' if many else 'a '}contiguous {dtype} tensor of "
                              f"{shapes if many else shapes[0]}{' each' if many else ''}; got {got}")
     if len(outs) != len(shapes):
-        raise ValueError(f"out must be {len(shapes)} tensors, one a View; got {len(outs)}")
+        raise ValueError(f"out must be {len(shapes)} tensors, one a Crop; got {len(outs)}")
     return tuple(outs) if many else outs[0]
 
 
-def decode_views(views, images, outs, options, counts, where):
-    """Each image cut into every View's crops, into ``outs`` (one tensor of
-    (len(images), *View.shape) per View), in one C++ call: a JPEG decoded
+def decode_multi_crop(crops, images, outs, options, counts, where):
+    """Each image cut into every Crop's crops, into ``outs`` (one tensor of
+    (len(images), *Crop.shape) per Crop), in one C++ call: a JPEG decoded
     once, another format decoded once by PIL, raw pixels as they are. The
-    draws: per image, per View in order, per crop, torchvision's order."""
-    sources, crops = [], []
+    draws: per image, per Crop in order, per crop, torchvision's order."""
+    sources, draws = [], []
     for k, image in enumerate(images):
         if isinstance(image, np.ndarray):
             source, kind = image, "pixels"
@@ -125,10 +149,10 @@ def decode_views(views, images, outs, options, counts, where):
             height, width = source.shape[:2]
         counts[kind] += 1
         sources.append(source)
-        crops.append([(v, *view.draw(width, height)) for v, view in enumerate(views) for _ in range(view.n)])
+        draws.append([(c, *crop.draw(width, height)) for c, crop in enumerate(crops) for _ in range(crop.n)])
     try:
-        _core.decode_views(sources, crops, [out.numpy() for out in outs],
-                           [(view.size[1], view.size[0]) for view in views], **options)
+        _core.decode_views(sources, draws, [out.numpy() for out in outs],
+                           [(crop.size[1], crop.size[0]) for crop in crops], **options)
     except DecodeError as e:
         raise DecodeError(f"{image_name(where, getattr(e, 'batch_index', 0))}: {e}") from None
     return outs
