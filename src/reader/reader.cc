@@ -144,11 +144,11 @@ Status Reader::Rep::PreadAt(Part& part, uint64_t offset, uint64_t size, char* ds
   r.size = size;
   r.dst = dst;
   r.path = &part.location.data_path;
-  Part* parts[1] = {&part};
+  const Part* parts[1] = {&part};
   return ReadRequests(&r, parts, 1);
 }
 
-Status Reader::Rep::ReadRequests(const ReadRequest* requests, Part* const* parts, size_t count) {
+Status Reader::Rep::ReadRequests(const ReadRequest* requests, const Part* const* parts, size_t count) const {
   if (cache_policy_ == CachePolicy::kFill) {
     // Only what is left to fill: a warm read allocates nothing here.
     std::vector<ChunkFiller::Range> ranges;
@@ -279,7 +279,7 @@ Status Reader::Rep::ReadBatchOf(const uint64_t* indices, size_t count, char* con
   }
   // Values the batch's leaf pages hold are copied out of them; the rest read.
   std::vector<ReadRequest> requests;
-  std::vector<Part*> reading;
+  std::vector<const Part*> reading;
   requests.reserve(count);
   for (size_t k = 0; k < count; ++k) {
     if (leaves && leaves->Copy(k, at[k].size, dsts[k])) continue;

@@ -10,8 +10,6 @@
 #include <vector>
 
 #include "io/batch_io.h"
-#include "io/chunk_filler.h"
-#include "io/read_retry.h"
 #include "lmdb/leaf_table.h"
 #include "lmdb/paged_index.h"
 #include "lmdb/record_key.h"
@@ -23,6 +21,8 @@ Status Reader::Rep::HoldLeaves(Part* part) {
   const PagedIndex* paged = part->index.paged_index();
   const uint64_t bytes = paged ? paged->leaf_table_bytes() : 0;
   const IndexResidence rule = options_.index_residence;
+  // Views and mapped reads take values from the map, not from reads.
+  if (mode_ != AccessMode::kPread) return Status::OK();
   // kAuto: only when the table fits the index's share of the budget, as a
   // resident index must.
   if (bytes == 0 || !(rule == IndexResidence::kLeaves || (rule == IndexResidence::kAuto && bytes <= resident_index_cap_)))
@@ -121,14 +121,10 @@ Status Reader::Rep::LocateInLeaves(const Part& part, const uint64_t* locals, siz
     at += node_bytes;
   }
   if (!reads.empty()) {
-    auto read_all = [&]() -> Status {
-      if (reads.size() > 1 && io_) return io_->ReadAll(reads.data(), reads.size());
-      for (const ReadRequest& r : reads) LMDBLOADER_RETURN_IF_ERROR(PreadFully(r));
-      return Status::OK();
-    };
-    LMDBLOADER_RETURN_IF_ERROR(WithReadRetries(read_all));
-    if (cache_policy_ == CachePolicy::kDrop)
-      for (const ReadRequest& r : reads) DropFromPageCache(r.fd, r.offset, r.size);
+    // As the values' own reads go: the cache policy (read-around windows,
+    // chunk fills, drops), retries, many in flight through the engine.
+    const std::vector<const Part*> reading(reads.size(), &part);
+    LMDBLOADER_RETURN_IF_ERROR(ReadRequests(reads.data(), reading.data(), reads.size()));
     leaf_page_reads_.fetch_add(pages, std::memory_order_relaxed);
   }
   // A database keyed by record numbers (a corpus) has its keys checked too.

@@ -4,7 +4,8 @@
 // implementation files share: reader.cc (reads, views, stats), reader_keys.cc
 // (keys and lookups), reader_open.cc (opening, and reopening after fork),
 // reader_files.cc (sets of files), reader_checks.cc (what a read checks of
-// its file) and reader_corpus.cc (corpus metadata).
+// its file), reader_corpus.cc (corpus metadata) and reader_leaves.cc (where
+// the records of several parts lie, and reads out of LMDB leaf pages).
 // The Rep holds state and the helpers several of those files share; each
 // public Reader method does its own work, through rep_. Internal: not part of
 // the public API.
@@ -313,7 +314,7 @@ struct Reader::Rep {
   Status NoteMapped(Part& part, uint64_t offset, uint64_t size);
   Status PreadAt(Part& part, uint64_t offset, uint64_t size, char* dst);
   // pread mode: the cache policy around a batch of reads.
-  Status ReadRequests(const ReadRequest* requests, Part* const* parts, size_t count);
+  Status ReadRequests(const ReadRequest* requests, const Part* const* parts, size_t count) const;
   unsigned FillParallel() const;  // chunks of a batch filled at once (cache policy fill)
   Status ReadMeta(Part& part, const std::string& key, std::string* bytes);
   // ReadMeta, then the value's checksum from the manifest (when it has one).
