@@ -5,12 +5,14 @@
 //
 // Why: a random read of a 64-byte record under a paged index costs a pread
 // of its index entry and a pread of its value, each a page-cache lookup of
-// its own; a C measurement over 10^7 py-lmdb records (docs/NOTES.md, "The
-// record index at scale") found the leaf page alone, the value copied out of
-// it, 1.6-2.8x faster than the entry then the value, and the leaf then the
-// value not worth it. The table costs 8 bytes a leaf page (page number and
-// the ordinal of its first record): 1.6 MB for 10^7 records of 64 B, 49
-// records a leaf, where the resident index costs 29 bytes a record.
+// its own. Reading the record's leaf page whole and copying the value out of
+// it (what a C measurement suggested: docs/NOTES.md, "The record index at
+// scale") ran no faster in the reader, since copying 4 KiB out of the page
+// cache took a third of the read; reading only the record's node (below)
+// runs at the resident index's speed. The table costs 8 bytes a leaf page
+// (page number and the ordinal of its first record): 1.7 MB for 10^7
+// records of 64 B under 9-byte keys, 48 a leaf, where the resident index
+// costs 29 bytes a record.
 //
 // A leaf is usable when every node on it is a record whose value lies inline
 // (no overflow value, no named database, no corpus metadata, no duplicates):
