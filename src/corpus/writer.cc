@@ -20,6 +20,7 @@
 #include "corpus/corpus_format.h"
 #include "lmdb/index_builder.h"
 #include "lmdb/index_file.h"
+#include "lmdb/index_writer.h"
 #include "lmdb/lmdb_env.h"
 
 namespace lmdbloader {
@@ -295,14 +296,20 @@ Status CorpusWriter::Finish(const std::string& manifest_json) {
   if (rep_->options_.save_index) {
     // Walk once now and save the index beside the corpus (the one place a
     // Reader looks first), so every reader loads it instead of walking. The
-    // writer sits below the reader: it walks with the index builder itself.
+    // writer sits below the reader: it walks with the index builder itself,
+    // into the file as it goes, with the table of leaf pages that readers
+    // under a budget read small records out of.
     DataLocation location;
     std::unique_ptr<LmdbEnv> env;
-    RecordIndex index;
+    std::unique_ptr<IndexWriter> index;
+    LeafTable leaves;
     LMDBLOADER_RETURN_IF_ERROR(ResolveLocation(rep_->target_, &location));
     LMDBLOADER_RETURN_IF_ERROR(LmdbEnv::Open(location, false, "", &env));
-    LMDBLOADER_RETURN_IF_ERROR(BuildIndex(*env, location, "", kMetaPrefix, &index));
-    LMDBLOADER_RETURN_IF_ERROR(SaveIndex(IndexFileBeside(location, ""), index));
+    LMDBLOADER_RETURN_IF_ERROR(IndexWriter::Create(IndexFileBeside(location, ""), &index));
+    LMDBLOADER_RETURN_IF_ERROR(WalkIndex(*env, location, "", kMetaPrefix, index.get(), &leaves));
+    index->SetLeaves(leaves);
+    LMDBLOADER_RETURN_IF_ERROR(
+        index->Finish(env->identity(), "", static_cast<uint16_t>(env->db_flags()), KeysSorted(*env)));
   }
   return Status::OK();
 }
