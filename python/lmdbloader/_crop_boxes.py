@@ -159,12 +159,3 @@ def resize_center_crop_plan(width, height, resize, size):
     top, box_h, inner_h, y = axis(new_h, out_h, sy)
     return Box(left, top, box_w, box_h), Size(inner_w, inner_h), Point(x, y)
 
-
-def pad_frame(frame, mean, std, layout):
-    """Fills an output frame with what CenterCrop's zero padding becomes
-    after ToTensor and Normalize (zeros for uint8)."""
-    if frame.dtype == torch.uint8:
-        frame.zero_()
-        return
-    fill = torch.tensor([-m / s for m, s in zip(mean, std)], dtype=frame.dtype)
-    frame.copy_(fill.view(-1, 1, 1).expand_as(frame) if layout == "CHW" else fill.expand_as(frame))
