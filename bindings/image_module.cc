@@ -188,14 +188,15 @@ void ResampleRgb(const py::object& pixels, const py::handle& box_obj, bool flip,
   ThrowIfError(s);
 }
 
-// What decode_views reads of an image: a JPEG's bytes, or RGB pixels as a
-// (height, width, 3) uint8 array whose rows' pixels are contiguous.
-struct ViewSource {
+// What image_sizes and decode_crops read of an image: a JPEG's bytes, or
+// RGB pixels as a (height, width, 3) uint8 array whose rows' pixels are
+// contiguous.
+struct HeldSource {
   HeldBuffer held;
   bool pixels = false;
 };
 
-ViewSource ViewSourceOf(const py::handle& obj, size_t i) {
+HeldSource HeldSourceOf(const py::handle& obj, size_t i) {
   HeldBuffer buf(obj, PyBUF_STRIDES | PyBUF_FORMAT, "image " + std::to_string(i));
   const Py_buffer& v = buf.view();
   if (v.ndim <= 1) {
@@ -207,93 +208,14 @@ ViewSource ViewSourceOf(const py::handle& obj, size_t i) {
   return {std::move(buf), true};
 }
 
-// images[i] cut into the crops crops[i] lists, each (view, box, flip,
-// colour): crop j of view v goes to the next slot of outs[v], a buffer of
-// sizes[v]'s images. One decode per image, the GIL released for the batch.
-void DecodeViews(const py::sequence& images, const py::sequence& crops, const py::sequence& outs,
-                 const py::sequence& sizes, const std::string& layout, const std::string& dtype,
-                 const std::array<float, 3>& mean, const std::array<float, 3>& std, bool scale_in_idct,
-                 const std::string& interpolation, bool grayscale) {
-  const size_t n = images.size(), views = sizes.size();
-  if (crops.size() != n) ThrowInvalid(std::to_string(n) + " images but " + std::to_string(crops.size()) + " crop lists");
-  if (views == 0 || outs.size() != views) {
-    ThrowInvalid(std::to_string(views) + " view sizes and " + std::to_string(outs.size()) + " outputs (one each, "
-                 "at least one)");
-  }
-  std::vector<OutputSpec> specs;
-  for (size_t v = 0; v < views; ++v) {
-    const auto wh = sizes[v].cast<std::pair<uint32_t, uint32_t>>();
-    specs.push_back(MakeSpec(wh.first, wh.second, layout, dtype, mean, std, scale_in_idct, interpolation,
-                             grayscale));
-    if (wh.first == 0 || wh.second == 0 || wh.first > kMaxOutputSide || wh.second > kMaxOutputSide) {
-      ThrowInvalid("view " + std::to_string(v) + ": output size " + std::to_string(wh.first) + "x" +
-                   std::to_string(wh.second) + " is not 1 to " + std::to_string(kMaxOutputSide) + " a side");
-    }
-  }
-  std::vector<ViewSource> sources;
-  std::vector<std::vector<ViewCrop>> cuts(n);
-  std::vector<size_t> slots(views, 0);
-  std::vector<std::vector<std::pair<size_t, size_t>>> places(n);  // (view, slot) of each crop
-  sources.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    sources.push_back(ViewSourceOf(images[i], i));
-    py::sequence list = crops[i].cast<py::sequence>();
-    if (list.size() == 0 || list.size() > kMaxViewCrops) {
-      ThrowInvalid("image " + std::to_string(i) + " has " + std::to_string(list.size()) + " crops; 1 to " +
-                   std::to_string(kMaxViewCrops) + " are taken");
-    }
-    for (size_t j = 0; j < list.size(); ++j) {
-      py::sequence crop = list[j].cast<py::sequence>();
-      if (crop.size() != 4) ThrowInvalid("a crop must be (view, box, flip, colour ops or None)");
-      const size_t v = crop[0].cast<size_t>();
-      if (v >= views) ThrowInvalid("crop of view " + std::to_string(v) + " of " + std::to_string(views));
-      ViewCrop cut;
-      cut.box = MakeBox(crop[1], j);
-      cut.spec = specs[v];
-      cut.spec.flip = crop[2].cast<bool>();
-      cut.spec.colour = MakeColour(crop[3]);
-      cuts[i].push_back(cut);
-      places[i].emplace_back(v, slots[v]++);
-    }
-  }
-  std::vector<HeldBuffer> targets;
-  for (size_t v = 0; v < views; ++v) targets.push_back(OutputBuffer(outs[v], slots[v] * specs[v].bytes()));
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t j = 0; j < cuts[i].size(); ++j) {
-      const auto [v, slot] = places[i][j];
-      cuts[i][j].out = static_cast<uint8_t*>(targets[v].view().buf) + slot * specs[v].bytes();
-    }
-  }
-  Status s;
-  {
-    py::gil_scoped_release release;
-    DecodeScratch* scratch = &ThreadScratch();
-    for (size_t i = 0; i < n && s.ok(); ++i) {
-      const Py_buffer& b = sources[i].held.view();
-      if (sources[i].pixels) {
-        s = ResampleRgbViews(static_cast<const uint8_t*>(b.buf), static_cast<uint32_t>(b.shape[1]),
-                             static_cast<uint32_t>(b.shape[0]), static_cast<size_t>(b.strides[0]), cuts[i].data(),
-                             cuts[i].size(), scratch);
-      } else {
-        s = DecodeJpegViews(sources[i].held.bytes(), cuts[i].data(), cuts[i].size(), scratch);
-      }
-      if (!s.ok()) {
-        s = s.WithPrefix("image " + std::to_string(i) + " of " + std::to_string(n) + ": ")
-                .WithReason(Status::Reason::kBatchItem, static_cast<uint32_t>(i));
-      }
-    }
-  }
-  ThrowIfError(s);
-}
-
 // (width, height, kind) of each image (bytes-like encoded, or RGB pixel
 // arrays), the headers read with the GIL released; DecodeError (batch_index)
 // for the first damaged one.
 py::list ImageSizes(const py::sequence& images) {
   const size_t n = images.size();
-  std::vector<ViewSource> sources;
+  std::vector<HeldSource> sources;
   sources.reserve(n);
-  for (size_t i = 0; i < n; ++i) sources.push_back(ViewSourceOf(images[i], i));
+  for (size_t i = 0; i < n; ++i) sources.push_back(HeldSourceOf(images[i], i));
   std::vector<ImageInfo> infos(n);
   ThrowIfError(WithoutGil([&] {
     for (size_t i = 0; i < n; ++i) {
@@ -312,7 +234,7 @@ py::list ImageSizes(const py::sequence& images) {
   return out;
 }
 
-// A batch as crop jobs (DecodeCropJobs): sources as decode_views takes
+// A batch as crop jobs (DecodeCropJobs): sources as HeldSourceOf takes
 // them; outs[o] = (buffer, width, height), frames of that size one after
 // another; each job (source, box, flip, colour ops or None, o, frame,
 // None or (x, y, width, height): the crop resized to that size at (x, y)
@@ -322,11 +244,11 @@ void DecodeCrops(const py::sequence& images, const py::sequence& jobs, const py:
                  const std::array<float, 3>& std, bool scale_in_idct, const std::string& interpolation,
                  bool grayscale, const std::array<float, 3>& fill) {
   const size_t n = images.size();
-  std::vector<ViewSource> held;
+  std::vector<HeldSource> held;
   std::vector<CropSource> sources(n);
   held.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    held.push_back(ViewSourceOf(images[i], i));
+    held.push_back(HeldSourceOf(images[i], i));
     const Py_buffer& v = held.back().held.view();
     if (!held.back().pixels) {
       sources[i].jpeg = held.back().held.bytes();
@@ -460,15 +382,6 @@ void RegisterImage(py::module_& m) {
         py::arg("interpolation") = "bilinear", py::arg("grayscale") = false, py::arg("colour") = py::none(),
         "decode_images's crop, resize, flip and normalization for RGB pixels decoded elsewhere "
         "(numpy.asarray of a PIL image in mode RGB).");
-  m.def("decode_views", &DecodeViews, py::arg("images"), py::arg("crops"), py::arg("outs"), py::arg("sizes"),
-        py::arg("layout") = "CHW", py::arg("dtype") = "float32", py::arg("mean") = ImageNet(kImageNetMean),
-        py::arg("std") = ImageNet(kImageNetStd), py::arg("scale_in_idct") = true,
-        py::arg("interpolation") = "bilinear", py::arg("grayscale") = false,
-        "Several crops of each image from one decode: images[i] (a JPEG's bytes, or RGB pixels as a "
-        "(height, width, 3) uint8 array) cut into crops[i], each (view, box, flip, colour ops or None); "
-        "crop j of view v is written into the next slot of outs[v] (writable C-contiguous, images of "
-        "sizes[v] = (width, height)), decode_images' resize, flip, colour and normalization. "
-        "DecodeError (attribute batch_index) for an image that does not decode; ValueError for bad arguments.");
   m.def("image_sizes", &ImageSizes, py::arg("images"),
         "(width, height, kind) of each image (bytes-like encoded, or RGB pixel arrays): kind \"jpeg\" (width "
         "and height from its frame header), \"other\" (0, 0: decode it elsewhere) or \"pixels\". One call, the "
@@ -488,7 +401,7 @@ void RegisterImage(py::module_& m) {
   m.def("apply_colour", &ApplyColour, py::arg("pixels"), py::arg("ops"),
         "Applies colour ops ([(name, value), ...]: brightness, contrast, saturation factors, grayscale, "
         "solarize threshold; (\"blur\", sigma, kernel)) in place to a C-contiguous uint8 array of (height, width, 3) or (height, width) "
-        "levels: the code decode_images runs on each image. ValueError for a bad op or array.");
+        "levels: the code decode_crops runs on each image. ValueError for a bad op or array.");
   m.def("scratch_bytes", [] { return ThreadScratch().bytes(); },
         "Bytes of image scratch the calling thread holds.");
 }
