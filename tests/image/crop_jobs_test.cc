@@ -116,16 +116,20 @@ TEST(CropJobsTest, AFailingSourceIsNamedByItsIndex) {
   EXPECT_EQ(s.code(), Status::Code::kDecodeError) << s.ToString();
   EXPECT_NE(s.ToString().find("image 2 of 3: "), std::string::npos) << s.ToString();
   // Jobs of one source apart, or of a source out of range, are refused.
+  const auto refused = [&](size_t count) {
+    return DecodeCropJobs(sources.data(), 3, jobs.data(), count, &scratch, &failed).code() ==
+           Status::Code::kInvalidArgument;
+  };
   std::swap(jobs[0], jobs[1]);
   jobs[2].source = 0;
-  EXPECT_EQ(DecodeCropJobs(sources.data(), 3, jobs.data(), 3, &scratch, &failed).code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(refused(3));
   jobs = {Job(3, {0, 0, 50, 50}, 16, false, out.data())};
-  EXPECT_EQ(DecodeCropJobs(sources.data(), 3, jobs.data(), 1, &scratch, &failed).code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(refused(1));
   // A padded crop outside its frame.
   jobs = {Job(0, {0, 0, 50, 50}, 16, false, out.data())};
   jobs[0].frame_width = jobs[0].frame_height = 16;
   jobs[0].x = 1;
-  EXPECT_EQ(DecodeCropJobs(sources.data(), 3, jobs.data(), 1, &scratch, &failed).code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(refused(1));
 }
 
 }  // namespace
