@@ -12,6 +12,7 @@
 
 #include "lmdbloader/convert.h"
 #include "held_buffer.h"
+#include "image_sizes.h"
 #include "lmdbloader/image_decode.h"
 #include "status_error.h"
 
@@ -83,6 +84,21 @@ ColourOps MakeColour(const py::handle& obj) {
   ops.count = static_cast<uint32_t>(seq.size());
   ThrowIfError(CheckColourOps(ops));  // a ValueError here, not a batch's DecodeError
   return ops;
+}
+
+// Whether a buffer's items are bytes (uint8), whatever the exporter calls them.
+bool IsBytes(const Py_buffer& v) {
+  return v.itemsize == 1 && (v.format == nullptr || std::string_view(v.format) == "B" ||
+                             std::string_view(v.format) == "=B" || std::string_view(v.format) == "<B");
+}
+
+// RGB pixels as the resampler reads them: uint8 (height, width, 3), each
+// row's pixels contiguous (numpy.asarray of an RGB PIL image).
+void CheckRgbRows(const Py_buffer& v, const std::string& what) {
+  if (v.ndim != 3 || v.shape[2] != 3 || !IsBytes(v) || v.strides[2] != 1 || v.strides[1] != 3 || v.strides[0] < 0) {
+    ThrowInvalid(what + " must be uint8 of shape (height, width, 3), each row's pixels contiguous "
+                 "(numpy.asarray of an RGB PIL image)");
+  }
 }
 
 // The output buffer, checked to hold `need` bytes.
@@ -159,12 +175,7 @@ void ResampleRgb(const py::object& pixels, const py::handle& box_obj, bool flip,
   const CropBox box = MakeBox(box_obj, 0);
   HeldBuffer src(pixels, PyBUF_STRIDES | PyBUF_FORMAT, "pixels");
   const Py_buffer& v = src.view();
-  const bool bytes = v.itemsize == 1 && (v.format == nullptr || std::string_view(v.format) == "B" ||
-                                         std::string_view(v.format) == "=B" || std::string_view(v.format) == "<B");
-  if (v.ndim != 3 || v.shape[2] != 3 || !bytes || v.strides[2] != 1 || v.strides[1] != 3 || v.strides[0] < 0) {
-    ThrowInvalid("pixels must be uint8 of shape (height, width, 3), each row's pixels contiguous "
-                 "(numpy.asarray of an RGB PIL image)");
-  }
+  CheckRgbRows(v, "pixels");
   const size_t need = spec.width <= kMaxOutputSide && spec.height <= kMaxOutputSide ? spec.bytes() : 0;
   HeldBuffer target = OutputBuffer(out, need);
   Status s;
@@ -177,14 +188,15 @@ void ResampleRgb(const py::object& pixels, const py::handle& box_obj, bool flip,
   ThrowIfError(s);
 }
 
-// What decode_views reads of an image: a JPEG's bytes, or RGB pixels as a
-// (height, width, 3) uint8 array whose rows' pixels are contiguous.
-struct ViewSource {
+// What image_sizes and decode_crops read of an image: a JPEG's bytes, or
+// RGB pixels as a (height, width, 3) uint8 array whose rows' pixels are
+// contiguous.
+struct HeldSource {
   HeldBuffer held;
   bool pixels = false;
 };
 
-ViewSource ViewSourceOf(const py::handle& obj, size_t i) {
+HeldSource HeldSourceOf(const py::handle& obj, size_t i) {
   HeldBuffer buf(obj, PyBUF_STRIDES | PyBUF_FORMAT, "image " + std::to_string(i));
   const Py_buffer& v = buf.view();
   if (v.ndim <= 1) {
@@ -192,90 +204,106 @@ ViewSource ViewSourceOf(const py::handle& obj, size_t i) {
                                                                                  " must be contiguous bytes");
     return {std::move(buf), false};
   }
-  const bool bytes = v.itemsize == 1 && (v.format == nullptr || std::string_view(v.format) == "B" ||
-                                         std::string_view(v.format) == "=B" || std::string_view(v.format) == "<B");
-  if (v.ndim != 3 || v.shape[2] != 3 || !bytes || v.strides[2] != 1 || v.strides[1] != 3 || v.strides[0] < 0) {
-    ThrowInvalid("image " + std::to_string(i) + ": pixels must be uint8 of shape (height, width, 3), each row's "
-                 "pixels contiguous");
-  }
+  CheckRgbRows(v, "image " + std::to_string(i) + ": pixels");
   return {std::move(buf), true};
 }
 
-// images[i] cut into the crops crops[i] lists, each (view, box, flip,
-// colour): crop j of view v goes to the next slot of outs[v], a buffer of
-// sizes[v]'s images. One decode per image, the GIL released for the batch.
-void DecodeViews(const py::sequence& images, const py::sequence& crops, const py::sequence& outs,
-                 const py::sequence& sizes, const std::string& layout, const std::string& dtype,
-                 const std::array<float, 3>& mean, const std::array<float, 3>& std, bool scale_in_idct,
-                 const std::string& interpolation, bool grayscale) {
-  const size_t n = images.size(), views = sizes.size();
-  if (crops.size() != n) ThrowInvalid(std::to_string(n) + " images but " + std::to_string(crops.size()) + " crop lists");
-  if (views == 0 || outs.size() != views) {
-    ThrowInvalid(std::to_string(views) + " view sizes and " + std::to_string(outs.size()) + " outputs (one each, "
-                 "at least one)");
+// (width, height, kind) of each image (bytes-like encoded, or RGB pixel
+// arrays), the headers read with the GIL released; DecodeError (batch_index)
+// for the first damaged one.
+py::list ImageSizes(const py::sequence& images) {
+  const size_t n = images.size();
+  std::vector<HeldSource> sources;
+  sources.reserve(n);
+  for (size_t i = 0; i < n; ++i) sources.push_back(HeldSourceOf(images[i], i));
+  std::vector<ImageInfo> infos(n);
+  ThrowIfError(WithoutGil([&] {
+    for (size_t i = 0; i < n; ++i) {
+      if (sources[i].pixels) continue;
+      Status s = ReadImageInfo(sources[i].held.bytes(), &infos[i]);
+      if (!s.ok()) return s.WithReason(Status::Reason::kBatchItem, static_cast<uint32_t>(i));
+    }
+    return Status::OK();
+  }));
+  py::list out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Py_buffer& v = sources[i].held.view();
+    out[i] = sources[i].pixels ? PixelsSizeTuple(static_cast<uint32_t>(v.shape[1]), static_cast<uint32_t>(v.shape[0]))
+                               : ImageSizeTuple(infos[i]);
+  }
+  return out;
+}
+
+// A batch as crop jobs (DecodeCropJobs): sources as HeldSourceOf takes
+// them; outs[o] = (buffer, width, height), frames of that size one after
+// another; each job (source, box, flip, colour ops or None, o, frame,
+// None or (x, y, width, height): the crop resized to that size at (x, y)
+// of the frame, the rest `fill`). One call, the GIL released for the batch.
+void DecodeCrops(const py::sequence& images, const py::sequence& jobs, const py::sequence& outs,
+                 const std::string& layout, const std::string& dtype, const std::array<float, 3>& mean,
+                 const std::array<float, 3>& std, bool scale_in_idct, const std::string& interpolation,
+                 bool grayscale, const std::array<float, 3>& fill) {
+  const size_t n = images.size();
+  std::vector<HeldSource> held;
+  std::vector<CropSource> sources(n);
+  held.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    held.push_back(HeldSourceOf(images[i], i));
+    const Py_buffer& v = held.back().held.view();
+    if (!held.back().pixels) {
+      sources[i].jpeg = held.back().held.bytes();
+      continue;
+    }
+    sources[i].rgb = static_cast<const uint8_t*>(v.buf);
+    sources[i].width = static_cast<uint32_t>(v.shape[1]);
+    sources[i].height = static_cast<uint32_t>(v.shape[0]);
+    sources[i].row_stride = static_cast<size_t>(v.strides[0]);
   }
   std::vector<OutputSpec> specs;
-  for (size_t v = 0; v < views; ++v) {
-    const auto wh = sizes[v].cast<std::pair<uint32_t, uint32_t>>();
-    specs.push_back(MakeSpec(wh.first, wh.second, layout, dtype, mean, std, scale_in_idct, interpolation,
-                             grayscale));
-    if (wh.first == 0 || wh.second == 0 || wh.first > kMaxOutputSide || wh.second > kMaxOutputSide) {
-      ThrowInvalid("view " + std::to_string(v) + ": output size " + std::to_string(wh.first) + "x" +
-                   std::to_string(wh.second) + " is not 1 to " + std::to_string(kMaxOutputSide) + " a side");
-    }
-  }
-  std::vector<ViewSource> sources;
-  std::vector<std::vector<ViewCrop>> cuts(n);
-  std::vector<size_t> slots(views, 0);
-  std::vector<std::vector<std::pair<size_t, size_t>>> places(n);  // (view, slot) of each crop
-  sources.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    sources.push_back(ViewSourceOf(images[i], i));
-    py::sequence list = crops[i].cast<py::sequence>();
-    if (list.size() == 0 || list.size() > kMaxViewCrops) {
-      ThrowInvalid("image " + std::to_string(i) + " has " + std::to_string(list.size()) + " crops; 1 to " +
-                   std::to_string(kMaxViewCrops) + " are taken");
-    }
-    for (size_t j = 0; j < list.size(); ++j) {
-      py::sequence crop = list[j].cast<py::sequence>();
-      if (crop.size() != 4) ThrowInvalid("a crop must be (view, box, flip, colour ops or None)");
-      const size_t v = crop[0].cast<size_t>();
-      if (v >= views) ThrowInvalid("crop of view " + std::to_string(v) + " of " + std::to_string(views));
-      ViewCrop cut;
-      cut.box = MakeBox(crop[1], j);
-      cut.spec = specs[v];
-      cut.spec.flip = crop[2].cast<bool>();
-      cut.spec.colour = MakeColour(crop[3]);
-      cuts[i].push_back(cut);
-      places[i].emplace_back(v, slots[v]++);
-    }
-  }
   std::vector<HeldBuffer> targets;
-  for (size_t v = 0; v < views; ++v) targets.push_back(OutputBuffer(outs[v], slots[v] * specs[v].bytes()));
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t j = 0; j < cuts[i].size(); ++j) {
-      const auto [v, slot] = places[i][j];
-      cuts[i][j].out = static_cast<uint8_t*>(targets[v].view().buf) + slot * specs[v].bytes();
+  std::vector<size_t> frames;
+  for (size_t o = 0; o < outs.size(); ++o) {
+    py::sequence entry = outs[o].cast<py::sequence>();
+    if (entry.size() != 3) ThrowInvalid("an output must be (buffer, width, height)");
+    specs.push_back(MakeSpec(entry[1].cast<uint32_t>(), entry[2].cast<uint32_t>(), layout, dtype, mean, std,
+                             scale_in_idct, interpolation, grayscale));
+    const size_t frame = specs.back().width <= kMaxOutputSide && specs.back().height <= kMaxOutputSide
+                             ? specs.back().bytes() : 0;
+    targets.push_back(OutputBuffer(entry[0], 0));
+    frames.push_back(frame ? static_cast<size_t>(targets.back().view().len) / frame : 0);
+  }
+  std::vector<CropJob> cuts(jobs.size());
+  for (size_t j = 0; j < cuts.size(); ++j) {
+    py::sequence job = jobs[j].cast<py::sequence>();
+    if (job.size() != 7) ThrowInvalid("a crop job must be (source, box, flip, colour, output, frame, inside)");
+    CropJob& cut = cuts[j];
+    cut.source = job[0].cast<uint32_t>();
+    cut.box = MakeBox(job[1], j);
+    const size_t o = job[4].cast<size_t>(), frame = job[5].cast<size_t>();
+    if (o >= specs.size() || frame >= frames[o]) {
+      ThrowInvalid("crop job " + std::to_string(j) + ": frame " + std::to_string(frame) + " of output " +
+                   std::to_string(o) + " is not in the outputs given");
+    }
+    cut.spec = specs[o];
+    cut.spec.flip = job[2].cast<bool>();
+    cut.spec.colour = MakeColour(job[3]);
+    cut.frame = static_cast<uint8_t*>(targets[o].view().buf) + frame * specs[o].bytes();
+    if (!job[6].is_none()) {
+      const auto inside = job[6].cast<std::array<uint32_t, 4>>();
+      cut.frame_width = specs[o].width;
+      cut.frame_height = specs[o].height;
+      cut.x = inside[0];
+      cut.y = inside[1];
+      cut.spec.width = inside[2];
+      cut.spec.height = inside[3];
+      for (int c = 0; c < 3; ++c) cut.fill[c] = fill[c];
     }
   }
   Status s;
+  size_t failed = 0;
   {
     py::gil_scoped_release release;
-    DecodeScratch* scratch = &ThreadScratch();
-    for (size_t i = 0; i < n && s.ok(); ++i) {
-      const Py_buffer& b = sources[i].held.view();
-      if (sources[i].pixels) {
-        s = ResampleRgbViews(static_cast<const uint8_t*>(b.buf), static_cast<uint32_t>(b.shape[1]),
-                             static_cast<uint32_t>(b.shape[0]), static_cast<size_t>(b.strides[0]), cuts[i].data(),
-                             cuts[i].size(), scratch);
-      } else {
-        s = DecodeJpegViews(sources[i].held.bytes(), cuts[i].data(), cuts[i].size(), scratch);
-      }
-      if (!s.ok()) {
-        s = s.WithPrefix("image " + std::to_string(i) + " of " + std::to_string(n) + ": ")
-                .WithReason(Status::Reason::kBatchItem, static_cast<uint32_t>(i));
-      }
-    }
+    s = DecodeCropJobs(sources.data(), n, cuts.data(), cuts.size(), &ThreadScratch(), &failed);
   }
   ThrowIfError(s);
 }
@@ -286,9 +314,7 @@ void ApplyColour(const py::object& pixels, const py::object& ops_obj) {
   const ColourOps ops = MakeColour(ops_obj);
   HeldBuffer buf(pixels, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_ND, "pixels");
   const Py_buffer& v = buf.view();
-  const bool bytes = v.itemsize == 1 && (v.format == nullptr || std::string_view(v.format) == "B" ||
-                                         std::string_view(v.format) == "=B" || std::string_view(v.format) == "<B");
-  if (!bytes || (v.ndim != 2 && !(v.ndim == 3 && (v.shape[2] == 3 || v.shape[2] == 1)))) {
+  if (!IsBytes(v) || (v.ndim != 2 && !(v.ndim == 3 && (v.shape[2] == 3 || v.shape[2] == 1)))) {
     ThrowInvalid("pixels must be a C-contiguous uint8 array of (height, width, 3), (height, width, 1) or "
                  "(height, width)");
   }
@@ -356,19 +382,26 @@ void RegisterImage(py::module_& m) {
         py::arg("interpolation") = "bilinear", py::arg("grayscale") = false, py::arg("colour") = py::none(),
         "decode_images's crop, resize, flip and normalization for RGB pixels decoded elsewhere "
         "(numpy.asarray of a PIL image in mode RGB).");
-  m.def("decode_views", &DecodeViews, py::arg("images"), py::arg("crops"), py::arg("outs"), py::arg("sizes"),
-        py::arg("layout") = "CHW", py::arg("dtype") = "float32", py::arg("mean") = ImageNet(kImageNetMean),
+  m.def("image_sizes", &ImageSizes, py::arg("images"),
+        "(width, height, kind) of each image (bytes-like encoded, or RGB pixel arrays): kind \"jpeg\" (width "
+        "and height from its frame header), \"other\" (0, 0: decode it elsewhere) or \"pixels\". One call, the "
+        "GIL released; DecodeError (attribute batch_index) for a damaged JPEG header.");
+  m.def("decode_crops", &DecodeCrops, py::arg("images"), py::arg("jobs"), py::arg("outs"), py::arg("layout") = "CHW",
+        py::arg("dtype") = "float32", py::arg("mean") = ImageNet(kImageNetMean),
         py::arg("std") = ImageNet(kImageNetStd), py::arg("scale_in_idct") = true,
         py::arg("interpolation") = "bilinear", py::arg("grayscale") = false,
-        "Several crops of each image from one decode: images[i] (a JPEG's bytes, or RGB pixels as a "
-        "(height, width, 3) uint8 array) cut into crops[i], each (view, box, flip, colour ops or None); "
-        "crop j of view v is written into the next slot of outs[v] (writable C-contiguous, images of "
-        "sizes[v] = (width, height)), decode_images' resize, flip, colour and normalization. "
-        "DecodeError (attribute batch_index) for an image that does not decode; ValueError for bad arguments.");
+        py::arg("fill") = std::array<float, 3>{0, 0, 0},
+        "A batch as crop jobs: images[i] (a JPEG's bytes, or RGB pixels as a (height, width, 3) uint8 array) "
+        "decoded once, over the region its jobs lie in, at the IDCT scale its most demanding job needs; job "
+        "(source, box, flip, colour ops or None, output, frame, inside) written into frame `frame` of "
+        "outs[output] = (writable C-contiguous buffer, width, height): the whole frame, or with inside = (x, "
+        "y, width, height) the crop resized to that size at (x, y), the rest of the frame `fill` per channel. "
+        "A source's jobs must be next to each other, sources in order. DecodeError (attribute batch_index: "
+        "the source) for an image that does not decode; ValueError for bad arguments.");
   m.def("apply_colour", &ApplyColour, py::arg("pixels"), py::arg("ops"),
         "Applies colour ops ([(name, value), ...]: brightness, contrast, saturation factors, grayscale, "
         "solarize threshold; (\"blur\", sigma, kernel)) in place to a C-contiguous uint8 array of (height, width, 3) or (height, width) "
-        "levels: the code decode_images runs on each image. ValueError for a bad op or array.");
+        "levels: the code decode_crops runs on each image. ValueError for a bad op or array.");
   m.def("scratch_bytes", [] { return ThreadScratch().bytes(); },
         "Bytes of image scratch the calling thread holds.");
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "held_buffer.h"
+#include "image_sizes.h"
 #include "lmdbloader/caffe_datum.h"
 #include "lmdbloader/convert.h"
 #include "lmdbloader/image_record.h"
@@ -78,9 +79,10 @@ py::object TargetOf(const ImageRecord& r, const py::object& missing) {
 }
 
 // One call a batch: every record split with the GIL released; the first bad
-// one is the error (its position in batch_index).
+// one is the error (its position in batch_index). With `sizes`, each encoded
+// image's header is read in the same loop, once every record has split.
 py::tuple SplitBatch(const py::sequence& records, const std::string& layout, const py::object& field,
-                     const py::object& target, bool frames, const py::object& missing) {
+                     const py::object& target, bool frames, const py::object& missing, bool sizes) {
   ImageRecordSpec spec;
   ConvertOptions parsed;  // the layout's name read as the converter reads it
   ThrowIfError(SetConvertOption("record", layout, &parsed));
@@ -98,11 +100,18 @@ py::tuple SplitBatch(const py::sequence& records, const std::string& layout, con
     held.emplace_back(objects.back(), PyBUF_C_CONTIGUOUS, "a record");
   }
   std::vector<ImageRecord> split(n);
+  std::vector<ImageInfo> infos(sizes ? n : 0);
   Status s;
   {
     py::gil_scoped_release release;
     for (size_t i = 0; i < n && s.ok(); ++i) {
       s = SplitImageRecord(spec, held[i].bytes(), &split[i]);
+      if (!s.ok()) s = s.WithReason(Status::Reason::kBatchItem, static_cast<uint32_t>(i));
+    }
+    for (size_t i = 0; i < infos.size() && s.ok(); ++i) {
+      const ImageRecord::Kind kind = split[i].kind;
+      if (kind != ImageRecord::Kind::kEncoded && kind != ImageRecord::Kind::kWhole) continue;
+      s = ReadImageInfo(split[i].image, &infos[i]);
       if (!s.ok()) s = s.WithReason(Status::Reason::kBatchItem, static_cast<uint32_t>(i));
     }
   }
@@ -116,7 +125,19 @@ py::tuple SplitBatch(const py::sequence& records, const std::string& layout, con
     }
     targets[i] = TargetOf(split[i], missing);
   }
-  return py::make_tuple(std::move(images), std::move(targets));
+  if (!sizes) return py::make_tuple(std::move(images), std::move(targets));
+  py::list found(n);
+  for (size_t i = 0; i < n; ++i) {
+    switch (split[i].kind) {
+      case ImageRecord::Kind::kPixels:
+        found[i] = PixelsSizeTuple(static_cast<uint32_t>(split[i].width), static_cast<uint32_t>(split[i].height));
+        break;
+      case ImageRecord::Kind::kFrames: found[i] = py::none(); break;
+      case ImageRecord::Kind::kEncoded:
+      case ImageRecord::Kind::kWhole: found[i] = ImageSizeTuple(infos[i]); break;
+    }
+  }
+  return py::make_tuple(std::move(images), std::move(targets), std::move(found));
 }
 
 }  // namespace
@@ -128,12 +149,14 @@ void RegisterImageRecords(py::module_& m) {
         "(include/lmdbloader/caffe_datum.h lists the rules).");
   m.def("split_image_records", &SplitBatch, py::arg("records"), py::arg("layout") = "msgpack",
         py::arg("field") = "image", py::arg("target") = "label", py::arg("frames") = false,
-        py::arg("missing") = py::none(),
+        py::arg("missing") = py::none(), py::arg("sizes") = false,
         "(images, targets) of records (bytes-like) laid out as `layout` (include/lmdbloader/image_record.h), "
         "in one call with the GIL released: an image is a memoryview into its record (an encoded image), a "
         "list of them (frames=True: a clip's frames) or an RGB uint8 array (height, width, 3) (raw pixels); "
         "a target is an int, another msgpack value, or `missing` where the record has none. field/target "
-        "None: none is read. DecodeError (attribute batch_index) for the first record that does not split.");
+        "None: none is read. sizes=True: also each image's (width, height, kind) (kind \"jpeg\", \"other\" or "
+        "\"pixels\"; None for frames), its header read in the same loop. DecodeError (attribute batch_index) for "
+        "the first record that does not split, or whose JPEG header is damaged.");
 }
 
 }  // namespace lmdbloader

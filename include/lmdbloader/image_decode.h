@@ -341,6 +341,47 @@ Status DecodeJpegViews(std::string_view jpeg, const ViewCrop* crops, size_t coun
 Status ResampleRgbViews(const uint8_t* rgb, uint32_t width, uint32_t height, size_t row_stride,
                         const ViewCrop* crops, size_t count, DecodeScratch* scratch);
 
+
+// One source image of a batch's crop jobs: a JPEG's bytes (rgb null), or
+// RGB pixels decoded elsewhere (ResampleRgbInto's rows).
+struct CropSource {
+  std::string_view jpeg;
+  const uint8_t* rgb = nullptr;
+  uint32_t width = 0;
+  uint32_t height = 0;
+  size_t row_stride = 0;
+};
+
+// One crop of a batch: sources[source]'s box resized to spec (its size,
+// flip and colour ops) into a frame of frame_width x frame_height at
+// `frame` (in spec's layout and type). A crop that fills its frame has
+// frame_width 0 (the frame is spec's size); one that does not (CenterCrop's
+// padding) lands at (x, y), the rest of the frame holding `fill` per channel
+// (what zero padding becomes after normalization; 0 for uint8).
+struct CropJob {
+  uint32_t source = 0;
+  CropBox box;
+  OutputSpec spec;
+  void* frame = nullptr;
+  uint32_t frame_width = 0;
+  uint32_t frame_height = 0;
+  uint32_t x = 0;
+  uint32_t y = 0;
+  float fill[3] = {0, 0, 0};
+};
+
+// A batch of crop jobs, those of one source next to each other: each source
+// decoded once, over the region its jobs lie in, at the IDCT scale its most
+// demanding job needs (one job: DecodeJpegInto's choice; several:
+// DecodeJpegViews'), and every job written into its frame. Stops at the first
+// failure: *failed_source is its source, and the Status carries
+// Reason::kBatchItem with that index. Errors: InvalidArgument for jobs of a
+// source apart or out of range, a padded crop outside its frame, and what
+// DecodeJpegInto, DecodeJpegViews, ResampleRgbInto refuse; DecodeError as
+// they give it.
+Status DecodeCropJobs(const CropSource* sources, size_t source_count, const CropJob* jobs, size_t job_count,
+                      DecodeScratch* scratch, size_t* failed_source);
+
 }  // namespace lmdbloader
 
 #endif  // LMDBLOADER_IMAGE_DECODE_H_

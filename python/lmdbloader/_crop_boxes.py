@@ -149,22 +149,14 @@ def resize_center_crop_plan(width, height, resize, size):
     out_h, out_w = size
     sx, sy = width / new_w, height / new_h
 
-    def axis(new, out, scale):
+    def axis(new, out, scale, length):
         if out > new:  # padded: the whole axis, resampled to the resized length
-            return 0.0, new * scale, new, (out - new) // 2
+            # new * (length / new) may round an ulp past the image's edge.
+            return 0.0, min(new * scale, length), new, (out - new) // 2
         start = int(round((new - out) / 2.0))
         return start * scale, out * scale, out, 0
 
-    left, box_w, inner_w, x = axis(new_w, out_w, sx)
-    top, box_h, inner_h, y = axis(new_h, out_h, sy)
+    left, box_w, inner_w, x = axis(new_w, out_w, sx, width)
+    top, box_h, inner_h, y = axis(new_h, out_h, sy, height)
     return Box(left, top, box_w, box_h), Size(inner_w, inner_h), Point(x, y)
 
-
-def pad_frame(frame, mean, std, layout):
-    """Fills an output frame with what CenterCrop's zero padding becomes
-    after ToTensor and Normalize (zeros for uint8)."""
-    if frame.dtype == torch.uint8:
-        frame.zero_()
-        return
-    fill = torch.tensor([-m / s for m, s in zip(mean, std)], dtype=frame.dtype)
-    frame.copy_(fill.view(-1, 1, 1).expand_as(frame) if layout == "CHW" else fill.expand_as(frame))

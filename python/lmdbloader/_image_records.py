@@ -38,11 +38,6 @@ def image_name(where, k):
     return where(k) if where is not None else f"image {k} of the batch"
 
 
-def pil_size(data, where, k):
-    image = _pil_open(data, where, k)
-    return image.size
-
-
 def _pil_open(data, where, k):
     from PIL import Image
     try:

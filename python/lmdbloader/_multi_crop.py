@@ -1,13 +1,12 @@
 """Several crops of one image from one decode (multi-crop recipes: DINOv2,
 iBOT, DINO, SwAV): :class:`Crop`, and how ``ImageDecode(crops=...)`` draws
-and decodes a batch's crops (one ``_core.decode_views`` call a batch, each
+and decodes a batch's crops (one ``_core.decode_crops`` call a batch, each
 image decoded once)."""
 
 import math
 import numbers
 import warnings
 
-import numpy as np
 import torch
 
 from . import _core
@@ -15,8 +14,6 @@ from ._draws import generator
 from ._colour_ops import ColourDraws, probability
 from ._crop_boxes import random_resized_crop
 from ._image_checks import ratio_range, side_pair, value_range
-from ._image_records import image_name, pil_rgb
-from .errors import DecodeError
 
 #: The most crops ``ImageDecode(crops=...)`` cuts from one image, all Crops together.
 MAX_CROPS = _core.image_options()["max_view_crops"]
@@ -130,29 +127,16 @@ def output_tensors(shapes, dtype, out, many):
     return tuple(outs) if many else outs[0]
 
 
-def decode_multi_crop(crops, images, outs, options, counts, where):
+def decode_multi_crop(crops, images, sizes, outs, jobs, options):
     """Each image cut into every Crop's crops, into ``outs`` (one tensor of
-    (len(images), *Crop.shape) per Crop), in one C++ call: a JPEG decoded
-    once, another format decoded once by PIL, raw pixels as they are. The
-    draws: per image, per Crop in order, per crop, torchvision's order."""
-    sources, draws = [], []
-    for k, image in enumerate(images):
-        if isinstance(image, np.ndarray):
-            source, kind = image, "pixels"
-        else:
-            try:
-                width, height, _, is_jpeg = _core.image_info(image)
-            except DecodeError as e:
-                raise DecodeError(f"{image_name(where, k)}: {e}") from None
-            source, kind = (image, "jpeg") if is_jpeg else (pil_rgb(image, where, k), "pil")
-        if kind != "jpeg":
-            height, width = source.shape[:2]
-        counts[kind] += 1
-        sources.append(source)
-        draws.append([(c, *crop.draw(width, height)) for c, crop in enumerate(crops) for _ in range(crop.n)])
-    try:
-        _core.decode_views(sources, draws, [out.numpy() for out in outs],
-                           [(crop.size[1], crop.size[0]) for crop in crops], **options)
-    except DecodeError as e:
-        raise DecodeError(f"{image_name(where, getattr(e, 'batch_index', 0))}: {e}") from None
+    (len(images), *Crop.shape) per Crop): ``jobs`` (a CropJobs) gets an
+    image's crops together, so one decode_crops call decodes each image
+    once. The draws: per image, per Crop in order, per crop, torchvision's
+    order."""
+    for k, (image, size) in enumerate(zip(images, sizes)):
+        source, width, height = jobs.add_source(image, *size, k)
+        for c, crop in enumerate(crops):
+            for j in range(crop.n):
+                jobs.add(source, *crop.draw(width, height), c, k * crop.n + j)
+    jobs.decode([(out.numpy(), crop.size[1], crop.size[0]) for out, crop in zip(outs, crops)], **options)
     return outs

@@ -23,16 +23,16 @@ import inspect
 import math
 import numbers
 
-import numpy as np
 import torch
 
 from . import _core
 from ._draws import generator
 from ._colour_ops import ColourDraws, apply_colour  # noqa: F401 (public here)
-from ._crop_boxes import (CropPlan, Point, Size, eval_resize, pad_frame, random_resized_crop,  # noqa: F401
+from ._crop_boxes import (CropPlan, Point, Size, eval_resize, random_resized_crop,  # noqa: F401
                           random_resized_crop_box, resize_center_crop_plan)
+from ._crop_jobs import CropJobs, core_call
 from ._image_checks import finite_values, normalization, ratio_range, side_pair, value_range
-from ._image_records import NO_TARGET, batch_targets, fn_name, image_name, pil_rgb, pil_size
+from ._image_records import NO_TARGET, batch_targets, fn_name, image_name
 from ._multi_crop import (PER_CROP, Crop, crop_list, crops_or_views, decode_multi_crop,  # noqa: F401 (Crop public)
                           former_name, output_tensors)
 from .errors import DecodeError
@@ -246,14 +246,14 @@ class ImageDecode:
         None); returns (out, the targets), the targets None when the records
         hold none or ``targets`` is false (the caller has its own: the
         records' are not looked for). ``where(k)`` names record k in errors."""
-        images, found = self._split(records, where, targets)
+        images, found, sizes = self._split(records, where, targets, sizes=True)
         out = self._output(len(records), out)
         found = batch_targets(found, where) if targets else None
+        jobs = CropJobs(self._counts, where)
         if self.crops is not None:
-            decode_multi_crop(self.crops, images, out, dict(self._core_options(), layout=self.layout,
-                              dtype=_DTYPES[self.dtype]), self._counts, where)
+            decode_multi_crop(self.crops, images, sizes, out, jobs, self._core_options())
         else:
-            self._decode_into([[image] for image in images], out, where)
+            self._decode_into([[image] for image in images], [[size] for size in sizes], out, jobs)
         return out, found
 
     # -- the work ----------------------------------------------------------
@@ -262,19 +262,20 @@ class ImageDecode:
         """out, checked (with crops a tuple, one tensor a Crop), or made."""
         return output_tensors([(count, *shape) for _, shape in self.outputs], self.dtype, out, self.crops is not None)
 
-    def _split(self, records, where, want_target=True):
+    def _split(self, records, where, want_target=True, sizes=False):
         """(the images: bytes-like, lists of frames, or RGB pixels as
         (height, width, 3) uint8 arrays; the targets, NO_TARGET where a
-        record has none), the layout's split in C++ (image_record.h), one
-        call for the batch; a callable layout runs here, a record at a time."""
+        record has none; with ``sizes``, each image's (width, height, kind)),
+        the layout's split in C++ (image_record.h), one call for the batch; a
+        callable layout runs here, a record at a time, its images' sizes then
+        read by one call."""
+        name = lambda k: image_name(where, k)  # noqa: E731
         if callable(self.record):
             pairs = [self._split_by(self.record, record, k, where) for k, record in enumerate(records)]
-            return [image for image, _ in pairs], [target for _, target in pairs]
-        try:
-            return _core.split_image_records(records, self.record, self.field, self.target if want_target else None,
-                                             self._list_is_frames, NO_TARGET)
-        except DecodeError as e:
-            raise DecodeError(f"{image_name(where, getattr(e, 'batch_index', 0))}: {e}") from None
+            images, targets = [image for image, _ in pairs], [target for _, target in pairs]
+            return (images, targets, core_call(name, _core.image_sizes, images)) if sizes else (images, targets)
+        return core_call(name, _core.split_image_records, records, self.record, self.field,
+                         self.target if want_target else None, self._list_is_frames, NO_TARGET, sizes)
 
     def _split_by(self, fn, record, k, where):
         """record=callable: fn(record) is the image, or (image, target)."""
@@ -317,99 +318,50 @@ class ImageDecode:
         flip = self.flip > 0 and torch.rand(1, generator=generator()).item() < self.flip
         return CropPlan(box, inner, at, flip, self.colour.draw() if self.colour.active else None)
 
-    def _decode_into(self, groups, out, where):
+    def _decode_into(self, groups, sizes, out, jobs):
         """groups[k]: the frames of group k (one for an image; bytes-like
-        encoded, or RGB pixel arrays), all cut with one box and one flip.
-        Writes (len(groups), T, *frame_shape) into out."""
+        encoded, or RGB pixel arrays), all cut with one box and one flip;
+        sizes[k] their (width, height, kind). Writes (len(groups), T,
+        *frame_shape) into out: one job a frame, one decode_crops call."""
         frames = len(groups[0]) if groups else 1
-        flat = out.view(-1, *self.frame_shape)
-        jpegs, boxes, flips, colours, slots, others, padded = [], [], [], [], [], [], []
+        out_size = self._out
         for k, group in enumerate(groups):
             plan = None
-            for f, image in enumerate(group):
-                if isinstance(image, np.ndarray):
-                    height, width, is_jpeg = image.shape[0], image.shape[1], False
-                else:
-                    try:
-                        width, height, _, is_jpeg = _core.image_info(image)
-                    except DecodeError as e:
-                        raise DecodeError(f"{image_name(where, k)}: {e}") from None
-                    if not is_jpeg:
-                        width, height = pil_size(image, where, k)
+            for f, (image, size) in enumerate(zip(group, sizes[k])):
+                source, width, height = jobs.add_source(image, *size, k)
                 if plan is None:
                     plan, first = self._plan(width, height), Size(width, height)
                 elif (width, height) != first:
-                    raise DecodeError(f"{image_name(where, k)}: frame {f} is {width}x{height}, frame 0 "
+                    raise DecodeError(f"{image_name(jobs.where, k)}: frame {f} is {width}x{height}, frame 0 "
                                       f"{first.width}x{first.height}: a clip's frames share one crop box")
-                slot = k * frames + f
-                if plan.inner != self._out:
-                    padded.append((k, slot, image, is_jpeg, plan))
-                elif is_jpeg:
-                    jpegs.append(image)
-                    boxes.append(plan.box)
-                    flips.append(plan.flip)
-                    colours.append(plan.colour)
-                    slots.append(slot)
-                else:
-                    others.append((k, slot, image, plan.box, plan.flip, plan.colour))
-        out_size = self._out
-        if jpegs:
-            # One call for the batch, the GIL released; contiguous runs of
-            # slots are the common case (every image a JPEG).
-            if slots == list(range(slots[0], slots[0] + len(slots))):
-                target = flat[slots[0]:slots[0] + len(slots)]
-                self._decode_jpegs(jpegs, boxes, flips, colours, target, out_size, where, [s // frames for s in slots])
-            else:
-                for image, box, flip, ops, slot in zip(jpegs, boxes, flips, colours, slots):
-                    self._decode_jpegs([image], [box], [flip], [ops], flat[slot:slot + 1], out_size, where,
-                                       [slot // frames])
-            self._counts["jpeg"] += len(jpegs)
-        for k, slot, image, box, flip, ops in others:
-            self._resample(image, box, flip, ops, flat[slot], out_size, where, k)
-        for k, slot, image, is_jpeg, (box, inner_size, (x, y), flip, ops) in padded:
-            iw, ih = inner_size
-            pad_frame(flat[slot], self.mean, self.std, self.layout)
-            inner = torch.empty(self._frame_shape_of(iw, ih), dtype=self.dtype)
-            if is_jpeg:
-                self._decode_jpegs([image], [box], [flip], [ops], inner[None], inner_size, where, [k])
-                self._counts["jpeg"] += 1
-            else:
-                self._resample(image, box, flip, ops, inner, inner_size, where, k)
-            # The flip mirrors the padded image: the inner part lands at the
-            # mirrored offset.
-            x = out_size.width - x - iw if flip else x
-            if self.layout == "CHW":
-                flat[slot][:, y:y + ih, x:x + iw] = inner
-            else:
-                flat[slot][y:y + ih, x:x + iw, :] = inner
+                inside = None
+                if plan.inner != out_size:
+                    # CenterCrop's padding: the flip mirrors the padded
+                    # image, so the inner part lands at the mirrored offset.
+                    x = out_size.width - plan.at.x - plan.inner.width if plan.flip else plan.at.x
+                    inside = (x, plan.at.y, plan.inner.width, plan.inner.height)
+                jobs.add(source, plan.box, plan.flip, plan.colour, 0, k * frames + f, inside)
+        flat = out.view(-1, *self.frame_shape)
+        jobs.decode([(flat.numpy(), out_size.width, out_size.height)], fill=self._fill, **self._core_options())
         return out
 
     def _frame_shape_of(self, w, h):
         return (self.channels, h, w) if self.layout == "CHW" else (h, w, self.channels)
 
+    @property
+    def _fill(self):
+        """What CenterCrop's zero padding becomes after ToTensor and
+        Normalize, per channel (zeros for uint8)."""
+        if self.dtype == torch.uint8:
+            return (0.0, 0.0, 0.0)
+        fill = [-m / s for m, s in zip(self.mean, self.std)]
+        return tuple(fill * (3 // len(fill)))
+
     def _core_options(self):
-        """decode_images' and resample_rgb's normalization and filter."""
+        """decode_crops' output type, layout, normalization and filter."""
         return dict(mean=self.mean * (3 // len(self.mean)), std=self.std * (3 // len(self.std)),
-                    interpolation=self.interpolation, grayscale=self.grayscale)
-
-    def _resample(self, image, box, flip, ops, target, size, where, k):
-        if isinstance(image, np.ndarray):
-            pixels = image
-            self._counts["pixels"] += 1
-        else:
-            pixels = pil_rgb(image, where, k)
-            self._counts["pil"] += 1
-        _core.resample_rgb(pixels, box, flip, target.numpy(), size.width, size.height, self.layout, _DTYPES[self.dtype],
-                           colour=ops, **self._core_options())
-
-    def _decode_jpegs(self, jpegs, boxes, flips, colours, target, size, where, samples):
-        try:
-            _core.decode_images(jpegs, boxes, flips, target.numpy(), size.width, size.height, self.layout,
-                                _DTYPES[self.dtype],
-                                colours=colours if self.colour.active else None, **self._core_options())
-        except DecodeError as e:
-            k = samples[getattr(e, "batch_index", 0)]
-            raise DecodeError(f"{image_name(where, k)}: {e}") from None
+                    interpolation=self.interpolation, grayscale=self.grayscale, layout=self.layout,
+                    dtype=_DTYPES[self.dtype])
 
 
 class ClipDecode(ImageDecode):
@@ -468,8 +420,11 @@ class ClipDecode(ImageDecode):
             for _ in range(self.clips):
                 groups.append([frames[i] for i in self._chosen(len(frames))])
         out = self._output(len(records), out)
-        clips = self.clips
-        self._decode_into(groups, out, lambda g: image_name(where, g // clips))
+        clips, length = self.clips, len(groups[0]) if groups else 1
+        name = lambda g: image_name(where, g // clips)  # noqa: E731
+        sizes = core_call(lambda i: name(i // length), _core.image_sizes, [f for group in groups for f in group])
+        sizes = [sizes[g * length:(g + 1) * length] for g in range(len(groups))]
+        self._decode_into(groups, sizes, out, CropJobs(self._counts, name))
         return out, (batch_targets(found, where) if targets else None)
 
     @staticmethod

@@ -9,6 +9,7 @@ Run with -s to see the distribution of per-image differences.
 import io
 import itertools
 
+import msgpack
 import numpy as np
 import pytest
 import torch
@@ -282,6 +283,28 @@ def test_image_info():
     bomb = b"\xff\xd8\xff\xc0\x00\x11\x08\x35\x00\x35\x00\x03\x01\x11\x00\x02\x11\x00\x03\x11\x00"
     with pytest.raises(lmdbloader.errors.DecodeError, match="more than the limit"):
         _core.image_info(bomb)
+
+
+def test_the_batched_split_and_image_sizes_give_each_images_size_and_kind():
+    """One call a batch reads every header (width, height, kind), in the
+    split's GIL-free loop or alone (image_sizes); a damaged header names
+    its place in the batch."""
+    jpeg = encode(resized(photo("rocket"), 320), quality=80)
+    png = io.BytesIO()
+    photo("rocket").save(png, "PNG")
+    pixels = np.zeros((7, 5, 3), np.uint8)
+    assert _core.image_sizes([jpeg, png.getvalue(), pixels]) == [(320, 214, "jpeg"), (0, 0, "other"),
+                                                                 (5, 7, "pixels")]
+    records = [msgpack.packb({"image": data}) for data in (jpeg, png.getvalue())]
+    images, _, sizes = _core.split_image_records(records, "msgpack", "image", None, False, None, True)
+    assert sizes == [(320, 214, "jpeg"), (0, 0, "other")] and bytes(images[0]) == jpeg
+    bomb = b"\xff\xd8\xff\xc0\x00\x11\x08\x35\x00\x35\x00\x03\x01\x11\x00\x02\x11\x00\x03\x11\x00"
+    for call in (lambda: _core.image_sizes([jpeg, bomb]),
+                 lambda: _core.split_image_records([records[0], msgpack.packb({"image": bomb})], target=None,
+                                                   sizes=True)):
+        with pytest.raises(lmdbloader.errors.DecodeError, match="more than the limit") as e:
+            call()
+        assert e.value.batch_index == 1
 
 
 def test_errors_name_the_image_in_the_batch():

@@ -166,6 +166,17 @@ def test_a_blur_kernel_fits_the_image_as_torchs_reflect_padding(side):
                             "CHW", "float32", colours=[[("blur", 1.0, too_large)]])
 
 
+def test_a_padded_eval_crop_spans_the_whole_image_whatever_its_size():
+    """Where CenterCrop pads, the box spans the whole source along that axis:
+    resized length x (source / resized length) can round an ulp past the
+    edge (208 px: 46 x (208 / 46)), which the decoder must not refuse."""
+    data = jpeg(208, 166)  # resize=70: 87x70, padded to 96x96
+    out = lmdbloader.ImageDecode(96, train=False, resize=70, record="raw", dtype=torch.uint8, layout="HWC")(data)
+    want = F.center_crop(F.resize(Image.open(io.BytesIO(data)).convert("RGB"), 70), 96)
+    d = np.abs(out.numpy().astype(int) - np.asarray(want).astype(int))
+    assert d.mean() <= 2.0 and (out[:13] == 0).all() and (out[83:] == 0).all()
+
+
 def test_an_eval_blur_is_held_to_the_resized_image_inside_the_padding():
     """Evaluation blurs the resized image without CenterCrop's padding: a
     shorter side of `resize` (or the pair's sides), known when the decoder

@@ -342,7 +342,7 @@ PYTHON_LAYERS = [
     {"front": ["lmdbloader"]},
     {"dataset": ["dataset", "_decoding"]},
     {"batches": ["batches", "_thread_loader", "_buffer_pool", "_ring_worker", "_ring_main"],
-     "vision": ["vision", "_multi_crop", "_colour_ops", "_crop_boxes", "_image_checks", "_image_records"],
+     "vision": ["vision", "_multi_crop", "_crop_jobs", "_colour_ops", "_crop_boxes", "_image_checks", "_image_records"],
      "compat": ["compat", "compat.*"]},
     {"reading": ["reader", "samples", "sampler", "writer", "_convert", "memory", "atomistic", "_decimal_keys",
                  "_size_column", "size_sampler"]},
