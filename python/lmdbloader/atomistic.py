@@ -44,6 +44,14 @@ _NUMBERS_HEAD = re.compile(rb'\{"numbers": \{"__ndarray__": \[\[(\d+)\]')
 _SIZE_CHUNK = 4096
 
 
+
+def _position_or_none(reader, key, file):
+    """The position of ``key`` in ``file`` of the set, None where it is absent."""
+    try:
+        return reader.index_of(key, file=file)
+    except KeyError:
+        return None
+
 class _Layout:
     """What the layouts share: a size column the user may give."""
 
@@ -275,10 +283,7 @@ class _DeepmdMember:
         return format(number, self._fmt).encode("ascii")
 
     def find(self, key):
-        try:
-            return self.reader.index_of(key, file=self.file)
-        except KeyError:
-            return None
+        return _position_or_none(self.reader, key, self.file)
 
     def places(self, numbers):
         return self._base + numbers, [self.key(n) for n in numbers.tolist()]
@@ -370,10 +375,7 @@ class _AseMember:
                 from None
 
     def find(self, key):
-        try:
-            return self.reader.index_of(key, file=self.file)
-        except KeyError:
-            return None
+        return _position_or_none(self.reader, key, self.file)
 
     def places(self, numbers):
         ids = self.ids.ids(numbers)
