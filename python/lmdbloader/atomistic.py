@@ -44,13 +44,13 @@ _NUMBERS_HEAD = re.compile(rb'\{"numbers": \{"__ndarray__": \[\[(\d+)\]')
 _SIZE_CHUNK = 4096
 
 
-
 def _position_or_none(reader, key, file):
     """The position of ``key`` in ``file`` of the set, None where it is absent."""
     try:
         return reader.index_of(key, file=file)
     except KeyError:
         return None
+
 
 class _Layout:
     """What the layouts share: a size column the user may give."""
