@@ -20,22 +20,27 @@ std::shared_ptr<BatchRing> MakeRing(uint32_t slots, uint64_t slot_bytes) {
   return std::shared_ptr<BatchRing>(std::move(ring));
 }
 
-// A new batch's slot of `ring`, leased by this process: its slot and
-// generation in *slot and *generation; null when the ring is full.
-std::unique_ptr<BatchRing::Lease> LeaseNewBatch(const std::shared_ptr<BatchRing>& ring, uint32_t* slot,
-                                                uint64_t* generation) {
+// A ring of `slots` slots, one new batch's slot of it leased by this
+// process (lease null when the ring is full).
+struct Leased {
+  std::shared_ptr<BatchRing> ring;
+  uint32_t slot = 0;
+  uint64_t generation = 0;
   std::unique_ptr<BatchRing::Lease> lease;
-  if (!ring->Acquire(slot, generation)) return lease;
-  Status s = BatchRing::Lease::Take(ring, *slot, *generation, &lease);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return lease;
+};
+
+Leased LeaseNewBatch(uint32_t slots) {
+  Leased l;
+  l.ring = MakeRing(slots, 4096);
+  if (l.ring->Acquire(&l.slot, &l.generation)) {
+    Status s = BatchRing::Lease::Take(l.ring, l.slot, l.generation, &l.lease);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+  return l;
 }
 
 TEST(BatchRingLeaseTest, ReleasesItsSlotWhenDestroyed) {
-  std::shared_ptr<BatchRing> ring = MakeRing(2, 4096);
-  uint32_t slot = 0;
-  uint64_t generation = 0;
-  std::unique_ptr<BatchRing::Lease> lease = LeaseNewBatch(ring, &slot, &generation);
+  auto [ring, slot, generation, lease] = LeaseNewBatch(2);
   ASSERT_NE(lease, nullptr);
   EXPECT_EQ(lease->data(), ring->slot_data(slot));
   EXPECT_EQ(lease->size(), ring->slot_bytes());
@@ -46,10 +51,7 @@ TEST(BatchRingLeaseTest, ReleasesItsSlotWhenDestroyed) {
 }
 
 TEST(BatchRingLeaseTest, KeepsTheRingAliveAfterItsLastOtherOwner) {
-  std::shared_ptr<BatchRing> ring = MakeRing(1, 4096);
-  uint32_t slot = 0;
-  uint64_t generation = 0;
-  std::unique_ptr<BatchRing::Lease> lease = LeaseNewBatch(ring, &slot, &generation);
+  auto [ring, slot, generation, lease] = LeaseNewBatch(1);
   ASSERT_NE(lease, nullptr);
   std::weak_ptr<BatchRing> weak = ring;
   ring.reset();
@@ -60,10 +62,7 @@ TEST(BatchRingLeaseTest, KeepsTheRingAliveAfterItsLastOtherOwner) {
 }
 
 TEST(BatchRingLeaseTest, ALeaseDestroyedInAForkedChildFreesNothing) {
-  std::shared_ptr<BatchRing> ring = MakeRing(2, 4096);
-  uint32_t slot = 0;
-  uint64_t generation = 0;
-  std::unique_ptr<BatchRing::Lease> lease = LeaseNewBatch(ring, &slot, &generation);
+  auto [ring, slot, generation, lease] = LeaseNewBatch(2);
   ASSERT_NE(lease, nullptr);
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
@@ -105,10 +104,7 @@ TEST(BatchRingLeaseTest, ALateLeaseIsRefusedAndFreesNotTheSlotsNextBatch) {
 }
 
 TEST(BatchRingLeaseTest, TakingALeaseClaimsTheBatchOnce) {
-  std::shared_ptr<BatchRing> ring = MakeRing(1, 4096);
-  uint32_t slot = 0;
-  uint64_t generation = 0;
-  std::unique_ptr<BatchRing::Lease> lease = LeaseNewBatch(ring, &slot, &generation);
+  auto [ring, slot, generation, lease] = LeaseNewBatch(1);
   ASSERT_NE(lease, nullptr);
   EXPECT_TRUE(ring->claimed(slot));
   std::unique_ptr<BatchRing::Lease> second;

@@ -164,6 +164,20 @@ void Walk(const std::string& path, Walked* w) {
   w->index.identity = w->env->identity();  // the walk leaves it to its caller
 }
 
+// Records 0 .. count-1 each in a regular leaf, at the offset the index
+// has, its node passing the read's check (against its key with `keys`).
+void ExpectRegularLeaves(const Walked& w, uint64_t count, const std::string& data, bool keys) {
+  for (uint64_t i = 0; i < count; ++i) {
+    LeafSpot spot;
+    ASSERT_TRUE(w.leaves.Find(i, &spot)) << i;
+    ASSERT_TRUE(spot.regular) << i;
+    EXPECT_EQ(spot.value_offset, w.index.offset(i)) << i;
+    const std::string key = RecordKey(i);
+    ASSERT_OK(LeafNodeCheck(data.data() + spot.node_offset, spot, w.leaves.shape(), kFormat, keys ? &key : nullptr,
+                            w.location.data_path));
+  }
+}
+
 std::string Page(const std::string& file, uint64_t pgno, uint32_t page_size) {
   std::string out(page_size, '\0');
   const int fd = ::open(file.c_str(), O_RDONLY);
@@ -250,14 +264,7 @@ TEST(LeafTableTest, AppendedRecordsLieWhereTheRegularLeavesSay) {
   EXPECT_EQ(w.leaves.regular_leaves(), w.leaves.leaves());
   const std::string data = testing::ReadAll(w.location.data_path);
   const LeafShape& shape = w.leaves.shape();
-  for (uint64_t i = 0; i < 3000; ++i) {
-    LeafSpot spot;
-    ASSERT_TRUE(w.leaves.Find(i, &spot)) << i;
-    ASSERT_TRUE(spot.regular) << i;
-    EXPECT_EQ(spot.value_offset, w.index.offset(i)) << i;
-    const std::string key = RecordKey(i);
-    ASSERT_OK(LeafNodeCheck(data.data() + spot.node_offset, spot, shape, kFormat, &key, w.location.data_path));
-  }
+  ExpectRegularLeaves(w, 3000, data, /*keys=*/true);
   LeafSpot spot;
   ASSERT_TRUE(w.leaves.Find(100, &spot));
   const std::string other = RecordKey(101);
@@ -286,13 +293,7 @@ TEST(LeafTableTest, AppendedOverflowValuesLieWhereTheTableComputesThem) {
   EXPECT_EQ(w.leaves.MemoryBytes(), w.leaves.leaves() * kOverflowLeafEntryBytes);
   const std::string data = testing::ReadAll(w.location.data_path);
   const LeafShape& shape = w.leaves.shape();
-  for (uint64_t i = 0; i < 1500; ++i) {
-    LeafSpot spot;
-    ASSERT_TRUE(w.leaves.Find(i, &spot)) << i;
-    ASSERT_TRUE(spot.regular) << i;
-    EXPECT_EQ(spot.value_offset, w.index.offset(i)) << i;
-    ASSERT_OK(LeafNodeCheck(data.data() + spot.node_offset, spot, shape, kFormat, nullptr, w.location.data_path));
-  }
+  ExpectRegularLeaves(w, 1500, data, /*keys=*/false);
   LeafTable back;
   ASSERT_OK(LeafTable::Decode(w.leaves.Encode(), 1500, kFormat, "x.idx", &back));
   LeafSpot spot, again;

@@ -20,12 +20,15 @@
 
 #include "io/chunk_filler.h"
 #include "lmdbloader/reader.h"
+#include "reader_test_util.h"
 #include "test_util.h"
 
 namespace lmdbloader {
 namespace {
 
+using testing::ReadInto;
 using testing::RecordBytes;
+using testing::Shuffled;
 using testing::TempDir;
 
 ReaderOptions Options(IoEngine engine, CachePolicy cache = CachePolicy::kExact) {
@@ -37,24 +40,13 @@ ReaderOptions Options(IoEngine engine, CachePolicy cache = CachePolicy::kExact) 
 }
 
 // Reads `indices` in one batch into buffers sized by ValueSize.
+// A record whose size cannot be asked (out of range) gets 0 bytes: the
+// batch read must then say what is wrong.
 Status ReadAll(Reader& r, const std::vector<uint64_t>& indices, std::vector<std::string>* out) {
-  out->assign(indices.size(), std::string());
-  std::vector<char*> dsts;
-  for (size_t k = 0; k < indices.size(); ++k) {
-    uint64_t size = 0;
-    Status s = r.ValueSize(indices[k], &size);
-    if (!s.ok()) size = 0;
-    (*out)[k].resize(size);
-    dsts.push_back((*out)[k].data());
-  }
-  return r.ReadBatch(indices.data(), indices.size(), dsts.data());
-}
-
-std::vector<uint64_t> Shuffled(uint64_t n, uint64_t seed) {
-  std::vector<uint64_t> v(n);
-  std::iota(v.begin(), v.end(), 0);
-  std::shuffle(v.begin(), v.end(), std::mt19937_64(seed));
-  return v;
+  std::vector<uint64_t> sizes(indices.size(), 0);
+  for (size_t k = 0; k < indices.size(); ++k)
+    if (!r.ValueSize(indices[k], &sizes[k]).ok()) sizes[k] = 0;
+  return ReadInto(r, indices, sizes, out);
 }
 
 // Pages of `path` in the page cache, counted with mincore.

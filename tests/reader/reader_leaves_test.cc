@@ -13,12 +13,16 @@
 #include <vector>
 
 #include "lmdbloader/reader.h"
+#include "reader_test_util.h"
 #include "test_util.h"
 
 namespace lmdbloader {
 namespace {
 
+using testing::OpenOrDie;
+using testing::ReadInto;
 using testing::RecordBytes;
+using testing::Shuffled;
 using testing::TempDir;
 
 ReaderOptions LeafOptions(const TempDir& dir, IoEngine engine = IoEngine::kAuto) {
@@ -29,31 +33,11 @@ ReaderOptions LeafOptions(const TempDir& dir, IoEngine engine = IoEngine::kAuto)
   return o;
 }
 
-std::unique_ptr<Reader> OpenOrDie(const std::string& path, const ReaderOptions& options) {
-  std::unique_ptr<Reader> r;
-  Status s = Reader::Open(path, options, &r);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return r;
-}
-
 // Reads `indices` in one batch into buffers sized by ValueSizes.
 Status ReadBatch(Reader& r, const std::vector<uint64_t>& indices, std::vector<std::string>* out) {
   std::vector<uint64_t> sizes(indices.size());
   LMDBLOADER_RETURN_IF_ERROR(r.ValueSizes(indices.data(), indices.size(), sizes.data()));
-  out->assign(indices.size(), std::string());
-  std::vector<char*> dsts;
-  for (size_t k = 0; k < indices.size(); ++k) {
-    (*out)[k].resize(sizes[k]);
-    dsts.push_back((*out)[k].data());
-  }
-  return r.ReadBatch(indices.data(), indices.size(), dsts.data());
-}
-
-std::vector<uint64_t> Shuffled(uint64_t n, uint64_t seed) {
-  std::vector<uint64_t> v(n);
-  std::iota(v.begin(), v.end(), 0);
-  std::shuffle(v.begin(), v.end(), std::mt19937_64(seed));
-  return v;
+  return ReadInto(r, indices, sizes, out);
 }
 
 TEST(ReaderLeavesTest, EveryRecordComesOutOfItsLeafForEveryEngineAndBatchSize) {

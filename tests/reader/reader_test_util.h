@@ -5,8 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "lmdbloader/reader.h"
 
@@ -19,6 +24,27 @@ inline std::unique_ptr<Reader> OpenOrDie(const std::string& path, ReaderOptions 
   Status s = Reader::Open(path, options, &r);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return r;
+}
+
+// 0 .. n-1 in an order fixed by `seed`.
+inline std::vector<uint64_t> Shuffled(uint64_t n, uint64_t seed) {
+  std::vector<uint64_t> v(n);
+  std::iota(v.begin(), v.end(), 0);
+  std::shuffle(v.begin(), v.end(), std::mt19937_64(seed));
+  return v;
+}
+
+// One ReadBatch of `indices` into `out`, record k into a string of sizes[k]
+// bytes (what the caller found its size to be).
+inline Status ReadInto(Reader& r, const std::vector<uint64_t>& indices, const std::vector<uint64_t>& sizes,
+                       std::vector<std::string>* out) {
+  out->assign(indices.size(), std::string());
+  std::vector<char*> dsts;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    (*out)[k].resize(sizes[k]);
+    dsts.push_back((*out)[k].data());
+  }
+  return r.ReadBatch(indices.data(), indices.size(), dsts.data());
 }
 
 }  // namespace lmdbloader::testing

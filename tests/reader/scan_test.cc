@@ -9,12 +9,14 @@
 
 #include "lmdbloader/reader.h"
 #include "lmdbloader/scan.h"
+#include "reader_test_util.h"
 #include "test_util.h"
 
 namespace lmdbloader {
 namespace {
 
 using testing::RecordBytes;
+using testing::Shuffled;
 using testing::TempDir;
 
 std::unique_ptr<Reader> OpenWith(const std::string& path, CachePolicy cache) {
@@ -25,13 +27,6 @@ std::unique_ptr<Reader> OpenWith(const std::string& path, CachePolicy cache) {
   Status s = Reader::Open(path, o, &r);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return r;
-}
-
-std::vector<uint64_t> Shuffled(uint64_t n, uint64_t seed) {
-  std::vector<uint64_t> v(n);
-  std::iota(v.begin(), v.end(), 0);
-  std::shuffle(v.begin(), v.end(), std::mt19937_64(seed));
-  return v;
 }
 
 class ScanTest : public ::testing::TestWithParam<CachePolicy> {};
