@@ -1,5 +1,5 @@
 """Two builds of lmdbloader compared on the fused image decode: the CPU time
-per image of ``_core.decode_images`` (crop boxes as RandomResizedCrop draws
+per image of ``_core.decode_crops`` (crop boxes as RandomResizedCrop draws
 them, 224x224 float32, IDCT scaling on and off) and, as a control that no
 build changes, PIL's decode in the same process. CPU time (process_time), not
 wall time, so that other work on the machine moves the figures less; each
@@ -36,13 +36,14 @@ for b in jpegs:
     boxes.append((int(rng.integers(0, w - bw + 1)), int(rng.integers(0, h - bh + 1)), bw, bh))
     flips.append(bool(rng.integers(2)))
 out = np.empty((len(jpegs), 3, 224, 224), np.float32)
+jobs = [(i, box, flip, None, 0, i, None) for i, (box, flip) in enumerate(zip(boxes, flips))]
 reps = int(sys.argv[2])
 res = {"module": lmdbloader._core.__file__}
 for scale in (True, False):
-    _core.decode_images(jpegs, boxes, flips, out, 224, 224, "CHW", "float32", mean, std, scale)
+    _core.decode_crops(jpegs, jobs, [(out, 224, 224)], "CHW", "float32", mean, std, scale)
     t = time.process_time()
     for _ in range(reps):
-        _core.decode_images(jpegs, boxes, flips, out, 224, 224, "CHW", "float32", mean, std, scale)
+        _core.decode_crops(jpegs, jobs, [(out, 224, 224)], "CHW", "float32", mean, std, scale)
     res["scaled" if scale else "full"] = (time.process_time() - t) / (reps * len(jpegs)) * 1e3
 t = time.process_time()
 for _ in range(reps):

@@ -1,6 +1,6 @@
 """The ImageNet training transform per image, one thread: torchvision's PIL path
 (open + convert RGB, RandomResizedCrop(224), RandomHorizontalFlip, ToTensor,
-Normalize), step by step, against lmdbloader's fused decode_images of the same
+Normalize), step by step, against lmdbloader's fused decode_crops of the same
 boxes into one float32 batch. Ratios are what to compare; absolute times vary
 from machine to machine.
 
@@ -67,7 +67,8 @@ def main():
                 steps[k] += z - a
         for scale in (True, False):
             t0 = time.perf_counter()
-            _core.decode_images(jpegs, boxes, flips, out, 224, 224, "CHW", "float32", MEAN, STD, scale)
+            _core.decode_crops(jpegs, [(i, box, flip, None, 0, i, None) for i, (box, flip) in enumerate(zip(boxes, flips))],
+                               [(out, 224, 224)], "CHW", "float32", MEAN, STD, scale)
             fused[scale] += time.perf_counter() - t0
     per = lambda s: s / (n * args.rounds) * 1e3  # noqa: E731
     total = sum(steps.values())

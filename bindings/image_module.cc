@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -110,84 +111,6 @@ HeldBuffer OutputBuffer(const py::object& out, size_t need) {
   return buf;
 }
 
-py::tuple ImageInfoOf(const py::object& data) {
-  HeldBuffer buf(data, PyBUF_SIMPLE, "data");
-  ImageInfo info;
-  ThrowIfError(WithoutGil([&] { return ReadImageInfo(buf.bytes(), &info); }));
-  return py::make_tuple(info.width, info.height, info.components, info.format == ImageFormat::kJpeg);
-}
-
-void DecodeImages(const py::sequence& images, const py::sequence& boxes, const py::object& flips,
-                  const py::object& out, uint32_t out_width, uint32_t out_height, const std::string& layout,
-                  const std::string& dtype, const std::array<float, 3>& mean, const std::array<float, 3>& std,
-                  bool scale_in_idct, const std::string& interpolation, bool grayscale,
-                  const py::object& colours) {
-  const OutputSpec spec =
-      MakeSpec(out_width, out_height, layout, dtype, mean, std, scale_in_idct, interpolation, grayscale);
-  const size_t n = images.size();
-  if (boxes.size() != n) {
-    ThrowInvalid(std::to_string(n) + " images but " + std::to_string(boxes.size()) + " boxes");
-  }
-  std::unique_ptr<bool[]> flip(new bool[n ? n : 1]());
-  if (!flips.is_none()) {
-    py::sequence f = flips.cast<py::sequence>();
-    if (f.size() != n) ThrowInvalid(std::to_string(n) + " images but " + std::to_string(f.size()) + " flips");
-    for (size_t i = 0; i < n; ++i) flip[i] = f[i].cast<bool>();
-  }
-  std::vector<ColourOps> colour;
-  if (!colours.is_none()) {
-    py::sequence c = colours.cast<py::sequence>();
-    if (c.size() != n) ThrowInvalid(std::to_string(n) + " images but " + std::to_string(c.size()) + " colour lists");
-    colour.reserve(n);
-    for (size_t i = 0; i < n; ++i) colour.push_back(MakeColour(c[i]));
-  }
-  std::vector<HeldBuffer> held;
-  std::vector<std::string_view> data;
-  std::vector<CropBox> box;
-  held.reserve(n);
-  data.reserve(n);
-  box.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    held.emplace_back(images[i], PyBUF_SIMPLE, ("image " + std::to_string(i)).c_str());
-    data.push_back(held.back().bytes());
-    box.push_back(MakeBox(boxes[i], i));
-  }
-  // Checks the size before the buffer is touched (spec checked by the batch).
-  const size_t need = n * (spec.width <= kMaxOutputSide && spec.height <= kMaxOutputSide ? spec.bytes() : 0);
-  HeldBuffer target = OutputBuffer(out, need);
-  Status s;
-  size_t failed = 0;
-  {
-    py::gil_scoped_release release;
-    s = DecodeJpegBatch(data.data(), box.data(), flip.get(), colour.empty() ? nullptr : colour.data(), n, spec,
-                        &ThreadScratch(), target.view().buf, &failed);
-  }
-  ThrowIfError(s);
-}
-
-void ResampleRgb(const py::object& pixels, const py::handle& box_obj, bool flip, const py::object& out,
-                 uint32_t out_width, uint32_t out_height, const std::string& layout, const std::string& dtype,
-                 const std::array<float, 3>& mean, const std::array<float, 3>& std, const std::string& interpolation,
-                 bool grayscale, const py::object& colour) {
-  OutputSpec spec = MakeSpec(out_width, out_height, layout, dtype, mean, std, false, interpolation, grayscale);
-  spec.flip = flip;
-  spec.colour = MakeColour(colour);
-  const CropBox box = MakeBox(box_obj, 0);
-  HeldBuffer src(pixels, PyBUF_STRIDES | PyBUF_FORMAT, "pixels");
-  const Py_buffer& v = src.view();
-  CheckRgbRows(v, "pixels");
-  const size_t need = spec.width <= kMaxOutputSide && spec.height <= kMaxOutputSide ? spec.bytes() : 0;
-  HeldBuffer target = OutputBuffer(out, need);
-  Status s;
-  {
-    py::gil_scoped_release release;
-    s = ResampleRgbInto(static_cast<const uint8_t*>(v.buf), static_cast<uint32_t>(v.shape[1]),
-                        static_cast<uint32_t>(v.shape[0]), static_cast<size_t>(v.strides[0]), box, spec,
-                        &ThreadScratch(), target.view().buf);
-  }
-  ThrowIfError(s);
-}
-
 // What image_sizes and decode_crops read of an image: a JPEG's bytes, or
 // RGB pixels as a (height, width, 3) uint8 array whose rows' pixels are
 // contiguous.
@@ -270,7 +193,9 @@ void DecodeCrops(const py::sequence& images, const py::sequence& jobs, const py:
     const size_t frame = specs.back().width <= kMaxOutputSide && specs.back().height <= kMaxOutputSide
                              ? specs.back().bytes() : 0;
     targets.push_back(OutputBuffer(entry[0], 0));
-    frames.push_back(frame ? static_cast<size_t>(targets.back().view().len) / frame : 0);
+    // A size out of range is the decoder's to name (CheckSpec), not a
+    // frame missing from the output.
+    frames.push_back(frame ? static_cast<size_t>(targets.back().view().len) / frame : SIZE_MAX);
   }
   std::vector<CropJob> cuts(jobs.size());
   for (size_t j = 0; j < cuts.size(); ++j) {
@@ -287,7 +212,7 @@ void DecodeCrops(const py::sequence& images, const py::sequence& jobs, const py:
     cut.spec = specs[o];
     cut.spec.flip = job[2].cast<bool>();
     cut.spec.colour = MakeColour(job[3]);
-    cut.frame = static_cast<uint8_t*>(targets[o].view().buf) + frame * specs[o].bytes();
+    cut.frame = static_cast<uint8_t*>(targets[o].view().buf) + (frames[o] == SIZE_MAX ? 0 : frame * specs[o].bytes());
     if (!job[6].is_none()) {
       const auto inside = job[6].cast<std::array<uint32_t, 4>>();
       cut.frame_width = specs[o].width;
@@ -341,7 +266,7 @@ py::dict ImageOptions() {
   out["interpolations"] = InterpolationNames();
   out["colour_ops"] = ColourOpNames();
   out["max_blur_kernel"] = kMaxBlurKernel;
-  out["max_view_crops"] = kMaxViewCrops;
+  out["max_crops_per_decode"] = kMaxCropsPerDecode;
   // The layouts a record can have on the image path: the converter's, but
   // "as_is" (a record kept as it is has no image to split out).
   std::vector<std::string> records;
@@ -360,28 +285,6 @@ void RegisterImage(py::module_& m) {
   m.def("image_options", &ImageOptions,
         "The image path's option table: layout, dtype and record names, ImageNet's mean and std, the "
         "longest output side.");
-  m.def("image_info", &ImageInfoOf, py::arg("data"),
-        "(width, height, components, is_jpeg) from a JPEG's frame header; (0, 0, 0, False) for other "
-        "data and JPEG variants decode_images does not decode. DecodeError for a damaged header or "
-        "one claiming more pixels than PIL's decompression-bomb limit.");
-  m.def("decode_images", &DecodeImages, py::arg("images"), py::arg("boxes"), py::arg("flips"), py::arg("out"),
-        py::arg("out_width"), py::arg("out_height"), py::arg("layout") = "CHW", py::arg("dtype") = "float32",
-        py::arg("mean") = ImageNet(kImageNetMean), py::arg("std") = ImageNet(kImageNetStd), py::arg("scale_in_idct") = true,
-        py::arg("interpolation") = "bilinear", py::arg("grayscale") = false, py::arg("colours") = py::none(),
-        "Decodes JPEGs (bytes-like) cropped to boxes ((left, top, width, height) in source pixels), "
-        "resized like PIL's BILINEAR or BICUBIC (interpolation), mirrored where flips[i] (or None), normalized for float32, into "
-        "out (a writable C-contiguous buffer: image i at byte i * out_height * out_width * channels * itemsize; "
-        "one channel, the luma before the resize, with grayscale: a JPEG's Y, else PIL's convert('L')). "
-        "colours: None, or per image a list of (name, value) colour ops applied after the resize and flip. "
-        "DecodeError (attribute batch_index) for an image that does not decode, or that PIL's "
-        "convert('RGB') would refuse (damage or a cut anywhere, below the box too); ValueError for "
-        "bad arguments.");
-  m.def("resample_rgb", &ResampleRgb, py::arg("pixels"), py::arg("box"), py::arg("flip"), py::arg("out"),
-        py::arg("out_width"), py::arg("out_height"), py::arg("layout") = "CHW", py::arg("dtype") = "float32",
-        py::arg("mean") = ImageNet(kImageNetMean), py::arg("std") = ImageNet(kImageNetStd),
-        py::arg("interpolation") = "bilinear", py::arg("grayscale") = false, py::arg("colour") = py::none(),
-        "decode_images's crop, resize, flip and normalization for RGB pixels decoded elsewhere "
-        "(numpy.asarray of a PIL image in mode RGB).");
   m.def("image_sizes", &ImageSizes, py::arg("images"),
         "(width, height, kind) of each image (bytes-like encoded, or RGB pixel arrays): kind \"jpeg\" (width "
         "and height from its frame header), \"other\" (0, 0: decode it elsewhere) or \"pixels\". One call, the "

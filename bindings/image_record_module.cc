@@ -101,6 +101,10 @@ py::tuple SplitBatch(const py::sequence& records, const std::string& layout, con
   }
   std::vector<ImageRecord> split(n);
   std::vector<ImageInfo> infos(sizes ? n : 0);
+  // A clip's frames: each frame's header, a damaged one marked (not the
+  // batch's error: only the frames a clip is cut from need a header).
+  std::vector<std::vector<ImageInfo>> frame_infos(sizes ? n : 0);
+  std::vector<std::vector<bool>> frame_damaged(sizes ? n : 0);
   Status s;
   {
     py::gil_scoped_release release;
@@ -110,6 +114,13 @@ py::tuple SplitBatch(const py::sequence& records, const std::string& layout, con
     }
     for (size_t i = 0; i < infos.size() && s.ok(); ++i) {
       const ImageRecord::Kind kind = split[i].kind;
+      if (kind == ImageRecord::Kind::kFrames) {
+        frame_infos[i].resize(split[i].frames.size());
+        frame_damaged[i].resize(split[i].frames.size());
+        for (size_t f = 0; f < split[i].frames.size(); ++f)
+          frame_damaged[i][f] = !ReadImageInfo(split[i].frames[f], &frame_infos[i][f]).ok();
+        continue;
+      }
       if (kind != ImageRecord::Kind::kEncoded && kind != ImageRecord::Kind::kWhole) continue;
       s = ReadImageInfo(split[i].image, &infos[i]);
       if (!s.ok()) s = s.WithReason(Status::Reason::kBatchItem, static_cast<uint32_t>(i));
@@ -132,7 +143,13 @@ py::tuple SplitBatch(const py::sequence& records, const std::string& layout, con
       case ImageRecord::Kind::kPixels:
         found[i] = PixelsSizeTuple(static_cast<uint32_t>(split[i].width), static_cast<uint32_t>(split[i].height));
         break;
-      case ImageRecord::Kind::kFrames: found[i] = py::none(); break;
+      case ImageRecord::Kind::kFrames: {
+        py::list frames(split[i].frames.size());
+        for (size_t f = 0; f < split[i].frames.size(); ++f)
+          frames[f] = frame_damaged[i][f] ? py::make_tuple(0, 0, "damaged") : ImageSizeTuple(frame_infos[i][f]);
+        found[i] = std::move(frames);
+        break;
+      }
       case ImageRecord::Kind::kEncoded:
       case ImageRecord::Kind::kWhole: found[i] = ImageSizeTuple(infos[i]); break;
     }
@@ -155,7 +172,7 @@ void RegisterImageRecords(py::module_& m) {
         "list of them (frames=True: a clip's frames) or an RGB uint8 array (height, width, 3) (raw pixels); "
         "a target is an int, another msgpack value, or `missing` where the record has none. field/target "
         "None: none is read. sizes=True: also each image's (width, height, kind) (kind \"jpeg\", \"other\" or "
-        "\"pixels\"; None for frames), its header read in the same loop. DecodeError (attribute batch_index) for "
+        "\"pixels\"; for frames a list, a frame's damaged header (0, 0, \"damaged\")), its header read in the same loop. DecodeError (attribute batch_index) for "
         "the first record that does not split, or whose JPEG header is damaged.");
 }
 

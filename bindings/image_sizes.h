@@ -2,7 +2,8 @@
 // size and kind, as (width, height, kind) for Python ("jpeg": the fused
 // decoder's; "other": PIL decodes it, and its size comes from PIL;
 // "pixels": RGB pixels already decoded). Shared by the batched split
-// (image_record_module.cc) and image_sizes (image_module.cc).
+// (image_record_module.cc) and image_sizes (image_module.cc); the split marks a
+// clip frame whose header does not read (0, 0, "damaged").
 #ifndef LMDBLOADER_BINDINGS_IMAGE_SIZES_H_
 #define LMDBLOADER_BINDINGS_IMAGE_SIZES_H_
 

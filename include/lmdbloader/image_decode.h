@@ -317,14 +317,14 @@ Status DecodeJpegBatch(const std::string_view* jpegs, const CropBox* boxes, cons
 // DINOv2's: two global and eight local crops of each image). Crop k is
 // crops[k].box resized to crops[k].spec (its size, flip and colour ops
 // included) into crops[k].out (spec.bytes() writable bytes).
-struct ViewCrop {
+struct SharedCrop {
   CropBox box;
   OutputSpec spec;
   void* out = nullptr;
 };
 
 // The most crops one call takes.
-constexpr uint32_t kMaxViewCrops = 64;
+constexpr uint32_t kMaxCropsPerDecode = 64;
 
 // Decodes the JPEG once and resizes each crop from it: the region that
 // holds every crop's box, at the largest IDCT scale any one crop would be
@@ -332,14 +332,14 @@ constexpr uint32_t kMaxViewCrops = 64;
 // each crop is what DecodeJpegInto gives where the scales agree, and more
 // precise (closer to a full decode) where a crop alone would have been
 // shrunk further. The decoded region counts against the scratch's cap.
-// Errors: InvalidArgument for 0 or more than kMaxViewCrops crops, a bad
+// Errors: InvalidArgument for 0 or more than kMaxCropsPerDecode crops, a bad
 // box or spec (naming the crop), a region larger than the scratch's cap;
 // DecodeError as DecodeJpegInto.
-Status DecodeJpegViews(std::string_view jpeg, const ViewCrop* crops, size_t count, DecodeScratch* scratch);
+Status DecodeJpegCrops(std::string_view jpeg, const SharedCrop* crops, size_t count, DecodeScratch* scratch);
 
 // The same crops of RGB pixels already decoded (ResampleRgbInto's rows).
-Status ResampleRgbViews(const uint8_t* rgb, uint32_t width, uint32_t height, size_t row_stride,
-                        const ViewCrop* crops, size_t count, DecodeScratch* scratch);
+Status ResampleRgbCrops(const uint8_t* rgb, uint32_t width, uint32_t height, size_t row_stride,
+                        const SharedCrop* crops, size_t count, DecodeScratch* scratch);
 
 
 // One source image of a batch's crop jobs: a JPEG's bytes (rgb null), or
@@ -373,11 +373,11 @@ struct CropJob {
 // A batch of crop jobs, those of one source next to each other: each source
 // decoded once, over the region its jobs lie in, at the IDCT scale its most
 // demanding job needs (one job: DecodeJpegInto's choice; several:
-// DecodeJpegViews'), and every job written into its frame. Stops at the first
+// DecodeJpegCrops'), and every job written into its frame. Stops at the first
 // failure: *failed_source is its source, and the Status carries
 // Reason::kBatchItem with that index. Errors: InvalidArgument for jobs of a
 // source apart or out of range, a padded crop outside its frame, and what
-// DecodeJpegInto, DecodeJpegViews, ResampleRgbInto refuse; DecodeError as
+// DecodeJpegInto, DecodeJpegCrops, ResampleRgbInto refuse; DecodeError as
 // they give it.
 Status DecodeCropJobs(const CropSource* sources, size_t source_count, const CropJob* jobs, size_t job_count,
                       DecodeScratch* scratch, size_t* failed_source);

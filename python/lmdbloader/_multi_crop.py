@@ -16,7 +16,7 @@ from ._crop_boxes import random_resized_crop
 from ._image_checks import ratio_range, side_pair, value_range
 
 #: The most crops ``ImageDecode(crops=...)`` cuts from one image, all Crops together.
-MAX_CROPS = _core.image_options()["max_view_crops"]
+MAX_CROPS = _core.image_options()["max_crops_per_decode"]
 
 #: ImageDecode's options that say how one crop is cut and coloured: with
 #: crops each Crop has its own, and ImageDecode's are refused.
@@ -127,16 +127,15 @@ def output_tensors(shapes, dtype, out, many):
     return tuple(outs) if many else outs[0]
 
 
-def decode_multi_crop(crops, images, sizes, outs, jobs, options):
-    """Each image cut into every Crop's crops, into ``outs`` (one tensor of
-    (len(images), *Crop.shape) per Crop): ``jobs`` (a CropJobs) gets an
-    image's crops together, so one decode_crops call decodes each image
-    once. The draws: per image, per Crop in order, per crop, torchvision's
-    order."""
-    for k, (image, size) in enumerate(zip(images, sizes)):
-        source, width, height = jobs.add_source(image, *size, k)
+def decode_multi_crop(crops, jobs, outs, options):
+    """Each source of ``jobs`` (a CropJobs, one source an image) cut into
+    every Crop's crops, into ``outs`` (one tensor of (images, *Crop.shape)
+    per Crop): an image's crops together, so one decode_crops call decodes
+    each image once. The draws: per image, per Crop in order, per crop,
+    torchvision's order."""
+    for k, (width, height) in enumerate(jobs.sizes):
         for c, crop in enumerate(crops):
             for j in range(crop.n):
-                jobs.add(source, *crop.draw(width, height), c, k * crop.n + j)
+                jobs.add(k, *crop.draw(width, height), c, k * crop.n + j)
     jobs.decode([(out.numpy(), crop.size[1], crop.size[0]) for out, crop in zip(outs, crops)], **options)
     return outs

@@ -30,7 +30,7 @@ from ._draws import generator
 from ._colour_ops import ColourDraws, apply_colour  # noqa: F401 (public here)
 from ._crop_boxes import (CropPlan, Point, Size, eval_resize, random_resized_crop,  # noqa: F401
                           random_resized_crop_box, resize_center_crop_plan)
-from ._crop_jobs import CropJobs, core_call
+from ._crop_jobs import CropJobs, named_errors
 from ._image_checks import finite_values, normalization, ratio_range, side_pair, value_range
 from ._image_records import NO_TARGET, batch_targets, fn_name, image_name
 from ._multi_crop import (PER_CROP, Crop, crop_list, crops_or_views, decode_multi_crop,  # noqa: F401 (Crop public)
@@ -249,11 +249,11 @@ class ImageDecode:
         images, found, sizes = self._split(records, where, targets, sizes=True)
         out = self._output(len(records), out)
         found = batch_targets(found, where) if targets else None
-        jobs = CropJobs(self._counts, where)
+        jobs = CropJobs(images, sizes, self._counts, where)
         if self.crops is not None:
-            decode_multi_crop(self.crops, images, sizes, out, jobs, self._core_options())
+            decode_multi_crop(self.crops, jobs, out, self._core_options())
         else:
-            self._decode_into([[image] for image in images], [[size] for size in sizes], out, jobs)
+            self._decode_into(jobs, out)
         return out, found
 
     # -- the work ----------------------------------------------------------
@@ -273,9 +273,16 @@ class ImageDecode:
         if callable(self.record):
             pairs = [self._split_by(self.record, record, k, where) for k, record in enumerate(records)]
             images, targets = [image for image, _ in pairs], [target for _, target in pairs]
-            return (images, targets, core_call(name, _core.image_sizes, images)) if sizes else (images, targets)
-        return core_call(name, _core.split_image_records, records, self.record, self.field,
-                         self.target if want_target else None, self._list_is_frames, NO_TARGET, sizes)
+            if not sizes:
+                return images, targets
+            # A clip's frames: read for those its clips are cut from (ClipDecode).
+            if self._list_is_frames:
+                return images, targets, None
+            with named_errors(name):
+                return images, targets, _core.image_sizes(images)
+        with named_errors(name):
+            return _core.split_image_records(records, self.record, self.field, self.target if want_target else None,
+                                             self._list_is_frames, NO_TARGET, sizes)
 
     def _split_by(self, fn, record, k, where):
         """record=callable: fn(record) is the image, or (image, target)."""
@@ -318,29 +325,28 @@ class ImageDecode:
         flip = self.flip > 0 and torch.rand(1, generator=generator()).item() < self.flip
         return CropPlan(box, inner, at, flip, self.colour.draw() if self.colour.active else None)
 
-    def _decode_into(self, groups, sizes, out, jobs):
-        """groups[k]: the frames of group k (one for an image; bytes-like
-        encoded, or RGB pixel arrays), all cut with one box and one flip;
-        sizes[k] their (width, height, kind). Writes (len(groups), T,
-        *frame_shape) into out: one job a frame, one decode_crops call."""
-        frames = len(groups[0]) if groups else 1
+    def _decode_into(self, jobs, out, frames=1):
+        """Sources k * frames .. k * frames + frames - 1 of ``jobs``: the
+        frames of sample k (one for an image), all cut with one box and one
+        flip. Writes (len(jobs.sources) // frames, frames, *frame_shape) into
+        out: one job a frame, one decode_crops call."""
         out_size = self._out
-        for k, group in enumerate(groups):
+        for k in range(len(jobs.sources) // frames):
             plan = None
-            for f, (image, size) in enumerate(zip(group, sizes[k])):
-                source, width, height = jobs.add_source(image, *size, k)
+            for s in range(k * frames, (k + 1) * frames):
+                width, height = jobs.sizes[s]
                 if plan is None:
                     plan, first = self._plan(width, height), Size(width, height)
                 elif (width, height) != first:
-                    raise DecodeError(f"{image_name(jobs.where, k)}: frame {f} is {width}x{height}, frame 0 "
-                                      f"{first.width}x{first.height}: a clip's frames share one crop box")
+                    raise DecodeError(f"{image_name(jobs.where, jobs.owner(s))}: frame {s - k * frames} is {width}x{height}, "
+                                      f"frame 0 {first.width}x{first.height}: a clip's frames share one crop box")
                 inside = None
                 if plan.inner != out_size:
                     # CenterCrop's padding: the flip mirrors the padded
                     # image, so the inner part lands at the mirrored offset.
                     x = out_size.width - plan.at.x - plan.inner.width if plan.flip else plan.at.x
                     inside = (x, plan.at.y, plan.inner.width, plan.inner.height)
-                jobs.add(source, plan.box, plan.flip, plan.colour, 0, k * frames + f, inside)
+                jobs.add(s, plan.box, plan.flip, plan.colour, 0, s, inside)
         flat = out.view(-1, *self.frame_shape)
         jobs.decode([(flat.numpy(), out_size.width, out_size.height)], fill=self._fill, **self._core_options())
         return out
@@ -412,19 +418,26 @@ class ClipDecode(ImageDecode):
             "ImageDecode(", f"ClipDecode(frames={self.frames}, stride={self.stride}, clips={self.clips}, ")
 
     def decode_records(self, records, out=None, where=None, targets=True):
-        groups = []
-        all_frames, found = self._split(records, where, targets)
+        chosen, sizes = [], []
+        all_frames, found, all_sizes = self._split(records, where, targets, sizes=True)
         for k, frames in enumerate(all_frames):
             if not frames or not all(isinstance(f, (bytes, bytearray, memoryview)) for f in frames):
                 raise DecodeError(f"{image_name(where, k)}: {self._frames_source()} holds no list of encoded frames")
             for _ in range(self.clips):
-                groups.append([frames[i] for i in self._chosen(len(frames))])
+                picked = self._chosen(len(frames))
+                chosen += [frames[i] for i in picked]
+                sizes += [all_sizes[k][i] for i in picked] if all_sizes is not None else []
         out = self._output(len(records), out)
-        clips, length = self.clips, len(groups[0]) if groups else 1
-        name = lambda g: image_name(where, g // clips)  # noqa: E731
-        sizes = core_call(lambda i: name(i // length), _core.image_sizes, [f for group in groups for f in group])
-        sizes = [sizes[g * length:(g + 1) * length] for g in range(len(groups))]
-        self._decode_into(groups, sizes, out, CropJobs(self._counts, name))
+        owner = lambda s: s // (self.frames * self.clips)  # noqa: E731 (the record frame s is of)
+        name = lambda s: image_name(where, owner(s))  # noqa: E731
+        if all_sizes is None:  # record=callable: the chosen frames' headers, one call
+            with named_errors(name):
+                sizes = _core.image_sizes(chosen)
+        damaged = [s for s, size in enumerate(sizes) if size[2] == "damaged"]
+        if damaged:  # a header the split could not read, read again for its error
+            with named_errors(lambda _: name(damaged[0])):
+                _core.image_sizes([chosen[damaged[0]]])
+        self._decode_into(CropJobs(chosen, sizes, self._counts, where, owner), out, self.frames)
         return out, (batch_targets(found, where) if targets else None)
 
     @staticmethod

@@ -3,7 +3,7 @@
 // differ only in how many jobs a source has. A source with one job that
 // fills its frame streams its rows into the resampler (DecodeJpegInto, no
 // stored region); several share one decode of their region
-// (DecodeJpegViews); a padded crop is resized alone and copied into its
+// (DecodeJpegCrops); a padded crop is resized alone and copied into its
 // frame, whose rest is filled first.
 #include <cstring>
 #include <string>
@@ -94,22 +94,22 @@ Status DecodeSource(const CropSource& source, const CropJob* first, size_t count
   if (count == 1 && first->frame_width == 0) {  // the common case, with nothing to gather
     return DecodeOneCrop(source, first->box, first->spec, scratch, first->frame);
   }
-  std::vector<ViewCrop> filling;
+  std::vector<SharedCrop> filling;
   for (size_t k = 0; k < count; ++k) {
     const CropJob& job = first[k];
     if (job.frame_width != 0) {
       LMDBLOADER_RETURN_IF_ERROR(DecodePadded(source, job, scratch));
       continue;
     }
-    filling.push_back(ViewCrop{job.box, job.spec, job.frame});
+    filling.push_back(SharedCrop{job.box, job.spec, job.frame});
   }
   if (filling.empty()) return Status::OK();
   if (filling.size() == 1) return DecodeOneCrop(source, filling[0].box, filling[0].spec, scratch, filling[0].out);
   if (source.rgb != nullptr) {
-    return ResampleRgbViews(source.rgb, source.width, source.height, source.row_stride, filling.data(),
+    return ResampleRgbCrops(source.rgb, source.width, source.height, source.row_stride, filling.data(),
                             filling.size(), scratch);
   }
-  return DecodeJpegViews(source.jpeg, filling.data(), filling.size(), scratch);
+  return DecodeJpegCrops(source.jpeg, filling.data(), filling.size(), scratch);
 }
 
 }  // namespace

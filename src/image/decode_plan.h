@@ -1,7 +1,7 @@
 // How the decoders of lmdbloader/image_decode.h decode one image: the
 // checks of their arguments, the IDCT scale, the region of the scaled image
 // to decode, and the resize of stored rows. Shared by the single-crop path
-// (image_decode.cc), the several crops of one decode (decode_views.cc) and
+// (image_decode.cc), the several crops of one decode (shared_decode.cc) and
 // the benchmark (bench/image_bench.cc), which times each step alone.
 #ifndef LMDBLOADER_SRC_IMAGE_DECODE_PLAN_H_
 #define LMDBLOADER_SRC_IMAGE_DECODE_PLAN_H_

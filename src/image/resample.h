@@ -60,7 +60,7 @@ struct DecodeScratch::Rep {
   std::vector<Float4> acc;         // one output row before writing
   std::vector<uint8_t> colour;     // the resized image before its colour changes
   std::vector<float> blur;         // a blur's rows, blurred along x, one float a level
-  std::vector<uint8_t> decoded;    // the region of one decode several crops share (decode_views.cc)
+  std::vector<uint8_t> decoded;    // the region of one decode several crops share (shared_decode.cc)
 
   size_t bytes() const;
   void Release();

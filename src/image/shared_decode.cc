@@ -1,5 +1,5 @@
 // Several crops of one image from one decode (lmdbloader/image_decode.h,
-// DecodeJpegViews): the region every crop's box lies in is decoded once into
+// DecodeJpegCrops): the region every crop's box lies in is decoded once into
 // the scratch, at the largest IDCT scale any crop alone would get, then each
 // crop is planned as the single-crop path plans it at that scale
 // (decode_plan.h) and resized from the stored rows by the same code.
@@ -15,9 +15,9 @@ namespace lmdbloader {
 namespace {
 
 Status CheckCount(size_t count) {
-  if (count == 0 || count > kMaxViewCrops) {
+  if (count == 0 || count > kMaxCropsPerDecode) {
     return Status::InvalidArgument(std::to_string(count) + " crops of one image; 1 to " +
-                                   std::to_string(kMaxViewCrops) + " are taken");
+                                   std::to_string(kMaxCropsPerDecode) + " are taken");
   }
   return Status::OK();
 }
@@ -61,7 +61,7 @@ class StoreSink : public RowSink {
 
 }  // namespace
 
-Status DecodeJpegViews(std::string_view jpeg, const ViewCrop* crops, size_t count, DecodeScratch* scratch) {
+Status DecodeJpegCrops(std::string_view jpeg, const SharedCrop* crops, size_t count, DecodeScratch* scratch) {
   LMDBLOADER_RETURN_IF_ERROR(CheckCount(count));
   for (size_t k = 0; k < count; ++k) {
     Status s = CheckSpec(crops[k].spec);
@@ -76,7 +76,7 @@ Status DecodeJpegViews(std::string_view jpeg, const ViewCrop* crops, size_t coun
     n = std::max(n, ChooseIdctScale(crops[k].box, crops[k].spec));
   }
   // Each crop's plan at scale n/8; the region decoded holds them all.
-  JpegDecodePlan plans[kMaxViewCrops];
+  JpegDecodePlan plans[kMaxCropsPerDecode];
   JpegRegionRequest request;
   for (size_t k = 0; k < count; ++k) {
     PlanJpegDecodeAt(header, crops[k].box, n, &plans[k]);
@@ -124,8 +124,8 @@ Status DecodeJpegViews(std::string_view jpeg, const ViewCrop* crops, size_t coun
   return Status::OK();
 }
 
-Status ResampleRgbViews(const uint8_t* rgb, uint32_t width, uint32_t height, size_t row_stride,
-                        const ViewCrop* crops, size_t count, DecodeScratch* scratch) {
+Status ResampleRgbCrops(const uint8_t* rgb, uint32_t width, uint32_t height, size_t row_stride,
+                        const SharedCrop* crops, size_t count, DecodeScratch* scratch) {
   LMDBLOADER_RETURN_IF_ERROR(CheckCount(count));
   for (size_t k = 0; k < count; ++k) {
     Status s = ResampleRgbInto(rgb, width, height, row_stride, crops[k].box, crops[k].spec, scratch, crops[k].out);

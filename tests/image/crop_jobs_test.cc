@@ -1,5 +1,5 @@
 // DecodeCropJobs: a batch of crop jobs against the calls it stands for
-// (DecodeJpegInto for a lone crop, DecodeJpegViews for several of one
+// (DecodeJpegInto for a lone crop, DecodeJpegCrops for several of one
 // source, ResampleRgbInto for pixels), the padded crop's frame, and the
 // failing source's index.
 #include <gtest/gtest.h>
@@ -50,10 +50,10 @@ TEST(CropJobsTest, EachSourceIsWhatItsOwnCallGives) {
   std::vector<uint8_t> alone(frame);
   ASSERT_OK(DecodeJpegInto(a, jobs[0].box, jobs[0].spec, &scratch, alone.data()));
   EXPECT_EQ(0, std::memcmp(alone.data(), out.data(), frame));
-  std::vector<uint8_t> views(2 * frame);
-  ViewCrop crops[2] = {{jobs[1].box, jobs[1].spec, views.data()}, {jobs[2].box, jobs[2].spec, views.data() + frame}};
-  ASSERT_OK(DecodeJpegViews(b, crops, 2, &scratch));
-  EXPECT_EQ(0, std::memcmp(views.data(), out.data() + frame, 2 * frame));
+  std::vector<uint8_t> shared(2 * frame);
+  SharedCrop crops[2] = {{jobs[1].box, jobs[1].spec, shared.data()}, {jobs[2].box, jobs[2].spec, shared.data() + frame}};
+  ASSERT_OK(DecodeJpegCrops(b, crops, 2, &scratch));
+  EXPECT_EQ(0, std::memcmp(shared.data(), out.data() + frame, 2 * frame));
   ASSERT_OK(ResampleRgbInto(pixels.data.data(), 120, 90, 360, jobs[3].box, jobs[3].spec, &scratch, alone.data()));
   EXPECT_EQ(0, std::memcmp(alone.data(), out.data() + 3 * frame, frame));
   for (size_t i = 4 * frame; i < out.size(); ++i) ASSERT_EQ(out[i], 0xAB) << "past the last job, byte " << i;

@@ -1,4 +1,5 @@
-"""The fused image path (lmdbloader._core.decode_images and resample_rgb) against
+"""The fused image path (lmdbloader._core.decode_crops: JPEGs, and RGB pixels decoded
+elsewhere, one crop each, through crop_calls) against
 torchvision's PIL path: PIL open + convert("RGB") + resized_crop(BILINEAR) [+ hflip]
 + to_tensor + normalize, on photographs (scikit-image's) and generated images
 encoded by PIL in every way a corpus may hold them.
@@ -18,6 +19,7 @@ from PIL import Image
 import lmdbloader
 from lmdbloader import _core
 
+from crop_calls import decode_images, image_size, resample_rgb
 from gil_probe import spinner_during
 from torchvision_cpu import import_torchvision
 
@@ -114,7 +116,7 @@ def reference(jpeg, box, flip, interpolation="bilinear"):
 def fused(jpegs, bxs, flips, dtype, layout="CHW", scale_in_idct=True, interpolation="bilinear"):
     shape = (len(jpegs), 3, OUT, OUT) if layout == "CHW" else (len(jpegs), OUT, OUT, 3)
     out = np.full(shape, 7, np.float32 if dtype == "float32" else np.uint8)
-    _core.decode_images(jpegs, bxs, flips, out, OUT, OUT, layout, dtype, MEAN, STD, scale_in_idct,
+    decode_images(jpegs, bxs, flips, out, OUT, OUT, layout, dtype, MEAN, STD, scale_in_idct,
                         interpolation=interpolation)
     return out
 
@@ -210,7 +212,7 @@ def test_grayscale_is_pils_luma_then_the_resize(cases, interpolation):
         want = F.resized_crop(img, top, left, h, w, [OUT, OUT], InterpolationMode(interpolation))
         want = np.asarray(F.hflip(want) if flip else want).astype(np.int16)
         out = np.zeros((1, OUT, OUT), np.uint8)
-        _core.decode_images([jpeg], [box], [flip], out, OUT, OUT, "CHW", "uint8", scale_in_idct=False,
+        decode_images([jpeg], [box], [flip], out, OUT, OUT, "CHW", "uint8", scale_in_idct=False,
                             interpolation=interpolation, grayscale=True)
         d = np.abs(out[0].astype(np.int16) - want)
         # Measured: mean 0.01-0.09 and 99% within 2 levels on photographs; a
@@ -219,7 +221,7 @@ def test_grayscale_is_pils_luma_then_the_resize(cases, interpolation):
         assert np.percentile(d, 90) <= 2 and d.mean() < 1.0, f"{name} box {box}: max {d.max()}, mean {d.mean():.4f}"
         rgb = np.asarray(Image.open(io.BytesIO(jpeg)).convert("RGB"))
         again = np.zeros((OUT, OUT, 1), np.float32)
-        _core.resample_rgb(rgb, box, flip, again, OUT, OUT, "HWC", "float32", (0.5,) * 3, (0.5,) * 3,
+        resample_rgb(rgb, box, flip, again, OUT, OUT, "HWC", "float32", (0.5,) * 3, (0.5,) * 3,
                            interpolation=interpolation, grayscale=True)
         assert np.abs((again[..., 0] * 0.5 + 0.5) * 255 - want).max() <= 2.01
 
@@ -237,7 +239,7 @@ def test_a_batch_equals_its_images_one_by_one(cases):
 def test_inputs_may_be_memoryviews_and_out_a_tensors_memory():
     jpeg = encode(resized(photo("coffee"), 300), quality=90)
     out = torch.zeros((2, 3, OUT, OUT), dtype=torch.float32)
-    _core.decode_images([memoryview(jpeg), jpeg], [(0, 0, 300, 200), (10, 10, 100, 100)], None,
+    decode_images([memoryview(jpeg), jpeg], [(0, 0, 300, 200), (10, 10, 100, 100)], None,
                         out.numpy(), OUT, OUT)
     want = reference(jpeg, (0, 0, 300, 200), False)[1]
     assert levels(out[0].numpy() - want).mean() < 2
@@ -254,7 +256,7 @@ def test_resample_rgb_matches_pil_for_pixels_pil_decoded():
             [((0, 0, img.width, img.height), False), ((30, 20, 150, 200), True), ((5, 5, 8, 8), False)],
             ["bilinear", "bicubic"]):
         out = np.zeros((3, OUT, OUT), np.float32)
-        _core.resample_rgb(pixels, box, flip, out, OUT, OUT, interpolation=mode)
+        resample_rgb(pixels, box, flip, out, OUT, OUT, interpolation=mode)
         left, top, w, h = box
         ref = F.resized_crop(img, top, left, h, w, [OUT, OUT], InterpolationMode(mode))
         if flip:
@@ -266,23 +268,23 @@ def test_resample_rgb_matches_pil_for_pixels_pil_decoded():
     wide = np.zeros((img.height, img.width + 5, 3), np.uint8)
     wide[:, :img.width] = pixels
     a, b = np.zeros((OUT, OUT, 3), np.uint8), np.zeros((OUT, OUT, 3), np.uint8)
-    _core.resample_rgb(wide[:, :img.width], (1, 2, 100, 90), False, a, OUT, OUT, "HWC", "uint8")
-    _core.resample_rgb(pixels, (1, 2, 100, 90), False, b, OUT, OUT, "HWC", "uint8")
+    resample_rgb(wide[:, :img.width], (1, 2, 100, 90), False, a, OUT, OUT, "HWC", "uint8")
+    resample_rgb(pixels, (1, 2, 100, 90), False, b, OUT, OUT, "HWC", "uint8")
     np.testing.assert_array_equal(a, b)
 
 
-def test_image_info():
+def test_image_size():
     jpeg = encode(resized(photo("rocket"), 320), quality=80)
-    assert _core.image_info(jpeg) == (320, 214, 3, True)
-    assert _core.image_info(memoryview(jpeg)) == (320, 214, 3, True)
-    assert _core.image_info(encode(photo("camera"), quality=80)) == (512, 512, 1, True)
+    assert image_size(jpeg) == (320, 214, "jpeg")
+    assert image_size(memoryview(jpeg)) == (320, 214, "jpeg")
+    assert image_size(encode(photo("camera"), quality=80)) == (512, 512, "jpeg")
     png = io.BytesIO()
     photo("rocket").save(png, "PNG")
-    assert _core.image_info(png.getvalue()) == (0, 0, 0, False)
+    assert image_size(png.getvalue()) == (0, 0, "other")
     # A header claiming 13568 x 13568 pixels: PIL's DecompressionBombError limit.
     bomb = b"\xff\xd8\xff\xc0\x00\x11\x08\x35\x00\x35\x00\x03\x01\x11\x00\x02\x11\x00\x03\x11\x00"
     with pytest.raises(lmdbloader.errors.DecodeError, match="more than the limit"):
-        _core.image_info(bomb)
+        image_size(bomb)
 
 
 def test_the_batched_split_and_image_sizes_give_each_images_size_and_kind():
@@ -311,32 +313,40 @@ def test_errors_name_the_image_in_the_batch():
     good = encode(resized(photo("astronaut"), 200), quality=90)
     out = np.zeros((3, 3, OUT, OUT), np.float32)
     with pytest.raises(lmdbloader.errors.DecodeError, match="image 1 of 3: .*truncated") as e:
-        _core.decode_images([good, good[:len(good) // 2], good], [(0, 0, 200, 200)] * 3, None, out, OUT, OUT)
+        decode_images([good, good[:len(good) // 2], good], [(0, 0, 200, 200)] * 3, None, out, OUT, OUT)
     assert e.value.batch_index == 1
     assert isinstance(e.value, ValueError)  # DecodeError is a ValueError too
     with pytest.raises(lmdbloader.errors.DecodeError, match="image 2 of 3: not a JPEG") as e:
-        _core.decode_images([good, good, b"GIF89a..."], [(0, 0, 200, 200)] * 3, None, out, OUT, OUT)
+        decode_images([good, good, b"GIF89a..."], [(0, 0, 200, 200)] * 3, None, out, OUT, OUT)
     assert e.value.batch_index == 2
     with pytest.raises(ValueError, match="not inside the 200x200 image"):
-        _core.decode_images([good], [(0, 0, 201, 200)], None, out, OUT, OUT)
-    with pytest.raises(ValueError, match="3 images but 2 boxes"):
-        _core.decode_images([good] * 3, [(0, 0, 9, 9)] * 2, None, out, OUT, OUT)
-    with pytest.raises(ValueError, match="bytes; .* are needed"):
-        _core.decode_images([good] * 3, [(0, 0, 9, 9)] * 3, None, out[:2], OUT, OUT)
+        decode_images([good], [(0, 0, 201, 200)], None, out, OUT, OUT)
+    # The crop jobs' own arguments, given to the core straight.
+    job = (0, (0, 0, 9, 9), False, None, 0, 0, None)
+    with pytest.raises(ValueError, match="crop job 1 is of source 2 of 2: jobs of one source must be together"):
+        _core.decode_crops([good] * 2, [job, (2,) + job[1:5] + (1, None)], [(out, OUT, OUT)])
+    with pytest.raises(ValueError, match="crop job 2: frame 2 of output 0 is not in the outputs given"):
+        decode_images([good] * 3, [(0, 0, 9, 9)] * 3, None, out[:2], OUT, OUT)
     with pytest.raises(ValueError, match="layout"):
-        _core.decode_images([good], [(0, 0, 9, 9)], None, out, OUT, OUT, "WHC")
+        decode_images([good], [(0, 0, 9, 9)], None, out, OUT, OUT, "WHC")
     with pytest.raises(ValueError, match="dtype"):
-        _core.decode_images([good], [(0, 0, 9, 9)], None, out, OUT, OUT, "CHW", "float16")
+        decode_images([good], [(0, 0, 9, 9)], None, out, OUT, OUT, "CHW", "float16")
     with pytest.raises(ValueError, match="std"):
-        _core.decode_images([good], [(0, 0, 9, 9)], None, out, OUT, OUT, std=(1, 0, 1))
-    with pytest.raises(ValueError, match="output size"):
-        _core.decode_images([good], [(0, 0, 9, 9)], None, out, 0, OUT)
+        decode_images([good], [(0, 0, 9, 9)], None, out, OUT, OUT, std=(1, 0, 1))
+    with pytest.raises(ValueError, match="output size 0x224"):
+        decode_images([good], [(0, 0, 9, 9)], None, out, 0, OUT)
     with pytest.raises(TypeError, match="buffer protocol"):
-        _core.decode_images([good], [(0, 0, 9, 9)], None, b"read-only bytes", OUT, OUT)
+        decode_images([good], [(0, 0, 9, 9)], None, b"read-only bytes", OUT, OUT)
     with pytest.raises(TypeError, match="buffer protocol"):
-        _core.decode_images([12345], [(0, 0, 9, 9)], None, out, OUT, OUT)
+        decode_images([12345], [(0, 0, 9, 9)], None, out, OUT, OUT)
     with pytest.raises(ValueError, match="box 0"):
-        _core.decode_images([good], [(0, 0, 9)], None, out, OUT, OUT)
+        decode_images([good], [(0, 0, 9)], None, out, OUT, OUT)
+    with pytest.raises(ValueError, match="a crop job must be"):
+        _core.decode_crops([good], [job[:3]], [(out, OUT, OUT)])
+    with pytest.raises(ValueError, match="an output must be"):
+        _core.decode_crops([good], [job], [(out, OUT)])
+    with pytest.raises(ValueError, match=r"a 30x30 crop at \(200, 0\) does not lie inside its 224x224 frame"):
+        _core.decode_crops([good], [job[:6] + ((200, 0, 30, 30),)], [(out, OUT, OUT)])
 
 
 def test_other_threads_run_during_a_batch():
@@ -344,6 +354,6 @@ def test_other_threads_run_during_a_batch():
     n = 48
     out = np.zeros((n, 3, OUT, OUT), np.float32)
     _, elapsed, during, rate = spinner_during(
-        lambda: _core.decode_images([jpeg] * n, [(0, 0, 500, 333)] * n, None, out, OUT, OUT, scale_in_idct=False))
+        lambda: decode_images([jpeg] * n, [(0, 0, 500, 333)] * n, None, out, OUT, OUT, scale_in_idct=False))
     assert elapsed > 0.02, "the batch was too quick to tell"
     assert during > 0.1 * rate * elapsed, f"the other thread ran {during} times in {elapsed:.3f} s"

@@ -1,4 +1,4 @@
-"""Damaged JPEGs: the fused decoder (lmdbloader._core.decode_images) refuses
+"""Damaged JPEGs: the fused decoder (lmdbloader._core.decode_crops) refuses
 exactly what PIL refuses (Image.open(...).convert("RGB") raising) and decodes
 what PIL decodes, whatever the box.
 
@@ -12,7 +12,7 @@ above the last row is decoded only down to its last row when the rest of the
 scan runs into the end-of-image marker, and to the end otherwise, so damage
 below it is refused too.
 
-About 350 inputs, each decoded by PIL once and by decode_images three times
+About 350 inputs, each decoded by PIL once and by decode_crops three times
 (the whole image, two RandomResizedCrop boxes): 3 to 5 s. Run with -s to see
 the counts.
 """
@@ -26,7 +26,8 @@ import pytest
 from PIL import Image
 
 import lmdbloader
-from lmdbloader import _core
+
+from crop_calls import decode_images, image_size
 
 skimage_data = pytest.importorskip("skimage.data")
 
@@ -100,7 +101,7 @@ def pil_decodes(data):
 def ours_decodes(data, box, grayscale=False):
     out = np.empty((1, 1 if grayscale else 3, OUT, OUT), np.float32)
     try:
-        _core.decode_images([data], [box], None, out, OUT, OUT, grayscale=grayscale)
+        decode_images([data], [box], None, out, OUT, OUT, grayscale=grayscale)
         return True
     except lmdbloader.DecodeError:
         return False
@@ -116,7 +117,8 @@ def inputs():
         for k in range(70):
             data, what = damaged(jpeg, rng)
             try:
-                width, height, _, is_jpeg = _core.image_info(data)
+                width, height, kind = image_size(data)
+                is_jpeg = kind == "jpeg"
             except lmdbloader.DecodeError:
                 width = height = 0
                 is_jpeg = True  # refused by the header reader
@@ -134,7 +136,7 @@ def check(inputs, boxes, grayscale=False):
         for box in boxes(width, height):
             ours = ours_decodes(data, box, grayscale)
             if ours != pil:
-                wrong.append(f"{label}, box {box}: PIL {'decodes' if pil else 'refuses'}, decode_images "
+                wrong.append(f"{label}, box {box}: PIL {'decodes' if pil else 'refuses'}, decode_crops "
                              f"{'decodes' if ours else 'refuses'}")
     return wrong
 

@@ -162,8 +162,8 @@ def test_a_blur_kernel_fits_the_image_as_torchs_reflect_padding(side):
     with pytest.raises(ValueError, match=f"blur kernel {too_large} is too large for a {side}x{side} image"):
         vision.apply_colour(np.zeros((side, side, 3), np.uint8), [("blur", 1.0, too_large)])
     with pytest.raises(ValueError, match=f"blur kernel {too_large} is too large for a {side}x{side} image"):
-        _core.decode_images([data], [(0, 0, 40, 30)], None, np.zeros((3, side, side), np.float32), side, side,
-                            "CHW", "float32", colours=[[("blur", 1.0, too_large)]])
+        _core.decode_crops([data], [(0, (0, 0, 40, 30), False, [("blur", 1.0, too_large)], 0, 0, None)],
+                           [(np.zeros((3, side, side), np.float32), side, side)])
 
 
 def test_a_padded_eval_crop_spans_the_whole_image_whatever_its_size():
