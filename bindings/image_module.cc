@@ -212,7 +212,8 @@ void DecodeCrops(const py::sequence& images, const py::sequence& jobs, const py:
     cut.spec = specs[o];
     cut.spec.flip = job[2].cast<bool>();
     cut.spec.colour = MakeColour(job[3]);
-    cut.frame = static_cast<uint8_t*>(targets[o].view().buf) + (frames[o] == SIZE_MAX ? 0 : frame * specs[o].bytes());
+    cut.frame =
+        static_cast<uint8_t*>(targets[o].view().buf) + (frames[o] == SIZE_MAX ? 0 : frame * specs[o].bytes());
     if (!job[6].is_none()) {
       const auto inside = job[6].cast<std::array<uint32_t, 4>>();
       cut.frame_width = specs[o].width;

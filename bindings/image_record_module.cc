@@ -172,7 +172,8 @@ void RegisterImageRecords(py::module_& m) {
         "list of them (frames=True: a clip's frames) or an RGB uint8 array (height, width, 3) (raw pixels); "
         "a target is an int, another msgpack value, or `missing` where the record has none. field/target "
         "None: none is read. sizes=True: also each image's (width, height, kind) (kind \"jpeg\", \"other\" or "
-        "\"pixels\"; for frames a list, a frame's damaged header (0, 0, \"damaged\")), its header read in the same loop. DecodeError (attribute batch_index) for "
+        "\"pixels\"; for frames a list, a frame's damaged header (0, 0, \"damaged\")), its header read in the same "
+        "loop. DecodeError (attribute batch_index) for "
         "the first record that does not split, or whose JPEG header is damaged.");
 }
 

@@ -338,8 +338,9 @@ class ImageDecode:
                 if plan is None:
                     plan, first = self._plan(width, height), Size(width, height)
                 elif (width, height) != first:
-                    raise DecodeError(f"{image_name(jobs.where, jobs.owner(s))}: frame {s - k * frames} is {width}x{height}, "
-                                      f"frame 0 {first.width}x{first.height}: a clip's frames share one crop box")
+                    raise DecodeError(f"{image_name(jobs.where, jobs.owner(s))}: frame {s - k * frames} is "
+                                      f"{width}x{height}, frame 0 {first.width}x{first.height}: a clip's frames "
+                                      "share one crop box")
                 inside = None
                 if plan.inner != out_size:
                     # CenterCrop's padding: the flip mirrors the padded

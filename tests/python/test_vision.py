@@ -281,6 +281,24 @@ def test_clips_share_one_box_and_flip(tmp_path):
     assert batch[0].shape == (2, 4, 3, 112, 112) and batch[1].tolist() == [1, 2]
 
 
+def test_a_damaged_frame_header_fails_only_the_clips_cut_from_it():
+    """The split reads every frame's header with the batch; one that does
+    not read fails a record only where a clip is cut from that frame,
+    naming the record."""
+    bomb = b"\xff\xd8\xff\xc0\x00\x11\x08\x35\x00\x35\x00\x03\x01\x11\x00\x02\x11\x00\x03\x11\x00"
+    frames = [jpeg(photo(20 + k, 64, 48)) for k in range(4)]
+    decode = lmdbloader.ClipDecode(32, frames=2, train=False)  # 4 frames: frames 1 and 2 are cut
+    whole, _ = decode.decode_records([msgpack.packb({"frames": frames, "label": 0})])
+    for unchosen in (0, 3):
+        clip, _ = decode.decode_records([msgpack.packb({"frames": frames[:unchosen] + [bomb] + frames[unchosen + 1:],
+                                                        "label": 0})])
+        assert torch.equal(clip, whole)
+    records = [msgpack.packb({"frames": frames, "label": 0}),
+               msgpack.packb({"frames": [frames[0], bomb] + frames[2:], "label": 1})]
+    with pytest.raises(lmdbloader.DecodeError, match="image 1 of the batch: .*more than the limit"):
+        decode.decode_records(records)
+
+
 def test_other_formats_go_through_pil_with_the_same_semantics(tmp_path):
     """PNG, WebP, GIF, BMP and a grayscale or CMYK JPEG: decoded as PIL's
     convert("RGB") then the same crop and resize; counted."""
