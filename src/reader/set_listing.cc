@@ -108,8 +108,19 @@ std::string SetListingPath(const SetSource& source, const std::vector<std::strin
   Put<uint32_t>(&key, static_cast<uint32_t>(source.kind));
   PutString(&key, db_name);
   PutString(&key, source.name);
+  bool relative = !source.name.empty() && source.name.front() != '/';
   if (source.kind == SetKind::kList)
-    for (const std::string& p : list_paths) PutString(&key, p);
+    for (const std::string& p : list_paths) {
+      PutString(&key, p);
+      relative |= p.empty() || p.front() != '/';
+    }
+  // Relative paths name other files from another working directory: its
+  // own listing (a member's identity check would refuse the other's).
+  if (relative) {
+    char cwd[4096];
+    if (::getcwd(cwd, sizeof(cwd)) == nullptr) return "";
+    PutString(&key, cwd);
+  }
   return dir + "/set-" + Hex16(Checksum(key)) + ".lst";
 }
 

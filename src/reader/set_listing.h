@@ -71,8 +71,9 @@ struct SetListing {
 
 // Where the listing of `source` for `db_name` is saved and looked for:
 // IndexCacheDir(options)/set-<16 hex digits>.lst, the digits a sum of the
-// kind, the name (a list: its paths) and db_name. Empty: nowhere (index_dir
-// "none", no cache directory).
+// kind, the name (a list: its paths), db_name and, where a path is
+// relative, the working directory. Empty: nowhere (index_dir "none", no
+// cache directory).
 std::string SetListingPath(const SetSource& source, const std::vector<std::string>& list_paths,
                            const std::string& db_name, const ReaderOptions& options);
 
