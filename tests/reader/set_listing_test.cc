@@ -198,6 +198,16 @@ TEST(SetListingTest, AListAndAGlobAreTheirOwnKeys) {
   ASSERT_OK(Reader::Open(set + "/chunk-0000[01]*", options, &r));
   EXPECT_TRUE(Contains(r->stats().index_source, "saved listing"));
   EXPECT_EQ(r->size(), 4u);
+  // Relative paths from another working directory are another set.
+  SetSource list_source;
+  const std::string here = SetListingPath(list_source, {"a.lmdb"}, "", options);
+  char cwd[4096];
+  ASSERT_NE(::getcwd(cwd, sizeof(cwd)), nullptr);
+  ASSERT_EQ(::chdir(set.c_str()), 0);
+  const std::string there = SetListingPath(list_source, {"a.lmdb"}, "", options);
+  ASSERT_EQ(::chdir(cwd), 0);
+  EXPECT_NE(here, there);
+  EXPECT_EQ(SetListingPath(list_source, {"/a.lmdb"}, "", options), SetListingPath(list_source, {"/a.lmdb"}, "", options));
   // A damaged listing is counted past and written again.
   for (const auto& e : std::filesystem::directory_iterator(dir.Sub("cache")))
     if (e.path().extension() == ".lst") testing::WriteAll(e.path().string(), "LMDBLSET garbage");
