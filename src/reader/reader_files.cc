@@ -186,8 +186,8 @@ std::string Reader::Rep::DropListing(size_t slot) {
   if (listing_path_.empty()) return "";
   // Every process reading the set may find it out; one removes the file.
   if (!listing_dropped_.exchange(true)) ::unlink(listing_path_.c_str());
-  return "; this set was opened from its saved listing " + listing_path_ + ", written when " + member_paths_[slot] +
-         " was another file: the listing is deleted, and opening the set again counts every file anew";
+  return "; the set was opened from its saved listing " + listing_path_ + ", written before " + member_paths_[slot] +
+         " changed: the listing is deleted, and opening the set again counts every file anew";
 }
 
 std::vector<FileSetMember> Reader::FileSetMembers() const {
