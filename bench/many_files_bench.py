@@ -7,11 +7,14 @@ The files: copies of one py-lmdb file (subdir=False, one record of 16 bytes,
 several minutes). Each measurement runs in a fresh child process whose
 descriptor limit is 256 (RLIMIT_NOFILE), warm page cache:
 
-- lmdbloader: `Reader(folder, index_dir="none", rss_budget=--budget)`; the time
-  of the open (listing the folder and reading every file's meta pages for its
-  count: len() and every position need them), then of the first batch
-  (`get_batch` of --batch records from position 0) and of one batch at random
-  positions.
+- lmdbloader: `Reader(folder, index_dir=..., rss_budget=--budget)`; the time
+  of the open, then of the first batch (`get_batch` of --batch records from
+  position 0) and of one batch at random positions. Three opens: with
+  index_dir="none" (the folder listed and every file's meta pages read for
+  its count, as every open did before counts were saved: len() and every
+  position need them); the first open with a fresh cache folder (the same
+  walk, then the counts saved as the set's listing); a later open with that
+  cache (the listing read: no member opened until it is read).
 - py-lmdb (the baseline, the way a py-lmdb dataset over many files is built
   when the descriptor limit forbids keeping them open): the folder listed,
   every file opened (readonly, lock=False) for `stat()["entries"]`, closed; a
@@ -28,6 +31,7 @@ growth over the open (/proc/self/statm) per file, and its peak growth
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -62,6 +66,10 @@ def write_set(root, count):
         fd = os.open(os.path.join(folder, "shard-%07d.lmdb" % i), flags, 0o644)
         os.write(fd, data)
         os.close(fd)
+    # A set as a job finds it: written a while ago (a folder changed within
+    # the last second is not trusted to a saved listing).
+    past = time.time() - 60
+    os.utime(folder, (past, past))
     open(done, "w").close()
     return folder, time.perf_counter() - start
 
@@ -69,7 +77,7 @@ def write_set(root, count):
 CHILD = textwrap.dedent("""
     import bisect, json, os, random, resource, sys, time
     resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-    kind, folder, batch, budget = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    kind, folder, batch, budget, index_dir = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 
     def rss():
         with open("/proc/self/statm") as f:
@@ -87,7 +95,8 @@ CHILD = textwrap.dedent("""
     out = {}
     t0 = time.perf_counter()
     if kind == "lmdbloader":
-        r = lmdbloader.Reader(folder, index_dir="none", rss_budget=budget or None)
+        r = lmdbloader.Reader(folder, index_dir=index_dir, rss_budget=budget or None)
+        out["source"] = r.stats()["index_source"]
         size = len(r)
         out["open_s"] = time.perf_counter() - t0
         out["rss"], out["peak"] = rss() - before, hwm() - peak_before
@@ -144,8 +153,8 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def measure(kind, folder, batch, budget):
-    done = subprocess.run([sys.executable, "-c", CHILD, kind, folder, str(batch), budget],
+def measure(kind, folder, batch, budget, index_dir="none"):
+    done = subprocess.run([sys.executable, "-c", CHILD, kind, folder, str(batch), budget, index_dir],
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{kind} over {folder} failed:\n{done.stderr[-3000:]}")
@@ -169,13 +178,21 @@ def main():
             print(f"  (wrote {count} files in {wrote:.1f} s)")
         base = measure("py-lmdb", folder, args.batch, args.budget)
         ours = measure("lmdbloader", folder, args.batch, args.budget)
+        cache = os.path.join(args.dir, f"cache-{count}")
+        shutil.rmtree(cache, ignore_errors=True)
+        first = measure("lmdbloader", folder, args.batch, args.budget, cache)
+        listed = measure("lmdbloader", folder, args.batch, args.budget, cache)
+        assert "saved to" in first["source"] and "saved listing" in listed["source"], (first, listed)
+        listing = sum(os.path.getsize(os.path.join(cache, n)) for n in os.listdir(cache) if n.endswith(".lst"))
         kept = measure("py-lmdb-kept", folder, args.batch, args.budget)
-        for label, m in (("lmdbloader", ours), ("py-lmdb, open/stat/close", base)):
+        for label, m in (("lmdbloader, index_dir=none", ours), ("lmdbloader, 1st, saves", first),
+                         ("lmdbloader, from listing", listed), ("py-lmdb, open/stat/close", base)):
             ratio = m["first_batch_s"] / base["first_batch_s"]
             print(f"{count:>9} {label:26} {m['open_s']:8.3f} {m['first_batch_s']:14.3f} {ratio:9.2f} "
                   f"{m['random_batch_s']:15.4f} {m['rss'] / count:11.0f} {m['peak'] / count:12.0f}")
         kept_text = kept.get("failed") or f"opened all in {kept['open_s']:.3f} s"
         print(f"{count:>9} {'py-lmdb, envs kept open':26} {kept_text}")
+        print(f"{count:>9} {'saved listing':26} {listing} bytes, {listing / count:.0f} B/file")
 
 
 if __name__ == "__main__":

@@ -141,6 +141,15 @@ def main(out):
             with open(os.path.join(index_dir, idx), "rb") as f, \
                     open(os.path.join(dirs["index_file"], name), "wb") as g:
                 g.write(f.read())  # whole: the harness parses it with its sums skipped
+    # A file set's saved listing: a list of two of the databases above.
+    members = [os.path.join(work, "small"), os.path.join(work, "overflow")]
+    listing_dir = os.path.join(work, "listing")
+    lmdbloader.Reader(members, index_dir=listing_dir)  # saves the listing there
+    for name in os.listdir(listing_dir):
+        if name.endswith(".lst"):
+            with open(os.path.join(listing_dir, name), "rb") as f, \
+                    open(os.path.join(dirs["set_listing"], "two"), "wb") as g:
+                g.write(f.read())
     corpus = lmdbloader.Reader(os.path.join(work, "corpus"))
     with open(os.path.join(dirs["manifest"], "corpus"), "w") as f:
         json.dump(corpus.manifest, f)

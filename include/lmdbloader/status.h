@@ -93,6 +93,12 @@ class [[nodiscard]] Status {
     s.message_.insert(0, prefix);
     return s;
   }
+  // This status with `suffix` put after its message.
+  Status WithSuffix(std::string_view suffix) const {
+    Status s = *this;
+    s.message_.append(suffix);
+    return s;
+  }
   Reason reason() const { return reason_; }
   uint32_t reason_detail() const { return reason_detail_; }
 

@@ -30,18 +30,22 @@ std::string IndexFileBeside(const DataLocation& location, const std::string& db_
                          : location.data_path + ".lmdbloader" + suffix + ".idx";
 }
 
+std::string IndexCacheDir(const ReaderOptions& options) {
+  if (options.index_dir == "none") return "";
+  if (!options.index_dir.empty()) return options.index_dir;
+  if (const char* env = std::getenv("LMDBLOADER_INDEX_DIR"); env && *env) return env;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/lmdbloader";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/lmdbloader";
+  return "";
+}
+
 IndexPaths IndexFilePaths(const DataLocation& location, const ReaderOptions& options,
                           const FileIdentity& identity) {
   IndexPaths paths;
   if (options.index_dir == "none") return paths;
-  std::string dir = options.index_dir;
-  if (dir.empty()) {
-    paths.load.push_back(IndexFileBeside(location, options.db_name));
-    if (const char* env = std::getenv("LMDBLOADER_INDEX_DIR"); env && *env) dir = env;
-    else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) dir = std::string(xdg) + "/lmdbloader";
-    else if (const char* home = std::getenv("HOME"); home && *home) dir = std::string(home) + "/.cache/lmdbloader";
-    else return paths;
-  }
+  if (options.index_dir.empty()) paths.load.push_back(IndexFileBeside(location, options.db_name));
+  const std::string dir = IndexCacheDir(options);
+  if (dir.empty()) return paths;
   const std::string suffix = options.db_name.empty() ? "" : "." + HexOf(options.db_name);
   paths.save = dir + "/" + std::to_string(identity.device) + "-" + std::to_string(identity.inode) + suffix + ".idx";
   paths.load.push_back(paths.save);

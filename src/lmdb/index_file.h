@@ -34,6 +34,11 @@ struct IndexPaths {
 IndexPaths IndexFilePaths(const DataLocation& location, const ReaderOptions& options,
                           const FileIdentity& identity);
 
+// The folder a Reader saves to under options.index_dir (the rule above,
+// which file sets' listings follow too): empty for "none" or when neither
+// variable nor HOME names one.
+std::string IndexCacheDir(const ReaderOptions& options);
+
 // The index file beside the data (what the converter writes).
 std::string IndexFileBeside(const DataLocation& location, const std::string& db_name);
 

@@ -210,6 +210,12 @@ MetaCount CountOne(const std::string& path, const std::string& db_name) {
   count.db_flags = tree.flags;
   count.records = tree.entries;
   count.file_bytes = file.file_size();
+  count.txnid = meta.txnid;
+  if (::fstat(file.fd(), &st) != 0) return MetaCount{};
+  count.device = static_cast<uint64_t>(st.st_dev);
+  count.inode = static_cast<uint64_t>(st.st_ino);
+  count.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  count.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
   return count;
 }
 

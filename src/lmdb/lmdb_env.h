@@ -48,6 +48,10 @@ struct MetaCount {
   uint16_t db_flags = 0;  // the database's flags (MDB_DUPSORT, ...)
   uint64_t records = 0;
   uint64_t file_bytes = 0;  // the data file's size
+  // The data file's identity when counted (a file set's saved listing):
+  // st_dev, st_ino, mtime and ctime in ns, and the meta page's txn id.
+  uint64_t device = 0, inode = 0, txnid = 0;
+  int64_t mtime_ns = 0, ctime_ns = 0;
 };
 
 // The record count of each of `paths` (a folder holding data.mdb, or a data
@@ -55,7 +59,7 @@ struct MetaCount {
 // `db_name` not empty, that database's header in the main tree), into
 // (*counts)[k], on up to `threads` threads at once (the cost is system calls
 // and, on a network file system, round trips, so threads overlap them): a
-// stat, open, fstat, one pread where pages are 4 KiB, an fstat and a close a
+// stat, open, fstat, one pread where pages are 4 KiB, two fstats and a close a
 // file; no mapping, no liblmdb.
 void CountRecords(const std::vector<std::string>& paths, const std::string& db_name, unsigned threads,
                   std::vector<MetaCount>* counts);

@@ -12,6 +12,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "lmdbloader/status.h"
@@ -46,9 +48,18 @@ class MemberPaths {
   MemberPaths() = default;
   // `paths`, in their order.
   explicit MemberPaths(const std::vector<std::string>& paths);
+  // From the parts another column gave (prefix(), each rest()): a saved
+  // listing's, without a std::string a path on the way.
+  MemberPaths(std::string prefix, std::string rests, std::vector<uint64_t> ends)
+      : prefix_(std::move(prefix)), rests_(std::move(rests)), ends_(std::move(ends)) {}
   size_t size() const { return ends_.size(); }
   // Path `i` (< size()) as it was given.
   std::string operator[](size_t i) const;
+  const std::string& prefix() const { return prefix_; }
+  std::string_view rest(size_t i) const {
+    const uint64_t begin = i == 0 ? 0 : ends_[i - 1];
+    return std::string_view(rests_).substr(begin, ends_[i] - begin);
+  }
   // What the column holds, in bytes (its buffers' capacity).
   uint64_t MemoryBytes() const;
 

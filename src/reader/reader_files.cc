@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <new>
 #include <thread>
 
@@ -15,11 +16,11 @@
 #include "lmdbloader/reader.h"
 #include "reader/file_set.h"
 #include "reader/reader_rep.h"
+#include "reader/set_listing.h"
 
 namespace lmdbloader {
 
-Status Reader::Rep::OpenFileSet(const std::string& name, const std::vector<std::string>& files,
-                                const ReaderOptions& options) {
+Status Reader::Rep::BeginFileSet(const std::string& name, const ReaderOptions& options) {
   path_ = name;
   options_ = options;
   file_set_ = true;
@@ -44,6 +45,13 @@ Status Reader::Rep::OpenFileSet(const std::string& name, const std::vector<std::
   resident_index_cap_ = index_share_ / 8;
   index_cache_bytes_ =
       std::max<uint64_t>(std::min<uint64_t>(budget ? budget / 8 : 4u << 20, 4u << 20) / max_open_parts_, 4096);
+  budget_ = MemoryBudget(options.rss_budget, 0);
+  return Status::OK();
+}
+
+Status Reader::Rep::OpenFileSet(const std::string& name, const std::vector<std::string>& files,
+                                const ReaderOptions& options, const SetSource& source) {
+  LMDBLOADER_RETURN_IF_ERROR(BeginFileSet(name, options));
   // Each file's record count from its meta pages, read on several threads
   // (lmdb_env.h, CountRecords): a record's position needs the counts of the
   // files before it, and len() all of them. A file that cannot be read so is
@@ -93,10 +101,93 @@ Status Reader::Rep::OpenFileSet(const std::string& name, const std::vector<std::
   LMDBLOADER_RETURN_IF_ERROR(ResolveDataLocation(files[kept.front()], &first));
   first_data_path_ = first.data_path;
   size_ = total;
-  budget_ = MemoryBudget(options.rss_budget, 0);
-  index_source_ = "per file, when it is first read";
+  index_source_ = "per file, when it is first read; counts from each file's meta pages";
+  // The counts saved for the next open (set_listing.h), when every file
+  // counted from its meta pages: a set with files left out or opened the
+  // long way is counted again each time, so that they are named each time.
+  const std::string listing_path = SetListingPath(source, files, options.db_name, options);
+  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::system_clock::now().time_since_epoch()).count();
+  const bool folder_settled = source.folder.empty() || (source.dir_stat_ok && now_ns - source.dir_mtime_ns >= 1000000000);
+  if (!listing_path.empty() && kept.size() == files.size() && folder_settled &&
+      std::all_of(counts.begin(), counts.end(), [](const MetaCount& c) { return c.ok; })) {
+    SetListing listing;
+    listing.source = source;
+    listing.db_name = options.db_name;
+    listing.format = set_format_;
+    listing.db_flags = set_db_flags_;
+    listing.data_bytes = data_bytes;
+    listing.records.reserve(files.size());
+    listing.identities.reserve(files.size());
+    for (size_t k = 0; k < files.size(); ++k) {
+      const MetaCount& c = counts[k];
+      listing.records.push_back(c.records);
+      listing.identities.push_back({c.device, c.inode, c.file_bytes, c.mtime_ns, c.ctime_ns, c.txnid});
+    }
+    std::vector<MetaCount>().swap(counts);
+    listing.paths = std::move(member_paths_);
+    // A cache: where it cannot be written (a full disk, a read-only home)
+    // the set is counted again next time, as before.
+    if (SaveSetListing(listing_path, listing).ok()) index_source_ += " (saved to " + listing_path + ")";
+    member_paths_ = std::move(listing.paths);
+  }
   LMDBLOADER_RETURN_IF_ERROR(ChooseReadPath(first_data_path_, data_bytes));
   return Status::OK();
+}
+
+Status Reader::Rep::OpenListedSet(const std::string& name, SetListing* listing, const std::string& listing_path,
+                                  const ReaderOptions& options) {
+  LMDBLOADER_RETURN_IF_ERROR(BeginFileSet(name, options));
+  const size_t n = listing->records.size();
+  part_ends_.reserve(n);
+  listed_sums_.reserve(n);
+  uint64_t total = 0;
+  for (size_t k = 0; k < n; ++k) {
+    total += listing->records[k];
+    part_ends_.push_back(total);
+    listed_sums_.push_back(listing->identities[k].Sum());
+  }
+  // What the listing held beyond the columns kept goes now (10^6 files: 56 MB).
+  std::vector<uint64_t>().swap(listing->records);
+  std::vector<MemberIdentity>().swap(listing->identities);
+  member_paths_ = std::move(listing->paths);
+  parts_.resize(n);
+  set_format_ = listing->format;
+  set_db_flags_ = listing->db_flags;
+  listing_path_ = listing_path;
+  DataLocation first;
+  LMDBLOADER_RETURN_IF_ERROR(ResolveDataLocation(member_paths_[0], &first));
+  first_data_path_ = first.data_path;
+  size_ = total;
+  index_source_ = "per file, when it is first read; counts from the saved listing " + listing_path;
+  return ChooseReadPath(first_data_path_, listing->data_bytes);
+}
+
+Status Reader::Rep::OpenSameListed(const std::string& name, const std::vector<std::string>& files,
+                                   const SetSource& source, const ReaderOptions& options, bool* opened) {
+  *opened = false;
+  const std::string listing_path = SetListingPath(source, files, options.db_name, options);
+  SetListing listing;
+  if (listing_path.empty() || !LoadSetListing(listing_path, &listing).ok() || !SameSetSource(listing.source, source) ||
+      listing.db_name != options.db_name || (source.folder.empty() && listing.paths.size() != files.size()))
+    return Status::OK();
+  const std::string& prefix = listing.paths.prefix();
+  for (size_t k = 0; source.folder.empty() && k < files.size(); ++k) {
+    const std::string_view f = files[k];
+    if (f.size() != prefix.size() + listing.paths.rest(k).size() || f.substr(0, prefix.size()) != prefix ||
+        f.substr(prefix.size()) != listing.paths.rest(k))
+      return Status::OK();
+  }
+  *opened = true;
+  return OpenListedSet(name, &listing, listing_path, options);
+}
+
+std::string Reader::Rep::DropListing(size_t slot) {
+  if (listing_path_.empty()) return "";
+  // Every process reading the set may find it out; one removes the file.
+  if (!listing_dropped_.exchange(true)) ::unlink(listing_path_.c_str());
+  return "; the set was opened from its saved listing " + listing_path_ + ", written before " + member_paths_[slot] +
+         " changed: the listing is deleted, and opening the set again counts every file anew";
 }
 
 std::vector<FileSetMember> Reader::FileSetMembers() const {
@@ -196,10 +287,26 @@ Status Reader::Rep::EnsureOpen(Part* part) {
   const uint64_t counted = part->records;
   std::string source;
   Status s = OpenPart(part->location.path, part, &source);
+  // Opened from a saved listing: the file must be the one it counted. One
+  // replaced since with the same count reads as a fresh count would (its
+  // positions are the same), but the listing goes, so the next open counts.
+  std::string dropped;
+  if (!listed_sums_.empty()) {
+    if (!s.ok()) {
+      dropped = DropListing(part->slot);
+    } else {
+      const FileIdentity& id = part->index.identity;
+      const MemberIdentity now{id.device, id.inode, id.size, id.mtime_ns, id.ctime_ns, id.txnid};
+      if (now.Sum() != listed_sums_[part->slot]) dropped = DropListing(part->slot);
+    }
+  }
   if (s.ok() && part->index.size() != counted)
     s = Status::Corruption("open " + part->location.data_path + ": its meta page counted " + std::to_string(counted) +
                            " records when the set was opened, its tree holds " + std::to_string(part->index.size()) +
-                           " (damaged, or written in place since with another count: reopen the set)");
+                           (dropped.empty() ? " (damaged, or written in place since with another count: reopen the set)"
+                                            : dropped));
+  else if (!s.ok() && !dropped.empty())
+    s = s.WithSuffix(dropped);
   if (s.ok() && !part->manifest.empty())
     s = Status::InvalidArgument("open " + part->location.path +
                                 ": an lmdbloader corpus is read alone or in a shard set, not in a set of files");

@@ -211,18 +211,25 @@ Status Reader::Open(const std::string& path, const ReaderOptions& options,
   LMDBLOADER_RETURN_IF_ERROR(ValidateOptions(options));
   RegisterForkHandler();
   std::unique_ptr<Reader> r(new Reader());
-  bool is_set = false;
+  // A folder (or glob over one) whose saved listing (set_listing.h) still
+  // describes it opens without listing the folder or reading any member.
+  SetSource source;
+  bool candidate = false, listed = false, is_set = false;
+  DescribeSetSource(path, &source, &candidate);
+  if (candidate && !source.folder.empty())
+    LMDBLOADER_RETURN_IF_ERROR(r->rep_->OpenSameListed(path, {}, source, options, &listed));
   std::vector<std::string> files;
-  LMDBLOADER_RETURN_IF_ERROR(ListFileSet(path, &is_set, &files));
+  if (!listed) LMDBLOADER_RETURN_IF_ERROR(ListFileSet(path, &is_set, &files));
   if (is_set) {
-    LMDBLOADER_RETURN_IF_ERROR(r->rep_->OpenFileSet(path, files, options));
-    // The listing is freed, but glibc keeps such blocks in the heap (10^5
-    // paths: about 5 MiB of RSS, more than the set keeps of them): give them back.
+    if (candidate && source.folder.empty())  // a glob over folders: its matches, listed now
+      LMDBLOADER_RETURN_IF_ERROR(r->rep_->OpenSameListed(path, files, source, options, &listed));
+    if (!listed) LMDBLOADER_RETURN_IF_ERROR(r->rep_->OpenFileSet(path, files, options, source));
+    // glibc keeps the freed listing's blocks (10^5 paths: 5 MiB of RSS): give them back.
     std::vector<std::string>().swap(files);
 #ifdef __GLIBC__
     ::malloc_trim(0);
 #endif
-  } else {
+  } else if (!listed) {
     LMDBLOADER_RETURN_IF_ERROR(r->rep_->Open(path, options));
   }
   *out = std::move(r);
@@ -236,7 +243,10 @@ Status Reader::Open(const std::vector<std::string>& paths, const ReaderOptions& 
   RegisterForkHandler();
   std::unique_ptr<Reader> r(new Reader());
   std::string name = paths.front() + (paths.size() > 1 ? " and " + std::to_string(paths.size() - 1) + " more" : "");
-  LMDBLOADER_RETURN_IF_ERROR(r->rep_->OpenFileSet(name, paths, options));
+  SetSource source;  // a list: its paths are its identity
+  bool listed = false;
+  LMDBLOADER_RETURN_IF_ERROR(r->rep_->OpenSameListed(name, paths, source, options, &listed));
+  if (!listed) LMDBLOADER_RETURN_IF_ERROR(r->rep_->OpenFileSet(name, paths, options, source));
   *out = std::move(r);
   return Status::OK();
 }

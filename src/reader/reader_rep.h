@@ -37,6 +37,7 @@
 #include "io/mapping.h"
 #include "reader/file_set.h"
 #include "reader/name_keys.h"
+#include "reader/set_listing.h"
 #include "lmdb/record_index.h"
 
 namespace lmdbloader {
@@ -213,7 +214,23 @@ struct Reader::Rep {
   Status OpenPart(const std::string& path, Part* part, std::string* index_source);
   // A set of ordinary LMDB files as one dataset (file_set.h): their record
   // counts now, their indexes and descriptors as they are read.
-  Status OpenFileSet(const std::string& name, const std::vector<std::string>& files, const ReaderOptions& options);
+  // `source` says how the set was named, for its saved listing (set_listing.h).
+  Status OpenFileSet(const std::string& name, const std::vector<std::string>& files, const ReaderOptions& options,
+                     const SetSource& source);
+  // A file set from its saved listing: no member is read until it is read.
+  Status OpenListedSet(const std::string& name, SetListing* listing, const std::string& listing_path,
+                       const ReaderOptions& options);
+  // OpenListedSet when the saved listing of `source` describes it: its
+  // folder's stat unchanged, or (no folder: a list, a glob over several
+  // folders, listed now) it holds exactly `files`. *opened false,
+  // nothing done, when there is none or it differs.
+  Status OpenSameListed(const std::string& name, const std::vector<std::string>& files, const SetSource& source,
+                        const ReaderOptions& options, bool* opened);
+  // What both set: the options' checks, the descriptors and the budget's shares.
+  Status BeginFileSet(const std::string& name, const ReaderOptions& options);
+  // A member opened from the listing was not the file it counted, or did not
+  // open: the listing is deleted, and this says so, for the error's message.
+  std::string DropListing(size_t slot);
   // File sets, parts_mu_ held: opens `part`'s data file (and its index, when
   // not held), first closing the least recently used unpinned files' while
   // max_open_parts_ descriptors are open, and dropping their indexes while
@@ -352,6 +369,11 @@ struct Reader::Rep {
   uint64_t use_clock_ = 0;
   std::vector<std::string> skipped_files_;  // skip_bad_files: why each was left out
   MemberPaths member_paths_;                // file sets: each file's path, by slot
+  // File sets opened from a saved listing: its path, and each member's
+  // identity as it saved it (MemberIdentity::Sum), checked at first open.
+  std::string listing_path_;
+  std::vector<uint64_t> listed_sums_;
+  std::atomic<bool> listing_dropped_{false};
   std::string first_data_path_;             // file sets: the first member's data file
   unsigned set_format_ = 1;                 // file sets: the first member's LMDB data format
   unsigned set_db_flags_ = 0;               // file sets: the first member's database flags
