@@ -1,7 +1,5 @@
 #include "reader/set_listing.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +9,7 @@
 
 #include "base/checksum.h"
 #include "corpus/corpus_format.h"
+#include "io/open_file.h"
 #include "lmdb/index_file.h"
 #include "lmdbloader/atomic_write.h"
 
@@ -211,23 +210,17 @@ Status DecodeSetListing(std::string_view bytes, const std::string& path, SetList
 }
 
 Status LoadSetListing(const std::string& path, SetListing* listing) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return Status::NotFound(path);
-    return Status::FromErrno(errno, "open", path);
+  // Read, not mapped: a listing cut short in place by another process must
+  // read as damaged, never as SIGBUS on a page past its new end.
+  std::string bytes;
+  Status read = ReadWholeFile(path, &bytes);
+  if (!read.ok()) {
+    if (read.sys_errno() == ENOENT) return Status::NotFound(path);
+    if (read.sys_errno() != 0) return read;
   }
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
-    ::close(fd);
+  if (!read.ok() || bytes.empty())
     return Status::Corruption("saved file set listing " + path + ": not a listing, or empty");
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (p == MAP_FAILED) return Status::FromErrno(errno, "mmap", path);
-  Status s = DecodeSetListing(std::string_view(static_cast<const char*>(p), size), path, listing);
-  ::munmap(p, size);
-  return s;
+  return DecodeSetListing(bytes, path, listing);
 }
 
 Status SaveSetListing(const std::string& path, const SetListing& listing) {

@@ -78,6 +78,30 @@ TEST(SetListingTest, EncodesAndDecodesAndRefusesEveryDamage) {
   }
 }
 
+TEST(SetListingTest, LoadSaysMissingEmptyAndCutApart) {
+  TempDir dir;
+  SetListing l;
+  l.source.kind = SetKind::kList;
+  l.source.name = "list";
+  l.paths = MemberPaths({"/data/a.lmdb"});
+  l.records = {4};
+  l.identities = {{1, 2, 3, 4, 5, 6}};
+  const std::string path = dir.path() + "/set.lst";
+  SetListing back;
+  EXPECT_EQ(LoadSetListing(path, &back).code(), Status::Code::kNotFound);
+  ASSERT_OK(SaveSetListing(path, l));
+  ASSERT_OK(LoadSetListing(path, &back));
+  EXPECT_EQ(back.records, l.records);
+  // Cut in place (same inode): read as damaged, never a fault past its end.
+  const std::string bytes = testing::ReadAll(path);
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(bytes.size() / 2)), 0);
+  Status cut = LoadSetListing(path, &back);
+  EXPECT_EQ(cut.code(), Status::Code::kCorruption) << cut.message();
+  ASSERT_EQ(::truncate(path.c_str(), 0), 0);
+  EXPECT_EQ(LoadSetListing(path, &back).code(), Status::Code::kCorruption);
+  EXPECT_FALSE(LoadSetListing(dir.path(), &back).ok());
+}
+
 TEST(SetListingTest, ASecondOpenReadsNoMemberAndAChangedMemberIsNamedAtItsRead) {
   TempDir dir;
   const std::string set = dir.Sub("set");
