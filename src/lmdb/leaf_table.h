@@ -114,18 +114,30 @@ class LeafTable {
   // lies on an unusable leaf (or past the table).
   bool Find(uint64_t record, LeafSpot* spot) const {
     if (record >= records_ || pgnos_.empty()) return false;
-    // The last leaf whose first record is <= record: first a guess from the
-    // average leaf (full leaves of equal records make it exact), then a
-    // binary search of the range it misses by.
+    // The last leaf whose first record is <= record. A guess from the
+    // average of the leaves before the last (exact where full leaves hold
+    // equal records, as appended files' do; the last is the partial one),
+    // then a gallop out from it and a binary search of the bracket: a guess
+    // a leaf off costs a step or two, not a search of the whole table
+    // (2 million leaves at 10^8 records: about 20 cache misses).
     const size_t n = firsts_.size();
-    size_t guess = static_cast<size_t>(record * n / records_);
+    const uint64_t last_first = firsts_[n - 1];
+    size_t guess = last_first == 0 ? 0
+                                   : static_cast<size_t>(static_cast<unsigned __int128>(record) * (n - 1) / last_first);
     if (guess >= n) guess = n - 1;
-    size_t lo = 0, hi = n;
+    size_t lo = guess, hi = guess + 1;  // firsts_[lo] <= record < firsts_[hi] (hi == n: the end)
     if (firsts_[guess] <= record) {
-      lo = guess;
-      if (guess + 1 < n && firsts_[guess + 1] > record) hi = guess + 1;
+      for (size_t step = 1; hi < n && firsts_[hi] <= record; step *= 2) {
+        lo = hi;
+        hi = n - hi > step ? hi + step : n;
+      }
     } else {
       hi = guess;
+      for (size_t step = 1;; step *= 2) {  // firsts_[0] is 0 (Decode checks it), so this ends
+        lo = hi > step ? hi - step : 0;
+        if (lo == 0 || firsts_[lo] <= record) break;
+        hi = lo;
+      }
     }
     while (hi - lo > 1) {
       const size_t mid = lo + (hi - lo) / 2;

@@ -6,7 +6,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -96,6 +98,39 @@ TEST(LeafTableTest, LeavesOfTheTablesOneShapeAreRegular) {
   std::string bad = crowded.Encode();
   EXPECT_OK(LeafTable::Decode(bad, 30, kFormat, "x.idx", &back));
   EXPECT_EQ(LeafTable::Decode(bad, 60, kFormat, "x.idx", &back).code(), Status::Code::kCorruption);
+}
+
+// Find against a plain search of the leaves' first records, for leaves as
+// appends fill them (equal, the last partial: the guess is exact), nearly
+// equal (the guess a leaf or two off) and of any size (far off).
+TEST(LeafTableTest, FindAgreesWithASearchOfEveryLeafWhateverTheLeafSizes) {
+  std::mt19937 rng(7);
+  const std::vector<std::vector<uint32_t>> layouts = {
+      {48}, {48, 48, 48, 16}, std::vector<uint32_t>(4000, 48), {}, {}, {}};
+  for (size_t case_no = 0; case_no < layouts.size(); ++case_no) {
+    std::vector<uint32_t> sizes = layouts[case_no];
+    if (case_no == 2) sizes.push_back(17);
+    for (int i = 0; sizes.size() < 3000 && case_no >= 3; ++i)
+      sizes.push_back(case_no == 3 ? 48 - (rng() % 3 == 0) : case_no == 4 ? 1 + rng() % 60 : (i < 100 ? 200 : 1));
+    LeafTable t;
+    std::vector<uint64_t> firsts;
+    uint64_t records = 0;
+    for (size_t leaf = 0; leaf < sizes.size(); ++leaf) {
+      firsts.push_back(records);
+      for (uint32_t j = 0; j < sizes[leaf]; ++j, ++records) t.Note(2 + leaf, true, true);
+    }
+    t.Finish();
+    ASSERT_EQ(t.records(), records);
+    LeafSpot spot;
+    for (uint64_t r = 0; r < records; ++r) {
+      const size_t leaf = std::upper_bound(firsts.begin(), firsts.end(), r) - firsts.begin() - 1;
+      ASSERT_TRUE(t.Find(r, &spot)) << case_no << " " << r;
+      ASSERT_EQ(spot.pgno, 2 + leaf) << case_no << " " << r;
+      ASSERT_EQ(spot.node, r - firsts[leaf]) << case_no << " " << r;
+      ASSERT_EQ(spot.nodes, sizes[leaf]) << case_no << " " << r;
+    }
+    EXPECT_FALSE(t.Find(records, &spot));
+  }
 }
 
 TEST(LeafTableTest, NothingUsableHoldsNothing) {
