@@ -1,6 +1,7 @@
 #include "lmdb/index_format.h"
 
 #include "base/checksum.h"
+#include "base/field_reader.h"
 
 namespace lmdbloader {
 
@@ -15,30 +16,6 @@ template <typename T>
 void Put(std::string* out, T v) {
   out->append(reinterpret_cast<const char*>(&v), sizeof(T));
 }
-
-// Bounds-checked reading of fixed-width fields.
-class Fields {
- public:
-  explicit Fields(std::string_view b) : b_(b) {}
-  template <typename T>
-  bool Get(T* v) {
-    if (b_.size() - pos_ < sizeof(T)) return false;
-    std::memcpy(v, b_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return true;
-  }
-  bool GetBytes(std::string* s, uint64_t n) {
-    if (b_.size() - pos_ < n) return false;
-    s->assign(b_.data() + pos_, n);
-    pos_ += n;
-    return true;
-  }
-  bool done() const { return pos_ == b_.size(); }
-
- private:
-  std::string_view b_;
-  size_t pos_ = 0;
-};
 
 uint32_t EntryCheck(const char* bytes, uint32_t length, uint64_t record) {
   char buf[32];
@@ -94,7 +71,7 @@ Status DecodeIndexHeader(std::string_view page, const std::string& path, uint64_
   uint64_t stored = 0;
   std::memcpy(&stored, page.data() + kIndexPage - 8, 8);
   if (Checksum(page.data(), kIndexPage - 8) != stored) return damaged("header checksum mismatch");
-  Fields f(page.substr(sizeof(kMagic) + 4, kIndexPage - 8 - sizeof(kMagic) - 4));
+  FieldReader f(page.substr(sizeof(kMagic) + 4, kIndexPage - 8 - sizeof(kMagic) - 4));
   FileIdentity& id = h->identity;
   uint32_t name_size = 0;
   if (!f.Get(&h->flags) || !f.Get(&id.device) || !f.Get(&id.inode) || !f.Get(&id.size) || !f.Get(&id.mtime_ns) ||
@@ -182,7 +159,7 @@ Status DecodeIndexMeta(std::string_view bytes, const IndexHeader& h, const std::
                        std::map<std::string, ValueLocation>* meta) {
   auto damaged = [&](const char* what) { return Status::Corruption("index file " + path + ": metadata " + what); };
   if (Checksum(bytes.data(), bytes.size()) != h.meta_sum) return damaged("checksum mismatch");
-  Fields f(bytes);
+  FieldReader f(bytes);
   uint64_t count = 0;
   if (!f.Get(&count)) return damaged("truncated");
   for (uint64_t i = 0; i < count; ++i) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "base/checksum.h"
+#include "base/field_reader.h"
 #include "corpus/corpus_format.h"
 #include "io/open_file.h"
 #include "lmdb/index_file.h"
@@ -29,26 +30,6 @@ void PutString(std::string* out, std::string_view s) {
   Put<uint64_t>(out, s.size());
   out->append(s);
 }
-
-// Reads fields off untrusted bytes: each read checks what is left.
-struct Fields {
-  std::string_view bytes;
-  size_t at = 0;
-  template <typename T>
-  bool Get(T* v) {
-    if (bytes.size() - at < sizeof(T)) return false;
-    std::memcpy(v, bytes.data() + at, sizeof(T));
-    at += sizeof(T);
-    return true;
-  }
-  bool GetString(std::string_view* s) {
-    uint64_t n = 0;
-    if (!Get(&n) || n > bytes.size() - at) return false;
-    *s = bytes.substr(at, n);
-    at += n;
-    return true;
-  }
-};
 
 int64_t Nanos(const struct timespec& t) { return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; }
 
@@ -164,7 +145,7 @@ Status DecodeSetListing(std::string_view bytes, const std::string& path, SetList
   uint64_t sum = 0;
   std::memcpy(&sum, bytes.data() + bytes.size() - 8, 8);
   if (check_sum && sum != Checksum(bytes.data(), bytes.size() - 8)) return damaged("its checksum differs");
-  Fields f{bytes.substr(0, bytes.size() - 8), sizeof(kMagic)};
+  FieldReader f(bytes.substr(0, bytes.size() - 8), sizeof(kMagic));
   uint32_t version = 0, kind = 0;
   f.Get(&version);
   if (version != kVersion) return Status::NotFound(path + ": listing version " + std::to_string(version));
@@ -176,7 +157,7 @@ Status DecodeSetListing(std::string_view bytes, const std::string& path, SetList
       !f.GetString(&prefix) || !f.Get(&count))
     return damaged("truncated");
   if (kind < 1 || kind > 3) return damaged("unknown kind of set " + std::to_string(kind));
-  if (count == 0 || count > (f.bytes.size() - f.at) / kMemberFixed) return damaged("member count past its bytes");
+  if (count == 0 || count > f.left() / kMemberFixed) return damaged("member count past its bytes");
   l->source.kind = static_cast<SetKind>(kind);
   l->source.name = std::string(name);
   l->source.folder = std::string(folder);
@@ -190,12 +171,11 @@ Status DecodeSetListing(std::string_view bytes, const std::string& path, SetList
   uint64_t total = 0;
   for (uint64_t i = 0; i < count; ++i) {
     uint64_t length = 0;
+    std::string_view rest;
     MemberIdentity& id = l->identities[i];
     if (!f.Get(&length) || !f.Get(&l->records[i]) || !f.Get(&id.device) || !f.Get(&id.inode) || !f.Get(&id.size) ||
-        !f.Get(&id.mtime_ns) || !f.Get(&id.ctime_ns) || !f.Get(&id.txnid) || length > f.bytes.size() - f.at)
+        !f.Get(&id.mtime_ns) || !f.Get(&id.ctime_ns) || !f.Get(&id.txnid) || !f.GetView(&rest, length))
       return damaged("truncated in member " + std::to_string(i));
-    const std::string_view rest = f.bytes.substr(f.at, length);
-    f.at += length;
     if (prefix.size() + rest.size() == 0 || rest.find('\0') != std::string_view::npos)
       return damaged("member " + std::to_string(i) + "'s path is empty or holds NUL");
     if (l->records[i] > UINT64_MAX - total) return damaged("record counts overflow");
@@ -203,7 +183,7 @@ Status DecodeSetListing(std::string_view bytes, const std::string& path, SetList
     rests.append(rest);
     ends.push_back(rests.size());
   }
-  if (f.at != f.bytes.size()) return damaged("bytes after its last member");
+  if (!f.done()) return damaged("bytes after its last member");
   if (prefix.find('\0') != std::string_view::npos) return damaged("its paths' folder holds NUL");
   l->paths = MemberPaths(std::string(prefix), std::move(rests), std::move(ends));
   return Status::OK();

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "lmdbloader/reader.h"
+#include "reader_test_util.h"
 #include "test_util.h"
 
 namespace lmdbloader {
@@ -21,15 +22,14 @@ namespace {
 using testing::TempDir;
 
 // Value of record r of file f: says where it comes from.
-std::string ValueOf(int f, int r) { return "file " + std::to_string(f) + " record " + std::to_string(r); }
+std::string ValueOf(int f, int r) { return testing::MemberValue(f, r); }
 
 // `files` databases of `per` records each in `dir`, half folders holding
 // data.mdb, half single files named *.lmdb; file f's keys are k0, k1, ...
 void WriteFiles(const std::string& dir, int files, int per) {
   std::filesystem::create_directories(dir);
   for (int f = 0; f < files; ++f) {
-    std::vector<std::pair<std::string, std::string>> records;
-    for (int r = 0; r < per; ++r) records.push_back({"k" + std::to_string(100 + r), ValueOf(f, r)});
+    const auto records = testing::MemberRecords(f, per);
     char name[32];
     std::snprintf(name, sizeof(name), "chunk-%05d", f);
     if (f % 2 == 0) testing::WriteLmdb(dir + "/" + name, records);

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lmdbloader/reader.h"
@@ -24,6 +25,16 @@ inline std::unique_ptr<Reader> OpenOrDie(const std::string& path, ReaderOptions 
   Status s = Reader::Open(path, options, &r);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return r;
+}
+
+// Record r of member f of a test's file set: says where it comes from.
+inline std::string MemberValue(int f, int r) { return "file " + std::to_string(f) + " record " + std::to_string(r); }
+
+// Member f's records, in key order: keys k100, k101, ..., values MemberValue.
+inline std::vector<std::pair<std::string, std::string>> MemberRecords(int f, int per) {
+  std::vector<std::pair<std::string, std::string>> records;
+  for (int r = 0; r < per; ++r) records.push_back({"k" + std::to_string(100 + r), MemberValue(f, r)});
+  return records;
 }
 
 // 0 .. n-1 in an order fixed by `seed`.

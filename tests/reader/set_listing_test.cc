@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "lmdbloader/reader.h"
+#include "reader_test_util.h"
 #include "test_util.h"
 
 namespace lmdbloader {
@@ -13,7 +14,8 @@ namespace {
 
 using testing::TempDir;
 
-std::string ValueOf(int f, int r) { return "file " + std::to_string(f) + " record " + std::to_string(r); }
+using testing::MemberRecords;
+std::string ValueOf(int f, int r) { return testing::MemberValue(f, r); }
 
 // The folder's mtime 10 s back: a folder changed within the last second is
 // not trusted to a listing (set_listing.h).
@@ -25,23 +27,32 @@ void Settle(const std::string& dir) {
 void WriteSet(const std::string& dir, int files, int per) {
   std::filesystem::create_directories(dir);
   for (int f = 0; f < files; ++f) {
-    std::vector<std::pair<std::string, std::string>> records;
-    for (int r = 0; r < per; ++r) records.push_back({"k" + std::to_string(100 + r), ValueOf(f, r)});
     char name[32];
     std::snprintf(name, sizeof(name), "chunk-%05d.lmdb", f);
-    testing::WriteLmdb(dir + "/" + name, records, "", /*nosubdir=*/true);
+    testing::WriteLmdb(dir + "/" + name, MemberRecords(f, per), "", /*nosubdir=*/true);
   }
   Settle(dir);
 }
+
+// A settled folder of `files` members of `per` records (WriteSet), and
+// options whose index_dir (where the listing goes) is beside it.
+struct ListedSet {
+  ListedSet(int files, int per) : set(dir.Sub("set")) {
+    WriteSet(set, files, per);
+    options.index_dir = dir.Sub("cache");
+  }
+  TempDir dir;
+  std::string set;
+  ReaderOptions options;
+  std::unique_ptr<Reader> r;
+};
 
 bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // Overwrites `path` in place (same inode, as `cp` onto it or rsync --inplace
 // do) with a database of `records` records of file `f`.
 void RewriteInPlace(const std::string& scratch, const std::string& path, int f, int records) {
-  std::vector<std::pair<std::string, std::string>> rows;
-  for (int r = 0; r < records; ++r) rows.push_back({"k" + std::to_string(100 + r), ValueOf(f, r)});
-  testing::WriteLmdb(scratch, rows, "", /*nosubdir=*/true);
+  testing::WriteLmdb(scratch, MemberRecords(f, records), "", /*nosubdir=*/true);
   testing::WriteAll(path, testing::ReadAll(scratch));
 }
 
@@ -103,12 +114,8 @@ TEST(SetListingTest, LoadSaysMissingEmptyAndCutApart) {
 }
 
 TEST(SetListingTest, ASecondOpenReadsNoMemberAndAChangedMemberIsNamedAtItsRead) {
-  TempDir dir;
-  const std::string set = dir.Sub("set");
-  WriteSet(set, 4, 3);
-  ReaderOptions options;
-  options.index_dir = dir.Sub("cache");
-  std::unique_ptr<Reader> r;
+  ListedSet fixture(4, 3);
+  auto& [dir, set, options, r] = fixture;
   ASSERT_OK(Reader::Open(set, options, &r));
   EXPECT_TRUE(Contains(r->stats().index_source, "saved to")) << r->stats().index_source;
   ASSERT_OK(Reader::Open(set, options, &r));
@@ -140,12 +147,8 @@ TEST(SetListingTest, ASecondOpenReadsNoMemberAndAChangedMemberIsNamedAtItsRead) 
 }
 
 TEST(SetListingTest, AMemberRewrittenInPlaceIsNeverReadAtOldPositions) {
-  TempDir dir;
-  const std::string set = dir.Sub("set");
-  WriteSet(set, 3, 3);
-  ReaderOptions options;
-  options.index_dir = dir.Sub("cache");
-  std::unique_ptr<Reader> r;
+  ListedSet fixture(3, 3);
+  auto& [dir, set, options, r] = fixture;
   ASSERT_OK(Reader::Open(set, options, &r));
   // Another count: the read refuses it (positions after it would move).
   RewriteInPlace(dir.Sub("other.lmdb"), set + "/chunk-00001.lmdb", 7, 5);
@@ -171,12 +174,8 @@ TEST(SetListingTest, AMemberRewrittenInPlaceIsNeverReadAtOldPositions) {
 }
 
 TEST(SetListingTest, AMemberAddedOrDeletedIsSeenByTheFolder) {
-  TempDir dir;
-  const std::string set = dir.Sub("set");
-  WriteSet(set, 3, 2);
-  ReaderOptions options;
-  options.index_dir = dir.Sub("cache");
-  std::unique_ptr<Reader> r;
+  ListedSet fixture(3, 2);
+  auto& [dir, set, options, r] = fixture;
   ASSERT_OK(Reader::Open(set, options, &r));
   testing::WriteLmdb(set + "/chunk-00009.lmdb", {{"k", "added"}}, "", true);
   ASSERT_OK(Reader::Open(set, options, &r));
@@ -201,12 +200,8 @@ TEST(SetListingTest, AMemberAddedOrDeletedIsSeenByTheFolder) {
 }
 
 TEST(SetListingTest, AListAndAGlobAreTheirOwnKeys) {
-  TempDir dir;
-  const std::string set = dir.Sub("set");
-  WriteSet(set, 3, 2);
-  ReaderOptions options;
-  options.index_dir = dir.Sub("cache");
-  std::unique_ptr<Reader> r;
+  ListedSet fixture(3, 2);
+  auto& [dir, set, options, r] = fixture;
   const std::vector<std::string> list = {set + "/chunk-00002.lmdb", set + "/chunk-00000.lmdb"};
   ASSERT_OK(Reader::Open(list, options, &r));
   ASSERT_OK(Reader::Open(list, options, &r));
