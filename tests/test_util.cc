@@ -154,25 +154,48 @@ void WarmPageCache(const std::string& path) {
   ::close(fd);
 }
 
-uint64_t ProcessRssBytes() {
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  unsigned long long size = 0, resident = 0;
-  if (f) {
-    if (std::fscanf(f, "%llu %llu", &size, &resident) != 2) resident = 0;
-    std::fclose(f);
+namespace {
+
+// statm's first `n` fields (pages): size, resident, shared; zeros where the
+// read fails, so a failed sample can only shrink a peak, never pass a bound.
+void ReadStatm(int fd, unsigned long long* fields, int n) {
+  char text[160];
+  ssize_t got = fd < 0 ? -1 : ::pread(fd, text, sizeof(text) - 1, 0);
+  text[got > 0 ? got : 0] = '\0';
+  const char* at = text;
+  for (int i = 0; i < n; ++i) {
+    char* end = nullptr;
+    fields[i] = std::strtoull(at, &end, 10);
+    if (end == at) fields[i] = 0;
+    at = end;
   }
-  return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
-uint64_t ProcessFileRssBytes() {
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  unsigned long long size = 0, resident = 0, shared = 0;
-  if (f) {
-    if (std::fscanf(f, "%llu %llu %llu", &size, &resident, &shared) != 3) shared = 0;
-    std::fclose(f);
-  }
-  return shared * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+uint64_t StatmField(int index) {
+  int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  unsigned long long fields[3] = {0, 0, 0};
+  ReadStatm(fd, fields, 3);
+  if (fd >= 0) ::close(fd);
+  return fields[index] * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
+
+}  // namespace
+
+RssSampler::RssSampler() : fd_(::open("/proc/self/statm", O_RDONLY | O_CLOEXEC)) {}
+
+RssSampler::~RssSampler() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+uint64_t RssSampler::ResidentBytes() const {
+  unsigned long long fields[2] = {0, 0};
+  ReadStatm(fd_, fields, 2);
+  return fields[1] * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+uint64_t ProcessRssBytes() { return StatmField(1); }
+
+uint64_t ProcessFileRssBytes() { return StatmField(2); }
 
 int RunUnprivileged(const std::function<int()>& body) {
   pid_t pid = ::fork();

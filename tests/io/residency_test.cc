@@ -62,6 +62,7 @@ class ResidencyTest : public ::testing::TestWithParam<size_t> {
     for (uint64_t i = 0; i < c.count; ++i) order[i] = i;
     std::mt19937_64 rng(42);
     std::string buf(c.value_size, '\0'), expect(c.value_size, '\0');
+    testing::RssSampler rss_now;
     uint64_t peak = 0;
     *bad = 0;
     for (int pass = 0; pass < passes; ++pass) {
@@ -70,7 +71,7 @@ class ResidencyTest : public ::testing::TestWithParam<size_t> {
         if (!r.ReadInto(i, buf.data(), buf.size()).ok()) ++*bad;
         testing::FillRecordBytes(i, expect.data(), expect.size());
         if (buf != expect) ++*bad;
-        uint64_t rss = ProcessRssBytes();
+        uint64_t rss = rss_now.ResidentBytes();
         peak = std::max(peak, rss > baseline ? rss - baseline : 0);
       }
     }
