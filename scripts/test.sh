@@ -5,9 +5,18 @@
 # with the fuzzers (saved crashers replayed, then a bounded time) beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Each stage's heading says when it began (minutes:seconds into the run), so a
-# slow stage shows in CI's log.
-stage() { printf '== [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
+# Each stage's heading says when it began (minutes:seconds into the run) and
+# how busy the machine's cores were since the last heading (from /proc/stat),
+# so a slow stage, or one that leaves cores idle, shows in CI's log.
+busy_prev=0 total_prev=0
+stage() {
+  local cpu user nice sys idle iowait rest busy total share=""
+  read -r cpu user nice sys idle iowait rest </proc/stat
+  busy=$((user + nice + sys)) total=$((user + nice + sys + idle + iowait))
+  [ "$total_prev" = 0 ] || share=" (cores $((100 * (busy - busy_prev) / (total - total_prev + 1)))% busy since the last heading)"
+  busy_prev=$busy total_prev=$total
+  printf '== [%d:%02d] %s%s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" "$share"
+}
 stage "Setup (scripts/setup.sh)"
 bash scripts/setup.sh
 
