@@ -19,13 +19,15 @@ version=$($PY -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 # the README's setup before the test run) is taken from the cache instead of
 # being built again: building the libraries, the core and the extension is
 # most of a fresh clone's setup. The key hashes the content of every file of
-# the checkout that the wheel is built from (all but the tests, benchmarks,
-# fuzzers and docs), uncommitted edits and new files included, and the
-# toolchain's version; outside a git checkout nothing is cached.
+# the checkout that the wheel is built from (all but the tests, the scripts
+# that run them, benchmarks, fuzzers and docs), uncommitted edits and new
+# files included, and the toolchain's version; outside a git checkout
+# nothing is cached.
 cache=${LMDBLOADER_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lmdbloader/wheels}
 key=""
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  files=$(git ls-files -co --exclude-standard -- . ':!tests' ':!bench' ':!fuzz' ':!docs' ':!.ci' |
+  files=$(git ls-files -co --exclude-standard -- . ':!tests' ':!bench' ':!fuzz' ':!docs' ':!.ci' \
+            ':!scripts/test.sh' ':!scripts/fuzz.sh' ':!scripts/check_install.sh' |
           sort | while IFS= read -r f; do [ -f "$f" ] && printf '%s\n' "$f"; done)
   key=$( { echo "cp${version/./} $PLAT $("$ZIG" version)"
            paste -d ' ' <(printf '%s\n' "$files") <(printf '%s\n' "$files" | git hash-object --stdin-paths); } |
