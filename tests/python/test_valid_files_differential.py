@@ -80,7 +80,7 @@ def database_specs(draw):
 def _key(spec, k, rng):
     if spec["key_size"]:
         return struct.pack("=I" if spec["key_size"] == 4 else "=Q", k * 2654435761 % 2**32)
-    return b"k%d" % k + bytes(rng.randrange(256) for _ in range(rng.choice([0, 1, 5, 100])))
+    return b"k%d" % k + rng.randbytes(rng.choice([0, 1, 5, 100]))
 
 
 def _value(spec, rng, j):
@@ -88,7 +88,7 @@ def _value(spec, rng, j):
     if spec["flags"].get("integerdup"):
         return struct.pack("=I" if size == 4 else "=Q", rng.randrange(2**(8 * size)))
     if size:
-        return bytes(rng.randrange(256) for _ in range(size))
+        return rng.randbytes(size)
     if spec["flags"].get("dupsort"):  # duplicates are keys of their own: 1..511 bytes
         return bytes([j % 256]) * rng.choice([1, 2, 30, 400])
     return bytes([j % 256]) * rng.choice([0, 1, 10, 1000, 2100, 5000, 20000])
