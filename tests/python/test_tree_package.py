@@ -1,6 +1,10 @@
 """What the tests import is this tree: every module of the package is the
 tree's file, the extension was built from the tree's sources after their
-last change, and a process the tests start imports the same."""
+last change, and a process the tests start imports the same. Under
+LMDBLOADER_TEST_INSTALLED=1 (scripts/test.sh, after setup.sh installed the
+wheel it built from this checkout), the installed modules are the tree's
+files byte for byte. Either way, the Release build's AVX2 objects define
+strong symbols only."""
 
 import glob
 import os
@@ -13,9 +17,12 @@ import lmdbloader
 from conftest import TREE_PACKAGE
 from tree_package import ROOT, SOURCE
 
-pytestmark = pytest.mark.skipif(TREE_PACKAGE is None, reason="LMDBLOADER_TEST_INSTALLED=1: the installed package")
+tree_only = pytest.mark.skipif(TREE_PACKAGE is None, reason="LMDBLOADER_TEST_INSTALLED=1: the installed package")
+# The Release build folder (scripts/test.sh's build/, tree_package's).
+BUILD = os.path.realpath(os.environ.get("LMDBLOADER_TEST_BUILD_DIR", os.path.join(ROOT, "build")))
 
 
+@tree_only
 def test_every_module_is_the_trees_file():
     imported = {}
     for name, module in list(sys.modules.items()):
@@ -28,6 +35,7 @@ def test_every_module_is_the_trees_file():
         assert path.startswith(SOURCE + os.sep), f"{name} comes from {path}, not the tree"
 
 
+@tree_only
 def test_the_extension_is_newer_than_every_source_it_is_built_from():
     core = os.path.realpath(lmdbloader._core.__file__)
     assert os.path.dirname(os.path.dirname(core)) == os.path.realpath(os.path.join(TREE_PACKAGE, "..")), core
@@ -39,6 +47,22 @@ def test_the_extension_is_newer_than_every_source_it_is_built_from():
     assert not stale, f"_core is older than {stale[:3]}"
 
 
+@pytest.mark.skipif(TREE_PACKAGE is not None, reason="the tree's package is imported")
+def test_the_installed_modules_are_the_trees_files():
+    installed = os.path.dirname(os.path.realpath(lmdbloader.__file__))
+    tree = [os.path.relpath(p, SOURCE) for p in glob.glob(os.path.join(SOURCE, "**", "*.py"), recursive=True)]
+    assert tree
+    stale = []
+    for name in tree:
+        with open(os.path.join(SOURCE, name), "rb") as a:
+            want = a.read()
+        there = os.path.join(installed, name)
+        if not os.path.exists(there) or open(there, "rb").read() != want:
+            stale.append(name)
+    assert not stale, f"the installed package ({installed}) is not this tree's: {stale[:3]} differ (run scripts/setup.sh)"
+
+
+@tree_only
 def test_a_started_process_imports_the_tree_too():
     out = subprocess.run([sys.executable, "-c", "import lmdbloader, os; print(os.path.realpath(lmdbloader.__file__))"],
                          capture_output=True, text=True, check=True, cwd="/")
@@ -51,7 +75,9 @@ def test_avx2_objects_define_no_weak_symbols():
     every caller, running AVX2 instructions where the CPU has none: its
     objects define strong symbols only (its helpers have internal linkage)."""
     sources = glob.glob(os.path.join(ROOT, "src", "*", "*_avx2.cc"))
-    built = os.path.join(os.path.dirname(TREE_PACKAGE), "CMakeFiles", "lmdbloader.dir", "src")
+    built = os.path.join(BUILD, "CMakeFiles", "lmdbloader.dir", "src")
+    if TREE_PACKAGE is None and not os.path.isdir(built):
+        pytest.skip(f"no Release build of the library in {BUILD}")
     objects = glob.glob(os.path.join(built, "*", "*_avx2.cc.o"))
     assert sources and len(objects) == len(sources), (sources, objects)
     for path in objects:
