@@ -2,7 +2,8 @@
 # Runs every test: the Release build (gcc, warnings as errors) with its memory
 # budget test on a corpus 16x the budget, the C++ suite under AddressSanitizer
 # + UndefinedBehaviorSanitizer, what lmdbloader installs, then the Python suite
-# with the fuzzers (saved crashers replayed, then a bounded time) beside it.
+# over the wheel setup.sh installed, with the fuzzers (saved crashers
+# replayed, then a bounded time) beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each stage's heading says when it began (minutes:seconds into the run) and
@@ -32,7 +33,7 @@ fi
 LMDBLOADER_INDEX_DIR=$(mktemp -d)
 export LMDBLOADER_INDEX_DIR
 trap 'rm -rf "$LMDBLOADER_INDEX_DIR"' EXIT
-stage "Release build (gcc, -Wall -Wextra -Werror): library, command, extension, benchmarks, budget test"
+stage "Release build (gcc, -Wall -Wextra -Werror): library, command, benchmarks, budget test"
 # The whole C++ suite runs under the sanitizers below; here, without them,
 # only what needs the Release build: the memory budget against the kernel's
 # count on a 512 MiB corpus (the sanitizers' shadow memory would blur it),
