@@ -181,15 +181,16 @@ uint64_t StatmField(int index) {
 
 }  // namespace
 
-RssSampler::RssSampler() : fd_(::open("/proc/self/statm", O_RDONLY | O_CLOEXEC)) {}
+RssSampler::RssSampler() : fd_(new int(::open("/proc/self/statm", O_RDONLY | O_CLOEXEC))) {}
 
-RssSampler::~RssSampler() {
-  if (fd_ >= 0) ::close(fd_);
+void RssSampler::Close::operator()(const int* fd) const {
+  if (*fd >= 0) ::close(*fd);
+  delete fd;
 }
 
 uint64_t RssSampler::ResidentBytes() const {
   unsigned long long fields[2] = {0, 0};
-  ReadStatm(fd_, fields, 2);
+  ReadStatm(*fd_, fields, 2);
   return fields[1] * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -81,13 +82,13 @@ uint64_t ProcessRssBytes();
 class RssSampler {
  public:
   RssSampler();
-  ~RssSampler();
-  RssSampler(const RssSampler&) = delete;
-  RssSampler& operator=(const RssSampler&) = delete;
   uint64_t ResidentBytes() const;
 
  private:
-  int fd_;
+  struct Close {
+    void operator()(const int* fd) const;
+  };
+  std::unique_ptr<const int, Close> fd_;  // move-only: one owner closes it
 };
 // File-backed and shared resident bytes of this process (statm's third field):
 // the mapped pages of data files, without the heap (which sanitizers grow).
