@@ -156,8 +156,8 @@ void WarmPageCache(const std::string& path) {
 
 namespace {
 
-// statm's first `n` fields (pages): size, resident, shared; zeros where the
-// read fails, so a failed sample can only shrink a peak, never pass a bound.
+// statm's first `n` fields (pages): size, resident, shared. A sample that
+// cannot be read stops the test: a zero would pass every budget it bounds.
 void ReadStatm(int fd, unsigned long long* fields, int n) {
   char text[160];
   ssize_t got = fd < 0 ? -1 : ::pread(fd, text, sizeof(text) - 1, 0);
@@ -166,7 +166,10 @@ void ReadStatm(int fd, unsigned long long* fields, int n) {
   for (int i = 0; i < n; ++i) {
     char* end = nullptr;
     fields[i] = std::strtoull(at, &end, 10);
-    if (end == at) fields[i] = 0;
+    if (end == at) {
+      std::fprintf(stderr, "test_util: /proc/self/statm unreadable (%s): '%s'\n", std::strerror(errno), text);
+      std::abort();
+    }
     at = end;
   }
 }
