@@ -136,16 +136,16 @@ TEST(ColourOpsTest, HueTurnsThePrimariesAndLeavesGrays) {
   EXPECT_EQ(one[1], 50);
 }
 
-// ShiftHue (the AVX2 loop where this CPU has it, the portable one on the
-// rest) against the portable loop alone: every one of the 2^24 colours for
-// two turns, and random colours for every turn in runs of every length
-// mod 8 (the tail the AVX2 loop leaves).
 size_t CountDiffering(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
   size_t differ = 0;
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) differ += a[i] != b[i];
   return differ;
 }
 
+// ShiftHue (the AVX2 loop where this CPU has it, the portable one on the
+// rest) against the portable loop alone: every one of the 2^24 colours for
+// two turns, and random colours for every turn in runs of every length
+// mod 8 (the tail the AVX2 loop leaves).
 TEST(ColourOpsTest, HueAvx2IsThePortableLoop) {
   std::vector<uint8_t> every(size_t{3} << 24);
   for (uint32_t c = 0; c < (1u << 24); ++c) {

@@ -50,15 +50,18 @@ def test_the_extension_is_newer_than_every_source_it_is_built_from():
 @pytest.mark.skipif(TREE_PACKAGE is not None, reason="the tree's package is imported")
 def test_the_installed_modules_are_the_trees_files():
     installed = os.path.dirname(os.path.realpath(lmdbloader.__file__))
-    tree = [os.path.relpath(p, SOURCE) for p in glob.glob(os.path.join(SOURCE, "**", "*.py"), recursive=True)]
+
+    def modules(folder):
+        found = {}
+        for path in glob.glob(os.path.join(folder, "**", "*.py"), recursive=True):
+            with open(path, "rb") as f:
+                found[os.path.relpath(path, folder)] = f.read()
+        return found
+
+    tree, there = modules(SOURCE), modules(installed)
     assert tree
-    stale = []
-    for name in tree:
-        with open(os.path.join(SOURCE, name), "rb") as a:
-            want = a.read()
-        there = os.path.join(installed, name)
-        if not os.path.exists(there) or open(there, "rb").read() != want:
-            stale.append(name)
+    # Both ways: a module the tree dropped, left in the installed package, is stale too.
+    stale = sorted(name for name in tree.keys() | there.keys() if tree.get(name) != there.get(name))
     assert not stale, f"the installed package ({installed}) is not this tree's: {stale[:3]} differ (run scripts/setup.sh)"
 
 
